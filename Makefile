@@ -1,0 +1,46 @@
+# hycc: top-level entry points. `make demo` runs the main job, `make test` every test.
+# Both install missing Debian packages first (scripts/setup-deps).
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps configure build test test-release test-sanitize demo bench-codec format clean
+
+all: build
+
+deps:
+	@scripts/setup-deps
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHYCC_WERROR=ON $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every test: the Release suite, then the same suite under AddressSanitizer and
+# UndefinedBehaviorSanitizer (without the exhaustive 2^32-pattern test, too slow there).
+test: test-release test-sanitize
+
+test-release: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYCC_SANITIZE=ON \
+	  -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive'
+
+# The main job. Until the trainer exists: the codec benchmark on 64 MiB of gaussian data.
+demo: build
+	$(BUILD)/bin/hycc-bench codec
+
+bench-codec: build
+	$(BUILD)/bin/hycc-bench codec --json $(BUILD)/codec-bench.json
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

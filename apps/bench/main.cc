@@ -1,0 +1,28 @@
+// hycc-bench: benchmarks of the hycc codecs (and, as they land, collectives and gradient
+// compressors), printed as nccl-tests-style tables with the baseline measured in the same run.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "codec_bench.h"
+#include "hycc/config.h"
+#include "hycc/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hycc-bench " HYCC_VERSION ": benchmarks of hycc's compressed communication"};
+  app.require_subcommand(1);
+  hycc::bench::CodecBenchOptions codec_options;
+  CLI::App* codec_cmd = hycc::bench::add_codec_command(app, codec_options);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (codec_cmd->parsed()) return hycc::bench::run_codec_bench(codec_options);
+  } catch (const hycc::Error& e) {
+    std::fprintf(stderr, "hycc-bench: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hycc-bench: unexpected error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+// Micro-benchmarks (Google Benchmark) of the building blocks under the codecs: the stream
+// checksum, the 16-bit float conversions and whole-stream compression of 1 MiB.
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "codec/float_convert.h"
+#include "common/checksum.h"
+#include "common/synthetic_data.h"
+#include "hycc/codec.h"
+
+namespace {
+
+constexpr size_t kCount = size_t{1} << 18;  // 1 MiB of float32
+
+void BM_Checksum(benchmark::State& state) {
+  const std::vector<float> v = hycc::make_data(hycc::DataKind::kGaussian, kCount);
+  for (auto _ : state) benchmark::DoNotOptimize(hycc::checksum64(v.data(), v.size() * 4));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCount * 4));
+}
+BENCHMARK(BM_Checksum);
+
+void BM_F32ToBF16(benchmark::State& state) {
+  const std::vector<float> v = hycc::make_data(hycc::DataKind::kGaussian, kCount);
+  std::vector<uint16_t> out(kCount);
+  for (auto _ : state) {
+    for (size_t i = 0; i < kCount; ++i) out[i] = hycc::codec::f32_to_bf16(v[i]);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCount * 4));
+}
+BENCHMARK(BM_F32ToBF16);
+
+void BM_F32ToF16(benchmark::State& state) {
+  const std::vector<float> v = hycc::make_data(hycc::DataKind::kGaussian, kCount);
+  std::vector<uint16_t> out(kCount);
+  for (auto _ : state) {
+    for (size_t i = 0; i < kCount; ++i) out[i] = hycc::codec::f32_to_f16(v[i]);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCount * 4));
+}
+BENCHMARK(BM_F32ToF16);
+
+void BM_Compress(benchmark::State& state, const char* spec) {
+  const std::vector<float> v = hycc::make_data(hycc::DataKind::kGaussian, kCount);
+  const hycc::CodecConfig config = hycc::CodecConfig::parse(spec);
+  const hycc::ConstTensorView in{hycc::DType::kF32, kCount, v.data()};
+  std::vector<std::byte> out(hycc::max_compressed_bytes(config, in));
+  for (auto _ : state) benchmark::DoNotOptimize(hycc::compress(config, in, out));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCount * 4));
+}
+BENCHMARK_CAPTURE(BM_Compress, none, "none");
+BENCHMARK_CAPTURE(BM_Compress, bf16, "bf16");
+BENCHMARK_CAPTURE(BM_Compress, quant8, "quant:bits=8");
+BENCHMARK_CAPTURE(BM_Compress, quant4, "quant:bits=4");
+BENCHMARK_CAPTURE(BM_Compress, mpc, "mpc");
+
+}  // namespace
+
+BENCHMARK_MAIN();

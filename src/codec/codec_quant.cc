@@ -1,0 +1,434 @@
+// "quant": blockwise affine quantization. Each block of `block` consecutive values is mapped to
+// `bits`-bit codes spread evenly between the block's minimum and maximum (float32 arithmetic):
+//   scale = (max - min) / (2^bits - 1)           stored in the block header with min
+//   t     = (x - min) * ((2^bits - 1) / (max - min))     the value in units of scale, >= 0
+//   code  = round(t), ties to even               round=nearest
+//         = floor(t) + (u < t - floor(t))        round=stochastic, u uniform in [0, 1): the
+//                                                distribution of floor(t + u), without rounding
+//                                                the sum; u comes from stochastic_noise
+//   x'    = min + code * scale                   a float32 multiply, then a float32 add
+// with codes clamped to [0, 2^bits - 1]. Declared error of a value of a block with scale s:
+// nearest |x - x'| <= s/2, stochastic |x - x'| <= s and E[x'] = x, each up to the float32
+// rounding of the expressions above (a few ulps of the block's largest magnitude). A constant
+// block has scale 0 and decodes exactly (-0 as +0).
+//
+// A block that holds NaN or an infinity, whose range max - min overflows, whose scale would be
+// subnormal (a nonzero range below (2^bits - 1) * 2^-126, i.e. tiny or denormal data: its
+// inverse would overflow), or whose largest decoded value min + (2^bits - 1) * scale would
+// overflow is stored raw, bit for bit.
+//
+// Payload, for `count` elements in nblocks = ceil(count / block) blocks, little-endian:
+//   headers  nblocks x 8 bytes: per block f32 min, f32 scale. A raw block has scale bits
+//            0xffffffff (a NaN) and, in the min field, its ordinal among the raw blocks (u32,
+//            low 32 bits): the k-th raw block is the k-th record of the raw area.
+//   codes    per block, n8 * bits / 8 bytes, where n8 is the block's element count rounded up
+//            to a multiple of 8 (only the last block can be shorter than `block`). Padding codes
+//            and the codes of raw blocks are zero.
+//   raw      per raw block, in block order, its elements verbatim in the input dtype. The k-th
+//            raw block starts k * block * dtype_size bytes into this area.
+// The headers and codes form a fixed area whose size depends only on (count, block, bits), so a
+// parallel or GPU decoder finds every block, raw ones included, without reading the others.
+// max_payload_bytes is that fixed area plus count * dtype_size (every block raw).
+// Parameters in the stream header: byte 0 bits, byte 1 rounding (0 nearest, 1 stochastic),
+// bytes 4..7 block (u32), the other bytes 0.
+//
+// Placement of a block's n8 codes (the "segment" layout). With g = gcd(bits, 8), a word of
+// per = 8 / g codes fills exactly bytes = bits / g bytes. The block is cut into `per` segments of
+// len = n8 / per codes; word j (0 <= j < len) holds code r * len + j of the block in its bits
+// [r * bits, (r + 1) * bits), and its byte m (little-endian) is stored at offset m * len + j.
+// bits=8 is the identity, bits=4 stores code j | code (j + n8 / 2) << 4 at byte j. Every loop
+// over j reads and writes contiguous memory, so the compiler vectorizes both directions.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "codec/float_io.h"
+#include "codec/params_io.h"
+#include "codec/registry.h"
+#include "common/synthetic_data.h"
+#include "hycc/error.h"
+
+namespace hycc::codec {
+namespace {
+
+constexpr std::string_view kHelp =
+    "bits=1..8 (default 8), block=8..65536, multiple of 8 (default 64), "
+    "round=nearest|stochastic (default nearest)";
+constexpr int kMaxBlock = 65536;
+constexpr uint32_t kRawMarker = 0xffffffffu;  // scale field of a raw block
+constexpr size_t kHeaderBytes = 8;            // f32 min + f32 scale per block
+
+// Function multiversioning (GCC on x86-64) for integer-only loops; elsewhere a no-op.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define HYCC_QUANT_X86_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#else
+#define HYCC_QUANT_X86_CLONES
+#endif
+
+size_t round_up8(size_t n) { return (n + 7) / 8 * 8; }
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// Where the areas of a payload start, for a given element count.
+struct Layout {
+  size_t blocks = 0;
+  size_t codes_at = 0;  // = size of the header area
+  size_t raw_at = 0;    // = size of the fixed area
+
+  Layout(size_t count, size_t block, int bits) {
+    blocks = (count + block - 1) / block;
+    codes_at = blocks * kHeaderBytes;
+    raw_at = codes_at + round_up8(count) / 8 * static_cast<size_t>(bits);
+  }
+};
+
+// How one block is quantized, or that it is stored raw.
+struct BlockQuant {
+  bool raw = true;
+  float min = 0;
+  float scale = 0;
+  float inv_scale = 0;  // max_code / range, 0 for a constant block so that every code is 0
+};
+
+// The largest decoded value of a block must be finite: checked by encoder and decoder alike.
+bool decodes_finite(float min, float scale, float max_code) {
+  return std::fabs(min + max_code * scale) <= FLT_MAX;
+}
+
+BlockQuant choose_quant(float lo, float hi, float max_code) {
+  BlockQuant q;
+  // +0.0f turns -0 into +0, so that a block's header does not depend on which zero is smaller.
+  lo += 0.0f;
+  hi += 0.0f;
+  const float range = hi - lo;
+  if (range > FLT_MAX) return q;
+  const float scale = range / max_code;
+  if (range != 0 && scale < FLT_MIN) return q;  // the inverse would overflow, precision is lost
+  if (!decodes_finite(lo, scale, max_code)) return q;
+  q.raw = false;
+  q.min = lo;
+  q.scale = scale;
+  q.inv_scale = range == 0 ? 0.0f : max_code / range;  // independent of the division above
+  return q;
+}
+
+// Maps a float to an int32 whose signed order is the order of the floats: -NaN < -inf < ... <
+// -0 < +0 < ... < +inf < +NaN. The compiler vectorizes integer min/max reductions (float ones
+// only with -ffast-math), and one pass then finds the range and any non-finite value.
+int32_t order_key(float v) {
+  const auto b = std::bit_cast<int32_t>(v);
+  return b ^ ((b >> 31) & 0x7fffffff);  // negative floats: reverse the magnitude order
+}
+float from_order_key(int32_t key) { return std::bit_cast<float>(key ^ ((key >> 31) & 0x7fffffff)); }
+
+struct KeyRange {
+  int32_t lo = INT32_MAX, hi = INT32_MIN;
+};
+
+// Smallest and largest order_key of x[0, n). Baseline x86-64 (SSE2) has no packed 32-bit
+// min/max, so a clone for x86-64-v3 (AVX2) is picked at load time where the CPU has it: about
+// 2x on this loop, and integer code gives the same result in every clone.
+HYCC_QUANT_X86_CLONES KeyRange key_range(const float* x, size_t n) {
+  KeyRange r;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t key = order_key(x[i]);
+    r.lo = std::min(r.lo, key);
+    r.hi = std::max(r.hi, key);
+  }
+  return r;
+}
+
+// Quantization of the block x[0, n), n >= 1; raw if it holds NaN or an infinity.
+BlockQuant scan_block(const float* x, size_t n, float max_code) {
+  const KeyRange keys = key_range(x, n);
+  if (keys.lo <= order_key(-INFINITY) || keys.hi >= order_key(INFINITY)) return {};
+  return choose_quant(from_order_key(keys.lo), from_order_key(keys.hi), max_code);
+}
+
+// The word of the segment layout for a bit width: kPer codes in kBytes bytes.
+template <int kBits>
+struct Packing {
+  static constexpr int kPer = 8 / std::gcd(kBits, 8);
+  static constexpr int kBytes = kBits / std::gcd(kBits, 8);
+  static constexpr uint32_t kMask = (1u << kBits) - 1;
+  using Word = std::conditional_t<kPer * kBits <= 32, uint32_t, uint64_t>;
+};
+
+// Writes the codes of x[0, n8) in the segment layout; noise is used by stochastic rounding only.
+template <int kBits, bool kStochastic>
+void quantize_block(const float* x, size_t n8, const BlockQuant& q, const float* noise,
+                    uint8_t* codes) {
+  using P = Packing<kBits>;
+  using Word = typename P::Word;
+  const size_t len = n8 / P::kPer;
+  const float lo = q.min, inv_scale = q.inv_scale;
+  for (size_t j = 0; j < len; ++j) {
+    Word word = 0;
+    for (int r = 0; r < P::kPer; ++r) {
+      const size_t i = static_cast<size_t>(r) * len + j;
+      // 0 <= t <= max_code * (1 + 2^-23): x - lo rounds to at most the block's range, and
+      // range * (max_code / range) carries two roundings.
+      const float t = (x[i] - lo) * inv_scale;
+      uint32_t code;
+      if constexpr (kStochastic) {
+        const auto down = static_cast<int32_t>(t);        // floor, as t >= 0
+        const float frac = t - static_cast<float>(down);  // exact
+        const int32_t up = down + static_cast<int32_t>(noise[i] < frac);
+        code = static_cast<uint32_t>(std::min(up, static_cast<int32_t>(P::kMask)));
+      } else {
+        // Adding 2^23 leaves ulp 1: the float add rounds t to nearest even and the integer lands
+        // in the low mantissa bits. t < max_code + 1/2 needs no clamp.
+        code = std::bit_cast<uint32_t>(t + 0x1p23f) & P::kMask;
+      }
+      word |= static_cast<Word>(code) << (r * kBits);
+    }
+    for (int m = 0; m < P::kBytes; ++m) {
+      codes[static_cast<size_t>(m) * len + j] = static_cast<uint8_t>(word >> (8 * m));
+    }
+  }
+}
+
+// Decodes n8 codes of the segment layout into y[0, n8).
+template <int kBits>
+void dequantize_block(const uint8_t* codes, size_t n8, float lo, float scale, float* y) {
+  using P = Packing<kBits>;
+  using Word = typename P::Word;
+  const size_t len = n8 / P::kPer;
+  for (size_t j = 0; j < len; ++j) {
+    Word word = 0;
+    for (int m = 0; m < P::kBytes; ++m) {
+      word |= static_cast<Word>(codes[static_cast<size_t>(m) * len + j]) << (8 * m);
+    }
+    for (int r = 0; r < P::kPer; ++r) {
+      const auto code = static_cast<int32_t>((word >> (r * kBits)) & P::kMask);
+      y[static_cast<size_t>(r) * len + j] = lo + static_cast<float>(code) * scale;
+    }
+  }
+}
+
+using QuantizeFn = void (*)(const float*, size_t, const BlockQuant&, const float*, uint8_t*);
+using DequantizeFn = void (*)(const uint8_t*, size_t, float, float, float*);
+
+struct Kernels {
+  QuantizeFn nearest = nullptr;
+  QuantizeFn stochastic = nullptr;
+  DequantizeFn dequantize = nullptr;
+};
+
+template <int kBits>
+constexpr Kernels kernels_for() {
+  return {quantize_block<kBits, false>, quantize_block<kBits, true>, dequantize_block<kBits>};
+}
+
+constexpr std::array<Kernels, 9> kKernels = {
+    Kernels{},        kernels_for<1>(), kernels_for<2>(), kernels_for<3>(), kernels_for<4>(),
+    kernels_for<5>(), kernels_for<6>(), kernels_for<7>(), kernels_for<8>(),
+};
+
+// Uniform noise of stochastic rounding for elements first.. first + n: 24 random bits per element
+// from a counter-based hash of (seed, element index), so the value of an element depends on
+// nothing else (not on the block size, nor on how the work is split).
+void stochastic_noise(uint64_t seed_key, size_t first, size_t n, float* noise) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = splitmix64(seed_key + first + i);
+    noise[i] = static_cast<float>(h >> 40) * 0x1p-24f;
+  }
+}
+
+class QuantCodec final : public Codec {
+ public:
+  QuantCodec(int bits, int block, bool stochastic)
+      : bits_(bits), block_(static_cast<size_t>(block)), stochastic_(stochastic) {}
+
+  CodecId id() const override { return CodecId::kQuant; }
+  std::string spec() const override {
+    return detail::concat("quant:bits=", bits_, ",block=", block_,
+                          ",round=", stochastic_ ? "stochastic" : "nearest");
+  }
+  bool lossless() const override { return false; }
+  CodecParams params() const override {
+    CodecParams p;
+    put_u8(p, 0, static_cast<uint8_t>(bits_));
+    put_u8(p, 1, stochastic_ ? 1 : 0);
+    put_u32(p, 4, static_cast<uint32_t>(block_));
+    return p;
+  }
+
+  size_t max_payload_bytes(DType dtype, size_t count) const override {
+    return Layout(count, block_, bits_).raw_at + count * dtype_size(dtype);
+  }
+
+  size_t encode(ConstTensorView in, std::span<std::byte> out,
+                const CompressOptions& options) const override;
+  void decode(std::span<const std::byte> payload, TensorView out) const override;
+
+ private:
+  float max_code() const { return static_cast<float>((1u << bits_) - 1); }
+  // Bytes of the codes of a block of n elements.
+  size_t code_bytes(size_t n) const { return round_up8(n) / 8 * static_cast<size_t>(bits_); }
+  [[noreturn]] void corrupt(const std::string& what) const {
+    throw CorruptStream(tagged("codec:" + spec(), what));
+  }
+
+  int bits_;
+  size_t block_;
+  bool stochastic_;
+};
+
+size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
+                          const CompressOptions& options) const {
+  const size_t count = in.count;
+  const Layout layout(count, block_, bits_);
+  const size_t elem_bytes = dtype_size(in.dtype);
+  auto* payload = reinterpret_cast<uint8_t*>(out.data());
+  const auto* src = static_cast<const uint8_t*>(in.data);
+  const Kernels& kernels = kKernels[static_cast<size_t>(bits_)];
+  const QuantizeFn quantize = stochastic_ ? kernels.stochastic : kernels.nearest;
+  const uint64_t seed_key = splitmix64(options.seed);
+  const float top = max_code();
+
+  // Float copy of a block (16-bit inputs, or a last block padded to a multiple of 8).
+  std::vector<float> values(std::min(block_, round_up8(count)));
+  std::vector<float> noise(stochastic_ ? values.size() : 0);
+  size_t raw_elements = 0;
+  uint32_t raw_ordinal = 0;
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    const size_t begin = b * block_;
+    const size_t n = std::min(block_, count - begin);
+    const size_t n8 = round_up8(n);
+    const float* x = values.data();
+    if (in.dtype == DType::kF32 && n == n8) {
+      x = static_cast<const float*>(in.data) + begin;
+    } else {
+      load_as_float(in, begin, n, values.data());
+    }
+    const BlockQuant q = scan_block(x, n, top);
+    uint8_t* header = payload + b * kHeaderBytes;
+    uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
+    if (q.raw) {
+      store_u32(header, raw_ordinal++);
+      store_u32(header + 4, kRawMarker);
+      std::memset(codes, 0, code_bytes(n));
+      std::memcpy(payload + layout.raw_at + raw_elements * elem_bytes, src + begin * elem_bytes,
+                  n * elem_bytes);
+      raw_elements += n;
+      continue;
+    }
+    std::fill(values.data() + n, values.data() + n8, q.min);  // padding codes are 0
+    std::memcpy(header, &q.min, 4);
+    std::memcpy(header + 4, &q.scale, 4);
+    if (stochastic_) stochastic_noise(seed_key, begin, n8, noise.data());
+    quantize(x, n8, q, noise.data(), codes);
+  }
+  return layout.raw_at + raw_elements * elem_bytes;
+}
+
+void QuantCodec::decode(std::span<const std::byte> payload_span, TensorView out) const {
+  const size_t count = out.count;
+  const Layout layout(count, block_, bits_);
+  const size_t elem_bytes = dtype_size(out.dtype);
+  const auto* payload = reinterpret_cast<const uint8_t*>(payload_span.data());
+  if (payload_span.size() < layout.raw_at) {
+    corrupt(detail::concat("payload of ", payload_span.size(), " bytes is shorter than the ",
+                           layout.raw_at, " bytes of block headers and codes of ", count,
+                           " elements"));
+  }
+  // Validate every header before writing anything, and size the raw area.
+  const float top = max_code();
+  size_t raw_elements = 0;
+  uint32_t raw_ordinal = 0;
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    const uint8_t* header = payload + b * kHeaderBytes;
+    const uint32_t min_bits = load_u32(header), scale_bits = load_u32(header + 4);
+    if (scale_bits == kRawMarker) {
+      if (min_bits != raw_ordinal) {
+        corrupt(detail::concat("block ", b, " is marked raw with ordinal ", min_bits, ", expected ",
+                               raw_ordinal));
+      }
+      ++raw_ordinal;
+      raw_elements += std::min(block_, count - b * block_);
+      continue;
+    }
+    const float lo = std::bit_cast<float>(min_bits), scale = std::bit_cast<float>(scale_bits);
+    const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
+    if (!(std::fabs(lo) <= FLT_MAX) || !scale_ok || !decodes_finite(lo, scale, top)) {
+      corrupt(detail::concat("block ", b, " has an invalid min ", lo, " or scale ", scale));
+    }
+  }
+  if (payload_span.size() != layout.raw_at + raw_elements * elem_bytes) {
+    corrupt(detail::concat("payload of ", payload_span.size(), " bytes, expected ",
+                           layout.raw_at + raw_elements * elem_bytes, " for ", raw_ordinal,
+                           " raw blocks"));
+  }
+
+  const DequantizeFn dequantize = kKernels[static_cast<size_t>(bits_)].dequantize;
+  auto* dst = static_cast<uint8_t*>(out.data);
+  std::vector<float> values(std::min(block_, round_up8(count)));
+  size_t raw_done = 0;
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    const size_t begin = b * block_;
+    const size_t n = std::min(block_, count - begin);
+    const uint8_t* header = payload + b * kHeaderBytes;
+    if (load_u32(header + 4) == kRawMarker) {
+      std::memcpy(dst + begin * elem_bytes, payload + layout.raw_at + raw_done * elem_bytes,
+                  n * elem_bytes);
+      raw_done += n;
+      continue;
+    }
+    const float lo = std::bit_cast<float>(load_u32(header));
+    const float scale = std::bit_cast<float>(load_u32(header + 4));
+    const uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
+    const bool direct = out.dtype == DType::kF32 && n == round_up8(n);
+    float* y = direct ? static_cast<float*>(out.data) + begin : values.data();
+    dequantize(codes, round_up8(n), lo, scale, y);
+    if (!direct) store_from_float(values.data(), n, out, begin);
+  }
+}
+
+std::shared_ptr<const Codec> from_spec(SpecArgs& args) {
+  const int bits = args.get_int("bits", 8, 1, 8);
+  const int block = args.get_int("block", 64, 8, kMaxBlock);
+  const std::string round = args.get_choice("round", "nearest", {"nearest", "stochastic"});
+  args.finish(kHelp);
+  if (block % 8 != 0) {
+    throw InvalidArgument(tagged("codec", "bad value '", block, "' for 'block' in spec '",
+                                 args.spec(), "': expected a multiple of 8 in [8, ", kMaxBlock,
+                                 "]"));
+  }
+  return std::make_shared<QuantCodec>(bits, block, round == "stochastic");
+}
+
+std::shared_ptr<const Codec> from_params(const CodecParams& p) {
+  const int bits = get_u8(p, 0), round = get_u8(p, 1);
+  const uint32_t block = get_u32(p, 4);
+  bool unused_zero = get_u8(p, 2) == 0 && get_u8(p, 3) == 0;
+  for (size_t at = 8; at < p.bytes.size(); ++at) unused_zero = unused_zero && get_u8(p, at) == 0;
+  if (bits < 1 || bits > 8 || round > 1 || block < 8 || block > kMaxBlock || block % 8 != 0 ||
+      !unused_zero) {
+    throw CorruptStream(tagged("codec:quant", "invalid parameters in stream header: bits ", bits,
+                               ", round ", round, ", block ", block));
+  }
+  return std::make_shared<QuantCodec>(bits, static_cast<int>(block), round == 1);
+}
+
+}  // namespace
+
+const CodecEntry& quant_entry() {
+  static const CodecEntry e{"quant", CodecId::kQuant, kHelp, from_spec, from_params};
+  return e;
+}
+
+}  // namespace hycc::codec

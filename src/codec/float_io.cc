@@ -1,0 +1,66 @@
+#include "codec/float_io.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "codec/float_convert.h"
+#include "hycc/error.h"
+
+namespace hycc::codec {
+
+void load_as_float(ConstTensorView in, size_t begin, size_t n, float* out) {
+  if (n == 0) return;
+  switch (in.dtype) {
+    case DType::kF32:
+      std::memcpy(out, static_cast<const float*>(in.data) + begin, n * 4);
+      return;
+    case DType::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(in.data) + begin;
+      for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(h[i]);
+      return;
+    }
+    case DType::kF16: {
+      const auto* h = static_cast<const uint16_t*>(in.data) + begin;
+      for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
+      return;
+    }
+  }
+}
+
+void store_from_float(const float* in, size_t n, TensorView out, size_t begin) {
+  if (n == 0) return;
+  switch (out.dtype) {
+    case DType::kF32:
+      std::memcpy(static_cast<float*>(out.data) + begin, in, n * 4);
+      return;
+    case DType::kBF16: {
+      auto* h = static_cast<uint16_t*>(out.data) + begin;
+      for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(in[i]);
+      return;
+    }
+    case DType::kF16: {
+      auto* h = static_cast<uint16_t*>(out.data) + begin;
+      for (size_t i = 0; i < n; ++i) h[i] = f32_to_f16(in[i]);
+      return;
+    }
+  }
+}
+
+void convert(ConstTensorView in, TensorView out) {
+  if (in.count != out.count) {
+    throw InvalidArgument(tagged("codec", "convert: ", in.count, " elements into ", out.count));
+  }
+  if (in.dtype == out.dtype) {
+    if (in.count != 0) std::memmove(out.data, in.data, in.bytes());
+    return;
+  }
+  constexpr size_t kChunk = 4096;
+  float tmp[kChunk];
+  for (size_t i = 0; i < in.count; i += kChunk) {
+    const size_t n = in.count - i < kChunk ? in.count - i : kChunk;
+    load_as_float(in, i, n, tmp);
+    store_from_float(tmp, n, out, i);
+  }
+}
+
+}  // namespace hycc::codec

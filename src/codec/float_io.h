@@ -1,0 +1,19 @@
+// Moving elements of any dtype to and from float, for codecs whose core works on binary32.
+#pragma once
+
+#include <cstddef>
+
+#include "hycc/dtype.h"
+
+namespace hycc::codec {
+
+// Converts elements [begin, begin + n) of `in` to float (exact for every dtype).
+void load_as_float(ConstTensorView in, size_t begin, size_t n, float* out);
+
+// Stores `n` floats into elements [begin, begin + n) of `out`, rounding to nearest even.
+void store_from_float(const float* in, size_t n, TensorView out, size_t begin);
+
+// Converts a whole tensor between dtypes (round to nearest even), sizes must match.
+void convert(ConstTensorView in, TensorView out);
+
+}  // namespace hycc::codec

@@ -1,0 +1,112 @@
+// The bf16/fp16 conversions against an obvious reference built on double arithmetic, over every
+// 16-bit pattern and a sweep of 32-bit patterns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "codec/float_convert.h"
+
+namespace hycc::codec {
+namespace {
+
+// Reference: decode a binary16 pattern by its definition.
+double f16_value(uint16_t h) {
+  const double sign = (h >> 15) ? -1.0 : 1.0;
+  const int e = (h >> 10) & 0x1f;
+  const int m = h & 0x3ff;
+  if (e == 0) return sign * std::ldexp(double(m), -24);
+  if (e == 31) return m ? std::nan("") : sign * HUGE_VAL;
+  return sign * std::ldexp(double(1024 + m), e - 25);
+}
+
+// Reference: round a double to the nearest binary16 by exhaustive search among neighbours.
+uint16_t f16_round_reference(float f) {
+  if (std::isnan(f)) return 0x7e00;
+  const double x = f;
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  const double ax = std::fabs(x);
+  if (ax >= 65520.0) return sign | 0x7c00;
+  // Binary search over the ordered positive patterns 0..0x7bff.
+  uint16_t lo = 0, hi = 0x7bff;
+  while (hi - lo > 1) {
+    const uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
+    (f16_value(mid) <= ax ? lo : hi) = mid;
+  }
+  if (f16_value(hi) <= ax) lo = hi;
+  uint16_t best = lo;
+  if (lo < 0x7bff || ax >= f16_value(0x7bff)) {
+    const uint16_t up = static_cast<uint16_t>(lo + 1);
+    const double dl = ax - f16_value(lo), du = f16_value(up) - ax;
+    if (du < dl || (du == dl && (lo & 1))) best = up;
+  }
+  return sign | best;
+}
+
+TEST(FloatConvert, F16WidensEveryPatternExactly) {
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    const double want = f16_value(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(f)) << std::hex << h;
+    } else {
+      EXPECT_EQ(static_cast<double>(f), want) << std::hex << h;
+      EXPECT_EQ(std::signbit(f), (h & 0x8000) != 0) << std::hex << h;
+    }
+    // Narrowing the widened value gives the pattern back (NaNs stay NaN).
+    const uint16_t back = f32_to_f16(f);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(f16_value(back)));
+    } else {
+      EXPECT_EQ(back, h);
+    }
+  }
+}
+
+TEST(FloatConvert, F16NarrowsLikeTheReference) {
+  uint64_t state = 1;
+  for (int i = 0; i < 2000000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t bits = static_cast<uint32_t>(state >> 32);
+    if (i % 2) bits = (bits & 0x80000000u) | (0x33000000u + bits % 0x14800000u);  // f16 range
+    const float f = bits_to_f32(bits);
+    const uint16_t got = f32_to_f16(f);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(f16_value(got)));
+      continue;
+    }
+    ASSERT_EQ(got, f16_round_reference(f)) << std::hexfloat << f;
+  }
+}
+
+TEST(FloatConvert, BF16RoundsToNearestEven) {
+  uint64_t state = 3;
+  for (int i = 0; i < 2000000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const uint32_t bits = static_cast<uint32_t>(state >> 32);
+    const float f = bits_to_f32(bits);
+    const uint16_t got = f32_to_bf16(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(bf16_to_f32(got)));
+      continue;
+    }
+    // Reference: the two bf16 neighbours by truncation, pick the nearer (ties to even).
+    const uint32_t down = bits & 0xffff0000u;
+    const uint32_t up = down + 0x10000u;
+    const double dd = std::fabs(double(f) - double(bits_to_f32(down)));
+    // Past the largest finite bf16 the next step is 2^128 (where rounding turns into infinity).
+    const double up_value = std::isinf(bits_to_f32(up)) ? std::copysign(std::ldexp(1.0, 128), f)
+                                                        : double(bits_to_f32(up));
+    const double du = std::fabs(up_value - double(f));
+    const uint32_t lower = down >> 16;
+    const auto want =
+        static_cast<uint16_t>((dd < du || (dd == du && (lower & 1) == 0)) ? lower : (up >> 16));
+    ASSERT_EQ(got, want) << std::hexfloat << f;
+  }
+  EXPECT_EQ(f32_to_bf16(INFINITY), 0x7f80);
+  EXPECT_EQ(f32_to_bf16(-0.0f), 0x8000);
+  EXPECT_EQ(f32_to_bf16(3.4028235e38f), 0x7f80);  // rounds up to infinity
+}
+
+}  // namespace
+}  // namespace hycc::codec

@@ -1,0 +1,523 @@
+// Codec "quant": the fast path against the reference (bit for bit), the declared error bounds,
+// stochastic rounding, raw blocks for non-finite values, and the validation of the payload.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "codec/quant_reference.h"
+#include "codec/registry.h"
+#include "hycc/codec.h"
+#include "hycc/error.h"
+#include "test_util.h"
+
+namespace hycc {
+namespace {
+
+using codec::reference::QuantParams;
+
+constexpr uint32_t kRawMarker = 0xffffffffu;
+constexpr double kUlp = 0x1p-24;  // unit roundoff of float32
+
+// Bytes with 8-byte aligned storage, as the stream layer hands payloads to codecs.
+class Payload {
+ public:
+  explicit Payload(size_t bytes) : words_(bytes / 8 + 1), size_(bytes) {}
+  explicit Payload(const std::vector<std::byte>& bytes) : Payload(bytes.size()) {
+    if (!bytes.empty()) std::memcpy(words_.data(), bytes.data(), bytes.size());
+  }
+  std::span<std::byte> span() { return {reinterpret_cast<std::byte*>(words_.data()), size_}; }
+  std::vector<std::byte> bytes() const {
+    const auto* p = reinterpret_cast<const std::byte*>(words_.data());
+    return {p, p + size_};
+  }
+  void resize(size_t bytes) {
+    words_.resize(bytes / 8 + 1);
+    size_ = bytes;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  size_t size_;
+};
+
+std::string spec_of(const QuantParams& p) {
+  return "quant:bits=" + std::to_string(p.bits) + ",block=" + std::to_string(p.block) +
+         ",round=" + (p.stochastic ? "stochastic" : "nearest");
+}
+
+std::vector<std::byte> fast_encode(const QuantParams& p, ConstTensorView in, uint64_t seed) {
+  const CodecConfig config = CodecConfig::parse(spec_of(p));
+  const Codec& c = config.codec();
+  Payload out(c.max_payload_bytes(in.dtype, in.count));
+  const size_t n = c.encode(in, out.span(), CompressOptions{seed});
+  EXPECT_LE(n, c.max_payload_bytes(in.dtype, in.count));
+  out.resize(n);
+  return out.bytes();
+}
+
+void fast_decode(const QuantParams& p, const std::vector<std::byte>& payload, TensorView out) {
+  Payload aligned(payload);
+  CodecConfig::parse(spec_of(p)).codec().decode(aligned.span(), out);
+}
+
+// Header of block b: f32 min and f32 scale (or ordinal and raw marker).
+struct BlockHeader {
+  uint32_t min_bits, scale_bits;
+  bool raw() const { return scale_bits == kRawMarker; }
+  float min() const { return std::bit_cast<float>(min_bits); }
+  float scale() const { return std::bit_cast<float>(scale_bits); }
+};
+BlockHeader header_of(const std::vector<std::byte>& payload, size_t b) {
+  BlockHeader h;
+  std::memcpy(&h.min_bits, payload.data() + 8 * b, 4);
+  std::memcpy(&h.scale_bits, payload.data() + 8 * b + 4, 4);
+  return h;
+}
+void set_header(std::vector<std::byte>& payload, size_t b, uint32_t min_bits, uint32_t scale_bits) {
+  std::memcpy(payload.data() + 8 * b, &min_bits, 4);
+  std::memcpy(payload.data() + 8 * b + 4, &scale_bits, 4);
+}
+size_t raw_blocks(const std::vector<std::byte>& payload, size_t blocks) {
+  size_t raw = 0;
+  for (size_t b = 0; b < blocks; ++b) raw += header_of(payload, b).raw();
+  return raw;
+}
+
+// Finite data with the features quantization must get right: a constant stretch, a stretch of
+// huge and one of tiny magnitudes, exact zeros, and a partial last block.
+std::vector<float> mixed_finite(size_t count) {
+  std::vector<float> v = make_data(DataKind::kLaplace, count, 11);
+  for (size_t i = 0; i < count; ++i) {
+    if (i % 512 >= 64 && i % 512 < 128) v[i] = 1.25f;  // constant
+    if (i % 512 >= 200 && i % 512 < 260) v[i] *= 1e30f;
+    if (i % 512 >= 300 && i % 512 < 330) v[i] *= 1e-30f;
+    if (i % 97 == 5) v[i] = (i % 2) ? 0.0f : -0.0f;
+  }
+  return v;
+}
+
+const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+
+TEST(QuantCodec, FastPathMatchesReferenceBitForBit) {
+  size_t cases = 0;
+  for (int bits = 1; bits <= 8; ++bits) {
+    for (size_t block : {size_t{8}, size_t{24}, size_t{64}, size_t{256}}) {
+      for (bool stochastic : {false, true}) {
+        const QuantParams p{bits, block, stochastic};
+        for (DType dtype : kDTypes) {
+          for (size_t count : {0, 1, 7, 63, 64, 65, 4097}) {
+            for (bool specials : {false, true}) {
+              const auto values =
+                  specials ? test::data_with_specials(count, 5) : mixed_finite(count);
+              // (from_floats of no values would hand memcpy a null pointer)
+              const test::Buffer in =
+                  count == 0 ? test::Buffer(dtype, 0) : test::Buffer::from_floats(dtype, values);
+              const uint64_t seed = 1000 + count;
+              const auto fast = fast_encode(p, in.view(), seed);
+              const auto ref = codec::reference::quant_encode(p, in.view(), seed);
+              ASSERT_EQ(fast, ref) << spec_of(p) << " " << dtype_name(dtype) << " n=" << count
+                                   << (specials ? " with specials" : "");
+              test::Buffer fast_out(dtype, count), ref_out(dtype, count);
+              fast_decode(p, fast, fast_out.view());
+              codec::reference::quant_decode(p, ref, ref_out.view());
+              ASSERT_TRUE(fast_out.bits_equal(ref_out))
+                  << spec_of(p) << " " << dtype_name(dtype) << " n=" << count;
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 8u * 4 * 2 * 3 * 7 * 2);
+}
+
+TEST(QuantCodec, LargestBlockMatchesReference) {
+  const size_t count = 65536 + 65;
+  const test::Buffer in = test::Buffer::from_floats(DType::kF32, mixed_finite(count));
+  for (int bits : {3, 8}) {
+    for (bool stochastic : {false, true}) {
+      const QuantParams p{bits, 65536, stochastic};
+      EXPECT_EQ(fast_encode(p, in.view(), 7), codec::reference::quant_encode(p, in.view(), 7))
+          << spec_of(p);
+    }
+  }
+}
+
+// Checks every decoded value against the declared bound of its block, read from the header:
+// nearest |x - x'| <= scale / 2, stochastic |x - x'| <= scale, plus float rounding. Rounding
+// slack: the code index t = (x - min) * inv_scale carries three roundings (x - min, the
+// inverse, the product), so |t - exact| <= 3u * max_code, i.e. 3u * range in value; decoding
+// min + code * scale rounds the product (u * range) and the sum (u * |x'|). With
+// range <= 2 M and |x'| <= M(1 + 4u), M the block's largest magnitude, all of it stays below
+// 9u * M; the test allows 12u * M. A 16-bit output adds half an ulp of its format.
+// Returns the number of raw blocks, whose values must be bit-exact.
+size_t check_error_bound(const QuantParams& p, const test::Buffer& in, uint64_t seed) {
+  const size_t count = in.count();
+  const auto payload = fast_encode(p, in.view(), seed);
+  test::Buffer out(in.dtype(), count);
+  fast_decode(p, payload, out.view());
+  const std::vector<float> x = in.to_floats(), y = out.to_floats();
+  const size_t blocks = (count + p.block - 1) / p.block;
+  for (size_t b = 0; b < blocks; ++b) {
+    const BlockHeader h = header_of(payload, b);
+    const size_t begin = b * p.block, end = std::min(count, begin + p.block);
+    if (h.raw()) {
+      for (size_t i = begin; i < end; ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(x[i]), std::bit_cast<uint32_t>(y[i])) << "raw " << i;
+      }
+      continue;
+    }
+    double max_abs = 0;
+    for (size_t i = begin; i < end; ++i) max_abs = std::max(max_abs, std::fabs(double(x[i])));
+    const double bound = (p.stochastic ? 1.0 : 0.5) * h.scale() + 12 * kUlp * max_abs;
+    for (size_t i = begin; i < end; ++i) {
+      double allowed = bound;
+      if (in.dtype() == DType::kBF16) allowed += std::fabs(double(y[i])) * 0x1p-8;
+      if (in.dtype() == DType::kF16)
+        allowed += std::max(std::fabs(double(y[i])) * 0x1p-11, 0x1p-25);
+      if (std::fabs(double(x[i]) - double(y[i])) > allowed) {
+        ADD_FAILURE() << spec_of(p) << " " << dtype_name(in.dtype()) << " element " << i << ": "
+                      << x[i] << " decoded as " << y[i] << ", block scale " << h.scale();
+        return 0;
+      }
+    }
+  }
+  return raw_blocks(payload, blocks);
+}
+
+TEST(QuantCodec, ErrorStaysWithinTheDeclaredBound) {
+  const size_t count = 4097;
+  for (DataKind kind : {DataKind::kGaussian, DataKind::kLaplace, DataKind::kSmooth}) {
+    // Huge, tiny and denormal magnitudes; the denormal blocks have a subnormal scale and must be
+    // stored raw, the others quantized.
+    for (float magnitude : {1.0f, 1e30f, 1e-30f, 1e-40f}) {
+      std::vector<float> v = make_data(kind, count, 3);
+      for (float& e : v) e *= magnitude;
+      const test::Buffer in = test::Buffer::from_floats(DType::kF32, v);
+      for (int bits : {1, 2, 3, 4, 5, 8}) {
+        for (bool stochastic : {false, true}) {
+          const QuantParams p{bits, 64, stochastic};
+          const size_t raw = check_error_bound(p, in, 9);
+          // Every full block of the denormal data; the last block holds one value, a constant.
+          EXPECT_EQ(raw, magnitude == 1e-40f ? count / 64 : 0) << spec_of(p);
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantCodec, SixteenBitInputsStayWithinTheBound) {
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    const test::Buffer in =
+        test::Buffer::from_floats(dtype, make_data(DataKind::kGaussian, 4097, 4));
+    for (int bits : {2, 4, 8}) {
+      for (bool stochastic : {false, true}) {
+        EXPECT_EQ(check_error_bound({bits, 32, stochastic}, in, 1), 0u);
+      }
+    }
+  }
+}
+
+TEST(QuantCodec, ConstantBlocksDecodeExactly) {
+  for (float c : {0.0f, 1.0f, -3.5f, 1e30f, -2.5e38f, 1e-30f, 1e-40f, 65504.0f}) {
+    for (DType dtype : kDTypes) {
+      const test::Buffer in = test::Buffer::from_floats(dtype, std::vector<float>(200, c));
+      const std::vector<float> x = in.to_floats();
+      for (int bits = 1; bits <= 8; ++bits) {
+        for (bool stochastic : {false, true}) {
+          const QuantParams p{bits, 64, stochastic};
+          const auto payload = fast_encode(p, in.view(), 3);
+          // Only values that overflow the dtype (1e30 in f16) are stored raw.
+          EXPECT_EQ(raw_blocks(payload, 4), std::isfinite(x[0]) ? 0u : 4u) << c;
+          test::Buffer out(dtype, in.count());
+          fast_decode(p, payload, out.view());
+          EXPECT_TRUE(out.bits_equal(in)) << spec_of(p) << " " << dtype_name(dtype) << " " << c;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantCodec, NegativeZeroBlocksDecodeAsZero) {
+  const test::Buffer in = test::Buffer::from_floats(DType::kF32, std::vector<float>(64, -0.0f));
+  test::Buffer out(DType::kF32, 64);
+  fast_decode({4, 64, false}, fast_encode({4, 64, false}, in.view(), 0), out.view());
+  for (float v : out.to_floats()) EXPECT_EQ(v, 0.0f);  // +0: the header keeps no sign of zero
+}
+
+// E[x'] = x: over N seeds, code - t of one element is -f or 1 - f (f the fraction of t) with
+// P(1 - f) = f up to the 2^-24 resolution of the noise, so its mean is 0 and its variance
+// f(1 - f) <= 1/4. The mean over N seeds has a standard deviation <= 1 / (2 sqrt(N)) in units
+// of the block's scale, and over all N * count samples <= 1 / (2 sqrt(N * count)). The test
+// allows 6 and 5 standard deviations, plus 1e-5 for float rounding (|t - exact| <= 3u * 3 and
+// decoding rounds by u * |x'| / scale, both below 1e-5 for these blocks). Nearest rounding,
+// with the same data, has a per-element mean error of up to 1/2, far outside these bounds.
+TEST(QuantCodec, StochasticRoundingIsUnbiased) {
+  const size_t count = 4096, seeds = 256;
+  const QuantParams p{2, 64, true};
+  const test::Buffer in =
+      test::Buffer::from_floats(DType::kF32, make_data(DataKind::kGaussian, count, 21));
+  const std::vector<float> x = in.to_floats();
+  const auto first = fast_encode(p, in.view(), 0);
+  std::vector<double> sum(count, 0.0);
+  for (uint64_t seed = 0; seed < seeds; ++seed) {
+    const auto payload = fast_encode(p, in.view(), seed * 7919 + 1);
+    // Headers do not depend on the seed.
+    ASSERT_TRUE(std::equal(payload.begin(), payload.begin() + 8 * (count / 64), first.begin()));
+    test::Buffer out(DType::kF32, count);
+    fast_decode(p, payload, out.view());
+    const std::vector<float> y = out.to_floats();
+    for (size_t i = 0; i < count; ++i) {
+      sum[i] += (double(y[i]) - double(x[i])) / header_of(payload, i / 64).scale();
+    }
+  }
+  double total = 0, worst = 0;
+  for (size_t i = 0; i < count; ++i) {
+    total += sum[i];
+    worst = std::max(worst, std::fabs(sum[i] / seeds));
+  }
+  const double n = static_cast<double>(seeds);
+  EXPECT_LE(std::fabs(total / (n * count)), 5 * 0.5 / std::sqrt(n * count) + 1e-5);
+  EXPECT_LE(worst, 6 * 0.5 / std::sqrt(n) + 1e-5);
+}
+
+TEST(QuantCodec, StochasticRoundingIsDeterministicPerSeed) {
+  const test::Buffer in =
+      test::Buffer::from_floats(DType::kF32, make_data(DataKind::kGaussian, 1000, 2));
+  const QuantParams stochastic{4, 64, true}, nearest{4, 64, false};
+  EXPECT_EQ(fast_encode(stochastic, in.view(), 5), fast_encode(stochastic, in.view(), 5));
+  EXPECT_NE(fast_encode(stochastic, in.view(), 5), fast_encode(stochastic, in.view(), 6));
+  EXPECT_EQ(fast_encode(nearest, in.view(), 5), fast_encode(nearest, in.view(), 6));
+}
+
+// The noise of an element depends on (seed, index) only: changing one block leaves the header
+// and codes of every other block as they were.
+TEST(QuantCodec, BlocksAreEncodedIndependently) {
+  const size_t count = 640, block = 64;
+  for (bool stochastic : {false, true}) {
+    const QuantParams p{3, block, stochastic};
+    std::vector<float> v = make_data(DataKind::kGaussian, count, 8);
+    const auto before = fast_encode(p, test::Buffer::from_floats(DType::kF32, v).view(), 4);
+    for (size_t i = 2 * block; i < 3 * block; ++i) v[i] = v[i] * 3 + 1;
+    const auto after = fast_encode(p, test::Buffer::from_floats(DType::kF32, v).view(), 4);
+    const size_t codes_at = 8 * count / block, code_bytes = block * 3 / 8;
+    for (size_t b = 0; b < count / block; ++b) {
+      const auto same = [&](size_t at, size_t n) {
+        return std::equal(before.begin() + at, before.begin() + at + n, after.begin() + at);
+      };
+      EXPECT_EQ(same(8 * b, 8) && same(codes_at + b * code_bytes, code_bytes), b != 2) << b;
+    }
+  }
+}
+
+TEST(QuantCodec, NonFiniteValuesSurviveExactly) {
+  std::vector<float> v = make_data(DataKind::kGaussian, 64 * 8 + 5, 6);
+  v[3] = std::bit_cast<float>(0x7fc00001u);  // NaN payloads, one of them signaling
+  v[70] = INFINITY;
+  v[140] = -INFINITY;
+  v[200] = std::bit_cast<float>(0xffc12345u);
+  v[201] = std::bit_cast<float>(0x7f800001u);
+  v[64 * 4] = -3e38f;  // block 4: the range overflows
+  v[64 * 4 + 1] = 3e38f;
+  v[64 * 8 + 2] = NAN;  // the partial last block
+  for (DType dtype : kDTypes) {
+    std::vector<size_t> exact = {3, 70, 140, 200, 201, 64 * 8 + 2};
+    if (dtype != DType::kF16) {
+      exact.insert(exact.end(), {64 * 4, 64 * 4 + 1});
+    }
+    // f16 has no room for 3e38: the values become infinities, block 4 stays raw.
+    const test::Buffer in = test::Buffer::from_floats(dtype, v);
+    for (bool stochastic : {false, true}) {
+      const QuantParams p{8, 64, stochastic};
+      const auto payload = fast_encode(p, in.view(), 1);
+      EXPECT_EQ(raw_blocks(payload, 9), 6u) << dtype_name(dtype);
+      test::Buffer out(dtype, in.count());
+      fast_decode(p, payload, out.view());
+      const size_t elem = dtype_size(dtype);
+      for (size_t i : exact) {
+        EXPECT_EQ(std::memcmp(static_cast<const std::byte*>(in.view().data) + i * elem,
+                              static_cast<const std::byte*>(out.view().data) + i * elem, elem),
+                  0)
+            << dtype_name(dtype) << " element " << i;
+      }
+    }
+  }
+}
+
+// A finite range whose largest decoded value min + (2^bits - 1) * scale rounds past FLT_MAX
+// (bits=5 here) is stored raw; with bits=8 the same block rounds below and is quantized.
+TEST(QuantCodec, BlocksWhoseTopDecodedValueOverflowsAreRaw) {
+  std::vector<float> v(64, 0.0f);
+  v[7] = FLT_MAX;
+  const test::Buffer in = test::Buffer::from_floats(DType::kF32, v);
+  EXPECT_EQ(raw_blocks(fast_encode({5, 64, false}, in.view(), 0), 1), 1u);
+  EXPECT_EQ(raw_blocks(fast_encode({8, 64, false}, in.view(), 0), 1), 0u);
+  for (int bits : {5, 8}) {
+    test::Buffer out(DType::kF32, 64);
+    fast_decode({bits, 64, false}, fast_encode({bits, 64, false}, in.view(), 0), out.view());
+    for (float y : out.to_floats()) EXPECT_TRUE(std::isfinite(y)) << bits;
+  }
+}
+
+TEST(QuantCodec, AllRawPayloadFillsTheMaximum) {
+  for (DType dtype : kDTypes) {
+    const test::Buffer in = test::Buffer::from_floats(dtype, std::vector<float>(1000, NAN));
+    for (int bits : {1, 5, 8}) {
+      const QuantParams p{bits, 64, false};
+      const auto payload = fast_encode(p, in.view(), 0);
+      const CodecConfig config = CodecConfig::parse(spec_of(p));
+      const Codec& c = config.codec();
+      EXPECT_EQ(payload.size(), c.max_payload_bytes(dtype, 1000));
+      test::Buffer out(dtype, 1000);
+      fast_decode(p, payload, out.view());
+      EXPECT_TRUE(out.bits_equal(in));
+    }
+  }
+}
+
+TEST(QuantCodec, PayloadSizes) {
+  const CodecConfig config = CodecConfig::parse("quant:bits=4,block=64");
+  const Codec& c = config.codec();
+  // 65 headers of 8 bytes, 4104 padded codes of 4 bits, and room for every element raw.
+  EXPECT_EQ(c.max_payload_bytes(DType::kF32, 4097), 65 * 8 + 2052 + 4097 * 4u);
+  EXPECT_EQ(c.max_payload_bytes(DType::kBF16, 4097), 65 * 8 + 2052 + 4097 * 2u);
+  EXPECT_EQ(c.max_payload_bytes(DType::kF32, 0), 0u);
+  const test::Buffer in =
+      test::Buffer::from_floats(DType::kF32, make_data(DataKind::kGaussian, 4097));
+  EXPECT_EQ(fast_encode({4, 64, false}, in.view(), 0).size(), 65 * 8 + 2052u);
+  // 8 bits per value plus 64 bits of min and scale per 64 values: 9 bits per value.
+  EXPECT_EQ(fast_encode({8, 64, false}, test::Buffer(DType::kF32, 6400).view(), 0).size(),
+            6400 * 9 / 8u);
+}
+
+class QuantCorruption : public ::testing::Test {
+ protected:
+  // Blocks 0, 1, 3 quantized; 2 and 4 raw.
+  void SetUp() override {
+    std::vector<float> v = make_data(DataKind::kGaussian, 300, 12);
+    v[130] = NAN;
+    v[260] = INFINITY;
+    in_ = test::Buffer::from_floats(DType::kF32, v);
+    payload_ = fast_encode(p_, in_.view(), 0);
+    ASSERT_TRUE(header_of(payload_, 2).raw() && header_of(payload_, 4).raw());
+    ASSERT_EQ(raw_blocks(payload_, 5), 2u);
+  }
+  void expect_rejected(const std::vector<std::byte>& bad, const std::string& what) {
+    test::Buffer out(DType::kF32, 300);
+    EXPECT_THROW(fast_decode(p_, bad, out.view()), CorruptStream) << what;
+    EXPECT_THROW(codec::reference::quant_decode(p_, bad, out.view()), CorruptStream) << what;
+  }
+  std::vector<std::byte> with_header(size_t b, uint32_t min_bits, uint32_t scale_bits) {
+    auto bad = payload_;
+    set_header(bad, b, min_bits, scale_bits);
+    return bad;
+  }
+
+  const QuantParams p_{5, 64, false};
+  test::Buffer in_{DType::kF32, 0};
+  std::vector<std::byte> payload_;
+};
+
+TEST_F(QuantCorruption, DecodesTheIntactPayload) {
+  test::Buffer out(DType::kF32, 300);
+  fast_decode(p_, payload_, out.view());
+  EXPECT_TRUE(std::isnan(out.to_floats()[130]));
+}
+
+TEST_F(QuantCorruption, RejectsCorruptedExceptionMarkers) {
+  const uint32_t one = std::bit_cast<uint32_t>(1.0f);
+  const uint32_t min0 = header_of(payload_, 0).min_bits;
+  expect_rejected(with_header(0, min0, kRawMarker), "regular block marked raw");
+  expect_rejected(with_header(0, 0, kRawMarker), "regular block marked raw with ordinal 0");
+  expect_rejected(with_header(3, 1, kRawMarker), "regular block marked raw in sequence");
+  expect_rejected(with_header(2, 0, one), "raw block turned regular");
+  expect_rejected(with_header(2, 1, kRawMarker), "raw block with a wrong ordinal");
+  auto swapped = with_header(2, 1, kRawMarker);
+  set_header(swapped, 4, 0, kRawMarker);
+  expect_rejected(swapped, "raw blocks out of order");
+}
+
+TEST_F(QuantCorruption, RejectsInvalidBlockHeaders) {
+  const uint32_t min0 = header_of(payload_, 0).min_bits;
+  const uint32_t scale0 = header_of(payload_, 0).scale_bits;
+  for (float scale : {-1.0f, -0.0f, INFINITY, NAN, 1e-40f, 1e38f}) {
+    expect_rejected(with_header(0, min0, std::bit_cast<uint32_t>(scale)),
+                    "scale " + std::to_string(scale));
+  }
+  expect_rejected(with_header(0, 0x7fc00000u, scale0), "NaN min");
+  expect_rejected(with_header(0, std::bit_cast<uint32_t>(-INFINITY), scale0), "infinite min");
+  expect_rejected(
+      with_header(0, std::bit_cast<uint32_t>(FLT_MAX / 2), std::bit_cast<uint32_t>(1e37f)),
+      "top overflows");
+}
+
+TEST_F(QuantCorruption, RejectsWrongPayloadSizes) {
+  for (size_t size : {size_t{0}, size_t{39}, payload_.size() - 1, payload_.size() + 1}) {
+    auto bad = payload_;
+    bad.resize(size);
+    expect_rejected(bad, "size " + std::to_string(size));
+  }
+}
+
+TEST(QuantSpec, CanonicalSpecsListEveryParameter) {
+  EXPECT_EQ(CodecConfig::parse("quant").spec(), "quant:bits=8,block=64,round=nearest");
+  EXPECT_EQ(CodecConfig::parse("quant:bits=4").spec(), "quant:bits=4,block=64,round=nearest");
+  EXPECT_EQ(CodecConfig::parse("quant:round=stochastic,block=65536,bits=1").spec(),
+            "quant:bits=1,block=65536,round=stochastic");
+  EXPECT_EQ(CodecConfig::parse("quant:block=8").spec(), "quant:bits=8,block=8,round=nearest");
+  EXPECT_FALSE(CodecConfig::parse("quant").lossless());
+}
+
+TEST(QuantSpec, RejectsBlocksThatAreNotAMultipleOfEight) {
+  for (const char* spec :
+       {"quant:block=12", "quant:block=4", "quant:block=65544", "quant:block=x"}) {
+    try {
+      CodecConfig::parse(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const InvalidArgument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(spec), std::string::npos) << what;
+      EXPECT_NE(what.find("block"), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(QuantSpec, ParamsRoundTripAndAreValidated) {
+  const codec::CodecEntry& entry = codec::quant_entry();
+  for (const char* spec : {"quant:bits=1,block=8,round=stochastic", "quant:bits=8,block=65536",
+                           "quant:bits=5,block=24"}) {
+    const CodecConfig c = CodecConfig::parse(spec);
+    EXPECT_EQ(entry.from_params(c.codec().params())->spec(), c.spec());
+  }
+  const CodecParams good = CodecConfig::parse("quant:bits=4,block=64").codec().params();
+  const auto with_byte = [&](size_t at, uint8_t v) {
+    CodecParams p = good;
+    p.bytes[at] = v;
+    return p;
+  };
+  for (const CodecParams& bad :
+       {with_byte(0, 0), with_byte(0, 9), with_byte(1, 2), with_byte(4, 12), with_byte(4, 0),
+        with_byte(6, 1), with_byte(2, 1), with_byte(15, 1)}) {
+    EXPECT_THROW(entry.from_params(bad), CorruptStream);
+  }
+}
+
+TEST(QuantReference, NoiseIsUniformIn01WithTwentyFourBits) {
+  double sum = 0;
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const float u = codec::reference::quant_noise(42, i);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    ASSERT_EQ(u * 16777216.0f, std::floor(u * 16777216.0f));
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 100000, 0.5, 5 * std::sqrt(1.0 / 12 / 100000));
+}
+
+}  // namespace
+}  // namespace hycc
