@@ -605,11 +605,7 @@ class EbCodec final : public Codec {
     }
     const double bound = r.f64("the preamble");
     const double step = r.f64("the preamble");
-    if (!(bound >= 0) || !std::isfinite(bound)) corrupt("invalid bound in the preamble");
-    if (!(step > 0) || !std::isfinite(step)) corrupt("invalid step in the preamble");
-    if (bound > 0 && step != eb::make_quantizer(bound, 0.0f).step) {
-      corrupt("step does not match the bound");
-    }
+    if (const char* error = eb::preamble_error(bound, step)) corrupt(error);
     switch (out.dtype) {
       case DType::kF32:
         return decode_blocks<DType::kF32>(r, step, out);

@@ -223,11 +223,7 @@ void eb_decode(std::span<const std::byte> payload, TensorView out) {
   }
   const double bound = r.f64("the preamble");
   const double step = r.f64("the preamble");
-  if (!(bound >= 0) || !std::isfinite(bound)) corrupt("invalid bound in the preamble");
-  if (!(step > 0) || !std::isfinite(step)) corrupt("invalid step in the preamble");
-  if (bound > 0 && step != eb::make_quantizer(bound, 0.0f).step) {
-    corrupt("step does not match the bound");
-  }
+  if (const char* error = eb::preamble_error(bound, step)) corrupt(error);
 
   const size_t elem = dtype_size(out.dtype);
   auto* dst = static_cast<uint8_t*>(out.data);

@@ -137,6 +137,14 @@ inline double relative_bound(double rel, float lo, float hi) {
 // The first finite element as float, or 0 if there is none (only needed when the bound is 0).
 float first_finite(ConstTensorView in);
 
+// Checks the payload preamble (resolved bound, step); returns what is wrong, or nullptr.
+inline const char* preamble_error(double bound, double step) {
+  if (!(bound >= 0) || !std::isfinite(bound)) return "invalid bound in the preamble";
+  if (!(step > 0) || !std::isfinite(step)) return "invalid step in the preamble";
+  if (bound > 0 && step != make_quantizer(bound, 0.0f).step) return "step does not match the bound";
+  return nullptr;
+}
+
 }  // namespace hycc::codec::eb
 
 namespace hycc::codec::reference {

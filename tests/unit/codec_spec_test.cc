@@ -5,18 +5,10 @@
 
 #include "hycc/codec.h"
 #include "hycc/error.h"
+#include "test_util.h"
 
 namespace hycc {
 namespace {
-
-std::string error_of(const std::string& spec) {
-  try {
-    CodecConfig::parse(spec);
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(CodecSpec, CanonicalFormsRoundTrip) {
   for (const char* spec : {"none", "bf16", "fp16", "quant:bits=4", "quant:bits=8,block=128",
@@ -42,7 +34,7 @@ TEST(CodecSpec, LosslessFlags) {
 }
 
 TEST(CodecSpec, UnknownCodecListsKnownOnes) {
-  const std::string e = error_of("lz4:level=1");
+  const std::string e = test::spec_error("lz4:level=1");
   EXPECT_NE(e.find("lz4:level=1"), std::string::npos) << e;
   EXPECT_NE(e.find("quant"), std::string::npos) << e;
   EXPECT_NE(e.find("zfp"), std::string::npos) << e;
@@ -76,7 +68,7 @@ TEST(CodecSpec, BadParametersNameTheSpecAndTheRange) {
       {":bits=4", "empty"},
   };
   for (const auto& c : cases) {
-    const std::string e = error_of(c.spec);
+    const std::string e = test::spec_error(c.spec);
     ASSERT_FALSE(e.empty()) << c.spec << " was accepted";
     EXPECT_NE(e.find(c.spec), std::string::npos) << "error does not quote the spec: " << e;
     EXPECT_NE(e.find(c.mention), std::string::npos)

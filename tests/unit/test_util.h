@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "codec/float_io.h"
 #include "common/synthetic_data.h"
 #include "hycc/codec.h"
+#include "hycc/error.h"
 
 namespace hycc::test {
 
@@ -72,6 +74,16 @@ inline double rel_l2_error(const std::vector<float>& a, const std::vector<float>
     den += double(a[i]) * double(a[i]);
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// The message of the InvalidArgument that parsing `spec` throws, or "" if the spec is accepted.
+inline std::string spec_error(const std::string& spec) {
+  try {
+    CodecConfig::parse(spec);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace hycc::test
