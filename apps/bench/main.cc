@@ -1,4 +1,4 @@
-// hycc-bench: benchmarks of the hycc codecs (and, as they land, collectives and gradient
+// hycc-bench: benchmarks of the hycc codecs and collectives (and, as they land, gradient
 // compressors), printed as nccl-tests-style tables with the baseline measured in the same run.
 #include <cstdio>
 #include <exception>
@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "codec_bench.h"
+#include "coll_bench.h"
 #include "hycc/config.h"
 #include "hycc/error.h"
 
@@ -14,9 +15,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   hycc::bench::CodecBenchOptions codec_options;
   CLI::App* codec_cmd = hycc::bench::add_codec_command(app, codec_options);
+  hycc::bench::CollBenchOptions coll_options;
+  CLI::App* coll_cmd = hycc::bench::add_coll_command(app, coll_options);
   CLI11_PARSE(app, argc, argv);
   try {
     if (codec_cmd->parsed()) return hycc::bench::run_codec_bench(codec_options);
+    if (coll_cmd->parsed()) return hycc::bench::run_coll_bench(coll_options);
   } catch (const hycc::Error& e) {
     std::fprintf(stderr, "hycc-bench: %s\n", e.what());
     return 2;

@@ -29,6 +29,13 @@ class CorruptStream : public Error {
   using Error::Error;
 };
 
+// Communication failed: an MPI call returned an error, a peer sent something unexpected, or
+// ranks disagree on a collective's arguments (buffer sizes, codecs, dtypes).
+class CommError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A feature exists in the API but is not available in this build (e.g. CUDA without nvcc).
 class Unavailable : public Error {
  public:

@@ -1,0 +1,357 @@
+#include "coll/coll_internal.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "codec/float_io.h"
+#include "common/checksum.h"
+#include "common/synthetic_data.h"
+
+namespace hycc::coll {
+namespace {
+
+// Signature values are masked to 62 bits so that negating them (for the max) cannot overflow.
+constexpr int64_t kFieldMask = (int64_t{1} << 62) - 1;
+// Largest segment (uncompressed bytes): keeps every compressed segment below INT_MAX bytes.
+constexpr size_t kMaxSegmentBytes = size_t{1} << 30;
+// Largest piece of a raw transfer, in elements.
+constexpr size_t kRawPieceElems = size_t{1} << 30;
+// Elements converted per step by the float32 helpers (a 4 KiB stack buffer).
+constexpr size_t kStripElems = 1024;
+
+int64_t tag_upper_bound(MPI_Comm comm) {
+  void* attr = nullptr;
+  int flag = 0;
+  HYCC_CHECK_MPI(MPI_Comm_get_attr(comm, MPI_TAG_UB, &attr, &flag));
+  return flag ? *static_cast<int*>(attr) : 32767;  // 32767: the least MPI guarantees
+}
+
+// Largest user tag: base + 8 * tag + 7 must stay <= MPI_TAG_UB.
+int64_t max_user_tag(MPI_Comm comm) {
+  const int64_t ub = tag_upper_bound(comm);
+  return (ub - (ub / 2 + 1) - 7) / 8;
+}
+
+bool algorithm_applies(OpKind op, Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto:
+    case Algorithm::kNative:  // for send: uncompressed
+      return true;
+    case Algorithm::kRing:
+      return op == OpKind::kAllreduce || op == OpKind::kReduceScatter || op == OpKind::kAllgather;
+    case Algorithm::kRecursiveDoubling:
+    case Algorithm::kCompressOnce:
+      return op == OpKind::kAllreduce;
+    case Algorithm::kChain:
+      return op == OpKind::kBroadcast;
+    case Algorithm::kPairwise:
+      return op == OpKind::kAlltoall;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* op_name(OpKind op) {
+  switch (op) {
+    case OpKind::kAllreduce:
+      return "allreduce";
+    case OpKind::kReduceScatter:
+      return "reduce_scatter";
+    case OpKind::kAllgather:
+      return "allgather";
+    case OpKind::kBroadcast:
+      return "broadcast";
+    case OpKind::kAlltoall:
+      return "alltoall";
+    case OpKind::kSendRecv:
+      return "send/recv";
+  }
+  return "?";
+}
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kNative:
+      return "native";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "recursive_doubling";
+    case Algorithm::kCompressOnce:
+      return "compress_once";
+    case Algorithm::kChain:
+      return "chain";
+    case Algorithm::kPairwise:
+      return "pairwise";
+  }
+  return "?";
+}
+
+int internal_tag(MPI_Comm comm, int user_tag, OpKind op) {
+  const int64_t ub = tag_upper_bound(comm);
+  if (user_tag < 0 || user_tag > max_user_tag(comm)) {
+    throw InvalidArgument(tagged("coll", "tag ", user_tag, " out of range [0, ", max_user_tag(comm),
+                                 "] (hycc uses the upper half of MPI_TAG_UB ", ub, ")"));
+  }
+  return static_cast<int>(ub / 2 + 1 + 8 * int64_t{user_tag} + static_cast<int64_t>(op));
+}
+
+// ---- ArgCheck -----------------------------------------------------------------------------------
+
+ArgCheck::ArgCheck(OpKind op) : op_(op) { field("operation", static_cast<int64_t>(op)); }
+
+void ArgCheck::field(const char* name, int64_t value) {
+  names_.push_back(name);
+  values_.push_back(value & kFieldMask);
+}
+
+void ArgCheck::fail(std::string message) {
+  if (problem_.empty()) problem_ = std::move(message);
+}
+
+void ArgCheck::run(const Communicator& comm, bool agree) const {
+  if (comm.size() > 1 && agree) {
+    const size_t m = values_.size();
+    std::vector<int64_t> buf(2 * m + 1);
+    for (size_t i = 0; i < m; ++i) {
+      buf[i] = values_[i];
+      buf[m + i] = -values_[i];
+    }
+    buf[2 * m] = ok() ? std::numeric_limits<int64_t>::max() : comm.rank();
+    HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()),
+                                 MPI_INT64_T, MPI_MIN, comm.mpi()));
+    if (!ok()) throw InvalidArgument(problem_);
+    if (buf[2 * m] != std::numeric_limits<int64_t>::max()) {
+      throw CommError(tagged("coll", op_name(op_), ": rank ", buf[2 * m],
+                             " passed invalid arguments (it throws InvalidArgument); ",
+                             "nothing was sent"));
+    }
+    std::string diffs;
+    for (size_t i = 0; i < m; ++i) {
+      const int64_t lo = buf[i], hi = -buf[m + i];
+      if (lo == hi) continue;
+      diffs += detail::concat(diffs.empty() ? "" : "; ", names_[i], " (this rank ", values_[i],
+                              ", min ", lo, ", max ", hi, ")");
+    }
+    if (!diffs.empty()) {
+      throw CommError(tagged("coll", "ranks disagree on the arguments of ", op_name(op_), ": ",
+                             diffs, "; nothing was sent"));
+    }
+  }
+  if (!ok()) throw InvalidArgument(problem_);
+}
+
+void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v) {
+  if (!is_valid_dtype(static_cast<uint8_t>(v.dtype))) {
+    check.fail(tagged("coll", what, " ", role, ": invalid dtype ", static_cast<int>(v.dtype)));
+  } else if (v.count != 0 && v.data == nullptr) {
+    check.fail(tagged("coll", what, " ", role, ": null data with ", v.count, " elements"));
+  } else if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) != 0) {
+    check.fail(tagged("coll", what, " ", role, ": data at ", v.data, " is not aligned to its ",
+                      dtype_size(v.dtype), "-byte elements"));
+  }
+}
+
+void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
+                   const CollectiveOptions& options) {
+  if (options.segment_bytes == 0 || options.segment_bytes > kMaxSegmentBytes) {
+    check.fail(tagged("coll", "segment_bytes ", options.segment_bytes, " out of range [1, ",
+                      kMaxSegmentBytes, "]"));
+  }
+  if (options.tag < 0 || options.tag > max_user_tag(comm.mpi())) {
+    check.fail(tagged("coll", "options.tag ", options.tag, " out of range [0, ",
+                      max_user_tag(comm.mpi()), "]"));
+  }
+  if (!algorithm_applies(op, options.algorithm)) {
+    check.fail(tagged("coll", "algorithm ", algorithm_name(options.algorithm),
+                      " does not apply to ", op_name(op)));
+  }
+}
+
+void add_common_fields(ArgCheck& check, size_t count, DType dtype,
+                       const CollectiveOptions& options) {
+  if (!options.check_arguments) return;
+  const std::string spec = options.codec.spec();
+  check.field("count", static_cast<int64_t>(count));
+  check.field("dtype", static_cast<int64_t>(dtype));
+  check.field("codec id", static_cast<int64_t>(options.codec.id()));
+  check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  check.field("algorithm", static_cast<int64_t>(options.algorithm));
+  check.field("threshold_bytes", static_cast<int64_t>(options.threshold_bytes));
+  check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));
+  check.field("tag", options.tag);
+}
+
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+int mpi_count(size_t n, const char* what) {
+  if (n > static_cast<size_t>(INT_MAX)) {
+    throw InvalidArgument(tagged("coll", what, ": ", n, " exceeds the MPI count limit ", INT_MAX));
+  }
+  return static_cast<int>(n);
+}
+
+MPI_Datatype mpi_type(DType dtype) { return dtype == DType::kF32 ? MPI_FLOAT : MPI_UINT16_T; }
+
+// ---- views and float32 ------------------------------------------------------------------------
+
+void copy_view(ConstTensorView from, TensorView to) {
+  if (from.data != to.data && from.count != 0) std::memmove(to.data, from.data, from.bytes());
+}
+
+void load_f32(ConstTensorView in, size_t begin, size_t n, float* out) {
+  codec::load_as_float(in, begin, n, out);
+}
+
+void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n) {
+  if (in.dtype == DType::kF32) {
+    const float* x = static_cast<const float*>(in.data) + begin;
+    for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+    return;
+  }
+  float strip[kStripElems];
+  for (size_t i = 0; i < n; i += kStripElems) {
+    const size_t m = std::min(kStripElems, n - i);
+    codec::load_as_float(in, begin + i, m, strip);
+    for (size_t j = 0; j < m; ++j) acc[i + j] += strip[j];
+  }
+}
+
+void store_result(const float* acc, size_t n, ReduceOp op, int size, TensorView out, size_t begin) {
+  if (op == ReduceOp::kSum) {
+    codec::store_from_float(acc, n, out, begin);
+    return;
+  }
+  const float p = static_cast<float>(size);
+  float strip[kStripElems];
+  for (size_t i = 0; i < n; i += kStripElems) {
+    const size_t m = std::min(kStripElems, n - i);
+    for (size_t j = 0; j < m; ++j) strip[j] = acc[i + j] / p;
+    codec::store_from_float(strip, m, out, begin + i);
+  }
+}
+
+// ---- segmentation ------------------------------------------------------------------------------
+
+size_t segment_elems(size_t segment_bytes, DType dtype) {
+  size_t e = segment_bytes / dtype_size(dtype);
+  // Whole codec blocks (quant 64, zfp 4, eb 64, mpc 32 words) per segment for large segments.
+  if (e >= 512) e -= e % 256;
+  return std::max<size_t>(e, 1);
+}
+
+uint64_t stream_seed(uint64_t seed, int rank, uint64_t phase, uint64_t segment) {
+  return splitmix64(splitmix64(splitmix64(seed ^ static_cast<uint64_t>(rank)) ^ phase) ^ segment);
+}
+
+// ---- streams -----------------------------------------------------------------------------------
+
+size_t compress_into(const CodecConfig& codec, ConstTensorView in, std::vector<std::byte>& out,
+                     uint64_t seed) {
+  const size_t bound = max_compressed_bytes(codec, in);
+  if (out.size() < bound) out.resize(bound);
+  return compress(codec, in, out, CompressOptions{seed});
+}
+
+void decode_stream(std::span<const std::byte> stream, TensorView out) {
+  try {
+    decompress(stream, out);
+  } catch (const InvalidArgument& e) {  // a well-formed stream of another shape
+    throw CorruptStream(tagged("coll", "a peer's stream does not match the expected ", out.count,
+                               " ", dtype_name(out.dtype), " elements: ", e.what()));
+  }
+}
+
+void decode_stream_f32(std::span<const std::byte> stream, DType dtype, size_t n, float* out) {
+  if (dtype == DType::kF32) {
+    decode_stream(stream, {DType::kF32, n, out});
+    return;
+  }
+  std::vector<uint16_t> narrow(n);
+  decode_stream(stream, {dtype, n, narrow.data()});
+  codec::load_as_float({dtype, n, narrow.data()}, 0, n, out);
+}
+
+void adopt_own_stream(const CodecConfig& codec, std::span<const std::byte> stream,
+                      ConstTensorView in, TensorView out) {
+  if (codec.lossless()) {
+    copy_view(in, out);
+  } else {
+    decompress(stream, out);
+  }
+}
+
+// ---- the pipelined exchange --------------------------------------------------------------------
+
+void exchange(Context& ctx, int dest, size_t nsend,
+              const std::function<std::span<const std::byte>(size_t)>& produce, int source,
+              size_t nrecv, const std::function<size_t(size_t)>& capacity,
+              const std::function<void(size_t)>& consume, std::vector<std::vector<std::byte>>& in) {
+  in.resize(std::max(in.size(), nrecv));
+  std::vector<MPI_Request> recvs(nrecv, MPI_REQUEST_NULL), sends(nsend, MPI_REQUEST_NULL);
+  for (size_t k = 0; k < nrecv; ++k) {
+    in[k].resize(capacity(k));
+    HYCC_CHECK_MPI(MPI_Irecv(in[k].data(), mpi_count(in[k].size(), "segment bytes"), MPI_BYTE,
+                             source, ctx.tag, ctx.comm, &recvs[k]));
+  }
+  size_t next = 0;  // the next stream to consume; streams are consumed in order
+  const auto finish = [&](const MPI_Status& status) {
+    int bytes = 0;
+    HYCC_CHECK_MPI(MPI_Get_count(&status, MPI_BYTE, &bytes));
+    in[next].resize(static_cast<size_t>(bytes));
+    try {
+      consume(next);
+    } catch (const Error&) {
+      ctx.errors.capture();
+    }
+    ++next;
+  };
+  for (size_t k = 0; k < nsend; ++k) {
+    const std::span<const std::byte> out = produce(k);
+    HYCC_CHECK_MPI(MPI_Isend(out.data(), mpi_count(out.size(), "segment bytes"), MPI_BYTE, dest,
+                             ctx.tag, ctx.comm, &sends[k]));
+    while (next < nrecv) {  // decode what has arrived before compressing the next segment
+      int done = 0;
+      MPI_Status status;
+      HYCC_CHECK_MPI(MPI_Test(&recvs[next], &done, &status));
+      if (!done) break;
+      finish(status);
+    }
+  }
+  while (next < nrecv) {
+    MPI_Status status;
+    HYCC_CHECK_MPI(MPI_Wait(&recvs[next], &status));
+    finish(status);
+  }
+  if (nsend != 0) {
+    HYCC_CHECK_MPI(MPI_Waitall(static_cast<int>(nsend), sends.data(), MPI_STATUSES_IGNORE));
+  }
+}
+
+void send_raw(const Context& ctx, ConstTensorView v, int dest) {
+  for (size_t off = 0; off < v.count; off += kRawPieceElems) {
+    const ConstTensorView piece = slice(v, off, std::min(kRawPieceElems, v.count - off));
+    HYCC_CHECK_MPI(MPI_Send(piece.data, static_cast<int>(piece.count), mpi_type(v.dtype), dest,
+                            ctx.tag, ctx.comm));
+  }
+}
+
+void recv_raw(const Context& ctx, TensorView v, int source) {
+  for (size_t off = 0; off < v.count; off += kRawPieceElems) {
+    const TensorView piece = slice(v, off, std::min(kRawPieceElems, v.count - off));
+    HYCC_CHECK_MPI(MPI_Recv(piece.data, static_cast<int>(piece.count), mpi_type(v.dtype), source,
+                            ctx.tag, ctx.comm, MPI_STATUS_IGNORE));
+  }
+}
+
+}  // namespace hycc::coll

@@ -1,0 +1,187 @@
+// Internals shared by the collective algorithms: argument checks and the cross-rank agreement,
+// internal tags, segmentation, float32 accumulation, stream helpers, and the pipelined exchange
+// of segmented compressed streams with one peer.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hycc/codec.h"
+#include "hycc/collectives.h"
+#include "hycc/comm.h"
+#include "hycc/error.h"
+
+namespace hycc::coll {
+
+// The operations; each has its own internal tag slot and a value in the argument signature.
+enum class OpKind : uint8_t {
+  kAllreduce = 1,
+  kReduceScatter = 2,
+  kAllgather = 3,
+  kBroadcast = 4,
+  kAlltoall = 5,
+  kSendRecv = 6,
+};
+const char* op_name(OpKind op);
+const char* algorithm_name(Algorithm a);
+
+// ---- tags -------------------------------------------------------------------------------------
+
+// hycc's tag for `op` with user tag `user_tag`: base + 8 * user_tag + op, where base is just above
+// MPI_TAG_UB / 2. Throws InvalidArgument if user_tag is negative or the result exceeds MPI_TAG_UB.
+int internal_tag(MPI_Comm comm, int user_tag, OpKind op);
+
+// ---- argument checks ----------------------------------------------------------------------------
+
+// Collects the local argument problems of one call, and the signature that all ranks must share.
+class ArgCheck {
+ public:
+  explicit ArgCheck(OpKind op);
+
+  // A value that must be equal on every rank (masked to 62 bits, so that negation cannot
+  // overflow).
+  void field(const char* name, int64_t value);
+  // Records a local problem; the first one becomes this rank's InvalidArgument.
+  void fail(std::string message);
+  bool ok() const { return problem_.empty(); }
+
+  // Throws InvalidArgument on a rank with a local problem. With more than one rank and `agree`,
+  // first runs the agreement: one MPI_Allreduce(MIN) of 2 * fields + 1 int64 values (each field
+  // and its negation, for min and max at once, and the lowest rank with a local problem), so
+  // that every rank throws (CommError on the others) instead of leaving peers waiting.
+  void run(const Communicator& comm, bool agree) const;
+
+ private:
+  OpKind op_;
+  std::vector<const char*> names_;
+  std::vector<int64_t> values_;
+  std::string problem_;
+};
+
+// Common local checks of a view: valid dtype, non-null data when count > 0, element alignment.
+// `what` and `role` name it in the message ("allreduce", "send"); nothing is formatted unless a
+// check fails.
+void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v);
+// Checks options fields that do not depend on the operation (segment size, tag range).
+void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
+                   const CollectiveOptions& options);
+// Adds the signature fields every collective shares: count, dtype, codec, algorithm, threshold,
+// segment size, tag. Nothing (not even the codec spec string) when options.check_arguments is
+// off.
+void add_common_fields(ArgCheck& check, size_t count, DType dtype,
+                       const CollectiveOptions& options);
+// True if [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
+
+// Counts as int for MPI calls; throws InvalidArgument past INT_MAX.
+int mpi_count(size_t n, const char* what);
+// The MPI type that moves elements of `dtype` unchanged (MPI_FLOAT or MPI_UINT16_T).
+MPI_Datatype mpi_type(DType dtype);
+
+// ---- views and float32 ------------------------------------------------------------------------
+
+inline ConstTensorView slice(ConstTensorView v, size_t offset, size_t count) {
+  return {v.dtype, count, static_cast<const std::byte*>(v.data) + offset * dtype_size(v.dtype)};
+}
+inline TensorView slice(TensorView v, size_t offset, size_t count) {
+  return {v.dtype, count, static_cast<std::byte*>(v.data) + offset * dtype_size(v.dtype)};
+}
+// Copies elements (same dtype and count); nothing if the views are the same memory.
+void copy_view(ConstTensorView from, TensorView to);
+
+// out[i] = element begin + i of `in`, exactly.
+void load_f32(ConstTensorView in, size_t begin, size_t n, float* out);
+// acc[i] += element begin + i of `in` (float32 addition).
+void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n);
+// Element begin + i of `out` = acc[i] (divided by `size` for an average), rounded once.
+void store_result(const float* acc, size_t n, ReduceOp op, int size, TensorView out, size_t begin);
+
+// ---- segmentation ------------------------------------------------------------------------------
+
+// Elements per segment for options.segment_bytes of `dtype` (see CollectiveOptions).
+size_t segment_elems(size_t segment_bytes, DType dtype);
+
+// A range of `total` elements cut into pieces of `per` elements (the last one shorter).
+struct Segments {
+  size_t total = 0;
+  size_t per = 1;
+  size_t count() const { return (total + per - 1) / per; }
+  ChunkRange operator[](size_t k) const {
+    const size_t off = k * per;
+    return {off, total - off < per ? total - off : per};
+  }
+};
+
+// The seed of one stream: different per rank, phase and segment, so that stochastic rounding
+// errors of different streams are independent.
+uint64_t stream_seed(uint64_t seed, int rank, uint64_t phase, uint64_t segment);
+
+// ---- streams -----------------------------------------------------------------------------------
+
+// The first error a rank meets while decoding what peers sent. It is kept and rethrown once the
+// operation's message pattern has completed, so that no peer is left waiting.
+class DeferredError {
+ public:
+  void capture() {
+    if (!first_) first_ = std::current_exception();
+  }
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::exception_ptr first_;
+};
+
+// Compresses `in` into `out` (grown to max_compressed_bytes() if smaller, never shrunk);
+// returns the stream size in bytes.
+size_t compress_into(const CodecConfig& codec, ConstTensorView in, std::vector<std::byte>& out,
+                     uint64_t seed);
+// Decodes a stream received from a peer into `out`. Throws CorruptStream if it is malformed or
+// does not hold exactly out's dtype and count.
+void decode_stream(std::span<const std::byte> stream, TensorView out);
+// Decodes a peer's stream of `n` elements of `dtype` into floats (exact widening).
+void decode_stream_f32(std::span<const std::byte> stream, DType dtype, size_t n, float* out);
+// Sets `out` to what the peers decode from a stream this rank sent of `in`: a copy when the
+// codec is lossless, otherwise the decoded stream. `in` and `out` may be the same memory.
+void adopt_own_stream(const CodecConfig& codec, std::span<const std::byte> stream,
+                      ConstTensorView in, TensorView out);
+
+// ---- the state of one call ---------------------------------------------------------------------
+
+struct Context {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  int tag = 0;  // the internal tag of this operation
+  CodecConfig codec;
+  size_t seg_elems = 1;  // elements per segment
+  uint64_t seed = 0;
+  DeferredError errors;
+};
+
+// ---- the pipelined exchange --------------------------------------------------------------------
+
+// Sends `nsend` streams to `dest` and receives `nrecv` from `source` (same tag; either side may
+// be empty). Receives are posted first, into in[k] sized capacity(k) bytes. produce(k) returns
+// outgoing stream k (compressing it then, so that compressing segment k+1 overlaps the transfer
+// of segment k); it must stay valid until exchange returns. As each stream arrives, in[k] is
+// shrunk to its actual size and consume(k) runs (decoding overlaps the remaining transfers);
+// an exception from consume is captured in ctx.errors and the exchange goes on.
+void exchange(Context& ctx, int dest, size_t nsend,
+              const std::function<std::span<const std::byte>(size_t)>& produce, int source,
+              size_t nrecv, const std::function<size_t(size_t)>& capacity,
+              const std::function<void(size_t)>& consume, std::vector<std::vector<std::byte>>& in);
+
+// Blocking uncompressed transfer of a view (split into pieces of at most 2^30 elements).
+void send_raw(const Context& ctx, ConstTensorView v, int dest);
+void recv_raw(const Context& ctx, TensorView v, int source);
+
+}  // namespace hycc::coll

@@ -1,0 +1,220 @@
+// The public collective operations: local argument checks, the cross-rank agreement, the
+// one-rank and empty short-circuits, and the choice of algorithm. The algorithms themselves live
+// in one file each (see algorithms.h).
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "coll/algorithms.h"
+
+namespace hycc {
+
+ChunkRange chunk_range(size_t total, int size, int rank) {
+  if (size <= 0 || rank < 0 || rank >= size) {
+    throw InvalidArgument(tagged("coll", "chunk_range: rank ", rank, " of ", size));
+  }
+  const size_t p = static_cast<size_t>(size), j = static_cast<size_t>(rank);
+  const size_t base = total / p, rem = total % p;
+  return {j * base + std::min(j, rem), base + (j < rem ? 1 : 0)};
+}
+
+namespace {
+
+using coll::ArgCheck;
+using coll::Context;
+using coll::OpKind;
+
+// Above the threshold and up to this uncompressed size (bytes), kAuto allreduce uses recursive
+// doubling (log2(p) latency steps); above it, the ring (2(p-1) steps, 2(p-1)/p n bytes).
+constexpr size_t kRecursiveDoublingMaxBytes = 256 << 10;
+
+Context make_context(const Communicator& comm, OpKind op, DType dtype,
+                     const CollectiveOptions& options) {
+  return Context{.comm = comm.mpi(),
+                 .rank = comm.rank(),
+                 .size = comm.size(),
+                 .tag = coll::internal_tag(comm.mpi(), options.tag, op),
+                 .codec = options.codec,
+                 .seg_elems = coll::segment_elems(options.segment_bytes, dtype),
+                 .seed = options.seed,
+                 .errors = {}};
+}
+
+// Native MPI when asked for, below the threshold, or (kAuto) when nothing is compressed anyway.
+// `mpi_elems` is the largest count the MPI call would take; above INT_MAX only hycc's own
+// algorithms can run, unless kNative is forced (then an InvalidArgument on every rank).
+bool use_native(const CollectiveOptions& options, size_t bytes, size_t mpi_elems) {
+  if (options.algorithm == Algorithm::kNative) return true;
+  if (mpi_elems > static_cast<size_t>(INT_MAX)) return false;
+  return bytes < options.threshold_bytes ||
+         (options.algorithm == Algorithm::kAuto && options.codec.id() == CodecId::kNone);
+}
+
+void check_pair(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv) {
+  coll::check_view(check, op, "send", send);
+  coll::check_view(check, op, "recv", recv);
+  if (check.ok() && send.dtype != recv.dtype) {
+    check.fail(tagged("coll", op, ": send dtype ", dtype_name(send.dtype), " differs from recv ",
+                      dtype_name(recv.dtype)));
+  }
+}
+
+void check_reduce_op(ArgCheck& check, ReduceOp op) {
+  if (op != ReduceOp::kSum && op != ReduceOp::kAverage) {
+    check.fail(tagged("coll", "invalid reduce op ", static_cast<int>(op)));
+  }
+  check.field("reduce op", static_cast<int64_t>(op));
+}
+
+}  // namespace
+
+void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
+               const CollectiveOptions& options) {
+  ArgCheck check(OpKind::kAllreduce);
+  check_pair(check, "allreduce", send, recv);
+  if (check.ok() && recv.count != send.count) {
+    check.fail(tagged("coll", "allreduce: recv has ", recv.count, " elements, send ", send.count));
+  }
+  if (check.ok() && send.data != recv.data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", "allreduce: send and recv overlap without being the same buffer"));
+  }
+  check_reduce_op(check, op);
+  coll::check_options(check, comm, OpKind::kAllreduce, options);
+  coll::add_common_fields(check, send.count, send.dtype, options);
+  check.run(comm, options.check_arguments);
+  if (comm.size() == 1 || send.count == 0) {
+    coll::copy_view(send, recv);
+    return;
+  }
+  Context ctx = make_context(comm, OpKind::kAllreduce, send.dtype, options);
+  if (use_native(options, send.bytes(), send.count)) {
+    coll::allreduce_native(ctx, send, recv, op);
+  } else if (options.algorithm == Algorithm::kRing) {
+    coll::allreduce_ring(ctx, send, recv, op);
+  } else if (options.algorithm == Algorithm::kRecursiveDoubling) {
+    coll::allreduce_recursive_doubling(ctx, send, recv, op);
+  } else if (options.algorithm == Algorithm::kCompressOnce) {
+    coll::allreduce_compress_once(ctx, send, recv, op);
+  } else if (send.bytes() <= kRecursiveDoublingMaxBytes) {
+    coll::allreduce_recursive_doubling(ctx, send, recv, op);
+  } else {
+    coll::allreduce_ring(ctx, send, recv, op);
+  }
+  ctx.errors.rethrow();
+}
+
+void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
+                    const CollectiveOptions& options) {
+  ArgCheck check(OpKind::kReduceScatter);
+  check_pair(check, "reduce_scatter", send, recv);
+  const ChunkRange mine = chunk_range(send.count, comm.size(), comm.rank());
+  if (check.ok() && recv.count != mine.count) {
+    check.fail(tagged("coll", "reduce_scatter: recv has ", recv.count, " elements, rank ",
+                      comm.rank(), "'s chunk of ", send.count, " has ", mine.count));
+  }
+  if (check.ok() && recv.data != coll::slice(send, mine.offset, mine.count).data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", "reduce_scatter: recv overlaps send without being this rank's ",
+                      "chunk of it"));
+  }
+  check_reduce_op(check, op);
+  coll::check_options(check, comm, OpKind::kReduceScatter, options);
+  coll::add_common_fields(check, send.count, send.dtype, options);
+  check.run(comm, options.check_arguments);
+  if (comm.size() == 1 || send.count == 0) {
+    coll::copy_view(send, recv);
+    return;
+  }
+  Context ctx = make_context(comm, OpKind::kReduceScatter, send.dtype, options);
+  if (use_native(options, send.bytes(), send.count)) {
+    coll::reduce_scatter_native(ctx, send, recv, op);
+  } else {
+    coll::reduce_scatter_ring(ctx, send, recv, op);
+  }
+  ctx.errors.rethrow();
+}
+
+void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
+               const CollectiveOptions& options) {
+  ArgCheck check(OpKind::kAllgather);
+  check_pair(check, "allgather", send, recv);
+  const size_t p = static_cast<size_t>(comm.size());
+  if (check.ok() && (send.count > SIZE_MAX / p || recv.count != p * send.count)) {
+    check.fail(tagged("coll", "allgather: recv has ", recv.count, " elements, ", p, " ranks x ",
+                      send.count, " expected"));
+  }
+  const size_t own_at = static_cast<size_t>(comm.rank()) * send.count;
+  if (check.ok() && send.data != coll::slice(recv, own_at, send.count).data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", "allgather: send overlaps recv without being this rank's block"));
+  }
+  coll::check_options(check, comm, OpKind::kAllgather, options);
+  coll::add_common_fields(check, send.count, send.dtype, options);
+  check.run(comm, options.check_arguments);
+  if (comm.size() == 1 || send.count == 0) {
+    coll::copy_view(send, recv);
+    return;
+  }
+  Context ctx = make_context(comm, OpKind::kAllgather, send.dtype, options);
+  if (use_native(options, recv.bytes(), send.count)) {
+    coll::allgather_native(ctx, send, recv);
+  } else {
+    coll::allgather_ring(ctx, send, recv);
+  }
+  ctx.errors.rethrow();
+}
+
+void broadcast(const Communicator& comm, TensorView buffer, int root,
+               const CollectiveOptions& options) {
+  ArgCheck check(OpKind::kBroadcast);
+  coll::check_view(check, "broadcast", "buffer", buffer);
+  if (root < 0 || root >= comm.size()) {
+    check.fail(tagged("coll", "broadcast: root ", root, " out of range [0, ", comm.size(), ")"));
+  }
+  coll::check_options(check, comm, OpKind::kBroadcast, options);
+  coll::add_common_fields(check, buffer.count, buffer.dtype, options);
+  check.field("root", root);
+  check.run(comm, options.check_arguments);
+  if (comm.size() == 1 || buffer.count == 0) return;
+  Context ctx = make_context(comm, OpKind::kBroadcast, buffer.dtype, options);
+  if (use_native(options, buffer.bytes(), buffer.count)) {
+    coll::broadcast_native(ctx, buffer, root);
+  } else {
+    coll::broadcast_chain(ctx, buffer, root);
+  }
+  ctx.errors.rethrow();
+}
+
+void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
+              const CollectiveOptions& options) {
+  ArgCheck check(OpKind::kAlltoall);
+  check_pair(check, "alltoall", send, recv);
+  if (check.ok() && recv.count != send.count) {
+    check.fail(tagged("coll", "alltoall: recv has ", recv.count, " elements, send ", send.count));
+  }
+  if (check.ok() && send.count % static_cast<size_t>(comm.size()) != 0) {
+    check.fail(tagged("coll", "alltoall: ", send.count, " elements are not a multiple of ",
+                      comm.size(), " ranks"));
+  }
+  if (check.ok() && send.data != recv.data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", "alltoall: send and recv overlap without being the same buffer"));
+  }
+  coll::check_options(check, comm, OpKind::kAlltoall, options);
+  coll::add_common_fields(check, send.count, send.dtype, options);
+  check.run(comm, options.check_arguments);
+  if (comm.size() == 1 || send.count == 0) {
+    coll::copy_view(send, recv);
+    return;
+  }
+  Context ctx = make_context(comm, OpKind::kAlltoall, send.dtype, options);
+  if (use_native(options, send.bytes(), send.count / static_cast<size_t>(comm.size()))) {
+    coll::alltoall_native(ctx, send, recv);
+  } else {
+    coll::alltoall_pairwise(ctx, send, recv);
+  }
+  ctx.errors.rethrow();
+}
+
+}  // namespace hycc

@@ -1,0 +1,285 @@
+// Argument checks: arguments that differ across ranks give CommError on every rank (no hang, no
+// crash, nothing sent); invalid local arguments give InvalidArgument on the ranks that passed
+// them and CommError on the others; and the communicator stays usable afterwards.
+#include "coll_test_util.h"
+
+namespace hycc::test {
+namespace {
+
+enum class Outcome { kOk, kInvalid, kComm };
+
+const char* outcome_name(Outcome o) {
+  return o == Outcome::kOk ? "success" : o == Outcome::kInvalid ? "InvalidArgument" : "CommError";
+}
+
+template <typename F>
+void expect_outcome(Outcome want, const std::string& what, const std::string& message_part,
+                    F&& call) {
+  Outcome got = Outcome::kOk;
+  std::string message;
+  try {
+    call();
+  } catch (const InvalidArgument& e) {
+    got = Outcome::kInvalid;
+    message = e.what();
+  } catch (const CommError& e) {
+    got = Outcome::kComm;
+    message = e.what();
+  }
+  EXPECT_EQ(outcome_name(got), std::string(outcome_name(want)))
+      << what << " on rank " << world().rank() << ": " << message;
+  if (got != Outcome::kOk && !message_part.empty()) {
+    EXPECT_NE(message.find(message_part), std::string::npos) << what << ": " << message;
+  }
+}
+
+CollectiveOptions compressed(const char* spec = "quant:bits=8") {
+  CollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.threshold_bytes = 0;
+  o.segment_bytes = 8;
+  return o;
+}
+
+// A correct allreduce, to show that nothing is left in flight after a failed call.
+void expect_still_works() {
+  const Buffer in = make_input(DType::kF32, 9, world().rank(), true);
+  Buffer out(DType::kF32, 9);
+  allreduce(world(), in.view(), out.view(), ReduceOp::kSum, compressed("none"));
+  expect_bits_equal(out, reference_reduce(gather_all(in), DType::kF32, ReduceOp::kSum),
+                    "allreduce after a failed call");
+}
+
+enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall };
+
+std::string op_label(Op op) {
+  switch (op) {
+    case Op::kAllreduce:
+      return "allreduce";
+    case Op::kReduceScatter:
+      return "reduce_scatter";
+    case Op::kAllgather:
+      return "allgather";
+    case Op::kBroadcast:
+      return "broadcast";
+    case Op::kAlltoall:
+      return "alltoall";
+  }
+  return "?";
+}
+
+// Calls `op` with `n` elements (per rank for allgather, per block for alltoall) and correctly
+// sized buffers, or with a receive buffer one element too long (a bad root for broadcast).
+void run_op(Op op, size_t n, DType dtype, const CollectiveOptions& o, bool bad_local = false,
+            ReduceOp rop = ReduceOp::kSum, int root = 0) {
+  const int p = world().size(), r = world().rank();
+  const size_t extra = bad_local ? 1 : 0;
+  const size_t pn = n * static_cast<size_t>(p);
+  switch (op) {
+    case Op::kAllreduce: {
+      const Buffer in = make_input(dtype, n, r, true);
+      Buffer out(dtype, n + extra);
+      allreduce(world(), in.view(), out.view(), rop, o);
+      return;
+    }
+    case Op::kReduceScatter: {
+      const Buffer in = make_input(dtype, n, r, true);
+      Buffer out(dtype, chunk_range(n, p, r).count + extra);
+      reduce_scatter(world(), in.view(), out.view(), rop, o);
+      return;
+    }
+    case Op::kAllgather: {
+      const Buffer in = make_input(dtype, n, r, true);
+      Buffer out(dtype, pn + extra);
+      allgather(world(), in.view(), out.view(), o);
+      return;
+    }
+    case Op::kBroadcast: {
+      Buffer buffer = make_input(dtype, n, r, true);
+      broadcast(world(), buffer.view(), bad_local ? p : root, o);
+      return;
+    }
+    case Op::kAlltoall: {
+      const Buffer in = make_input(dtype, pn, r, true);
+      Buffer out(dtype, pn + extra);
+      alltoall(world(), in.view(), out.view(), o);
+      return;
+    }
+  }
+}
+
+class ArgsTest : public ::testing::TestWithParam<Op> {};
+
+TEST_P(ArgsTest, MismatchedCountIsCommErrorEverywhere) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  expect_outcome(Outcome::kComm, op_label(GetParam()), "count", [&] {
+    run_op(GetParam(), world().rank() == 0 ? 8 : 7, DType::kF32, compressed());
+  });
+  expect_still_works();
+}
+
+TEST_P(ArgsTest, MismatchedDtypeIsCommErrorEverywhere) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  expect_outcome(Outcome::kComm, op_label(GetParam()), "dtype", [&] {
+    run_op(GetParam(), 7, world().rank() == 0 ? DType::kBF16 : DType::kF32, compressed());
+  });
+  expect_still_works();
+}
+
+TEST_P(ArgsTest, MismatchedCodecIsCommErrorEverywhere) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  expect_outcome(Outcome::kComm, op_label(GetParam()), "codec spec", [&] {
+    run_op(GetParam(), 7, DType::kF32,
+           compressed(world().rank() == 0 ? "quant:bits=4" : "quant:bits=8"));
+  });
+  expect_still_works();
+}
+
+TEST_P(ArgsTest, MismatchedOptionsAreCommErrorEverywhere) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  CollectiveOptions o = compressed();
+  if (world().rank() == world().size() - 1) o.algorithm = Algorithm::kNative;
+  expect_outcome(Outcome::kComm, op_label(GetParam()), "algorithm",
+                 [&] { run_op(GetParam(), 7, DType::kF32, o); });
+  o = compressed();
+  if (world().rank() == 1) o.segment_bytes = 16;
+  expect_outcome(Outcome::kComm, op_label(GetParam()), "segment_bytes",
+                 [&] { run_op(GetParam(), 7, DType::kF32, o); });
+  expect_still_works();
+}
+
+TEST_P(ArgsTest, BadLocalBufferEverywhereIsInvalidArgument) {
+  expect_outcome(Outcome::kInvalid, op_label(GetParam()), "",
+                 [&] { run_op(GetParam(), 7, DType::kF32, compressed(), true); });
+  expect_still_works();
+}
+
+TEST_P(ArgsTest, BadLocalBufferOnOneRankIsInvalidArgumentThereCommErrorElsewhere) {
+  const int last = world().size() - 1;
+  const bool bad = world().rank() == last;
+  expect_outcome(bad ? Outcome::kInvalid : Outcome::kComm, op_label(GetParam()),
+                 bad ? "" : "rank " + std::to_string(last),
+                 [&] { run_op(GetParam(), 7, DType::kF32, compressed(), bad); });
+  expect_still_works();
+}
+
+TEST_P(ArgsTest, AlgorithmOfAnotherOperationIsInvalidArgument) {
+  CollectiveOptions o = compressed();
+  o.algorithm = GetParam() == Op::kBroadcast ? Algorithm::kRing : Algorithm::kChain;
+  expect_outcome(Outcome::kInvalid, op_label(GetParam()), "does not apply",
+                 [&] { run_op(GetParam(), 7, DType::kF32, o); });
+  o = compressed();
+  o.segment_bytes = 0;
+  expect_outcome(Outcome::kInvalid, op_label(GetParam()), "segment_bytes",
+                 [&] { run_op(GetParam(), 7, DType::kF32, o); });
+  o = compressed();
+  o.tag = -1;
+  expect_outcome(Outcome::kInvalid, op_label(GetParam()), "tag",
+                 [&] { run_op(GetParam(), 7, DType::kF32, o); });
+  expect_still_works();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ArgsTest,
+                         ::testing::Values(Op::kAllreduce, Op::kReduceScatter, Op::kAllgather,
+                                           Op::kBroadcast, Op::kAlltoall),
+                         [](const ::testing::TestParamInfo<Op>& op) { return op_label(op.param); });
+
+TEST(Args, MismatchedReduceOpIsCommErrorEverywhere) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  const ReduceOp rop = world().rank() == 0 ? ReduceOp::kAverage : ReduceOp::kSum;
+  expect_outcome(Outcome::kComm, "allreduce", "reduce op",
+                 [&] { run_op(Op::kAllreduce, 7, DType::kF32, compressed(), false, rop); });
+  expect_outcome(Outcome::kComm, "reduce_scatter", "reduce op",
+                 [&] { run_op(Op::kReduceScatter, 7, DType::kF32, compressed(), false, rop); });
+  expect_still_works();
+}
+
+TEST(Args, MismatchedRootIsCommErrorEverywhere) {
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  const int root = world().rank() == 0 ? 1 : 0;
+  expect_outcome(Outcome::kComm, "broadcast", "root", [&] {
+    run_op(Op::kBroadcast, 7, DType::kF32, compressed(), false, ReduceOp::kSum, root);
+  });
+  expect_still_works();
+}
+
+TEST(Args, OverlappingOrMisalignedBuffersAreInvalidArgument) {
+  Buffer b = make_input(DType::kF32, 16, world().rank(), true);
+  expect_outcome(Outcome::kInvalid, "allreduce overlap", "overlap", [&] {
+    allreduce(world(), view_of(b, 0, 8), view_of(b, 1, 8), ReduceOp::kSum, compressed());
+  });
+  const TensorView odd{DType::kF32, 4, static_cast<std::byte*>(b.data()) + 2};
+  expect_outcome(Outcome::kInvalid, "allreduce misaligned", "aligned",
+                 [&] { allreduce(world(), odd, odd, ReduceOp::kSum, compressed()); });
+  if (world().size() > 1) {  // with one rank every count is a multiple
+    const size_t n = static_cast<size_t>(world().size()) + 1;
+    Buffer out(DType::kF32, n);
+    expect_outcome(Outcome::kInvalid, "alltoall not a multiple", "multiple",
+                   [&] { alltoall(world(), view_of(b, 0, n), out.view(), compressed()); });
+  }
+  expect_still_works();
+}
+
+// hycc's messages use their own tags: an application message with tag 0 in flight across a
+// compressed allreduce (options.tag 0) is neither taken nor disturbed by it.
+TEST(Args, ApplicationMessagesDoNotMatchHyccMessages) {
+  const int p = world().size(), r = world().rank();
+  const int app_value = 1000 + r;
+  int got_value = -1;
+  MPI_Request requests[2];
+  MPI_Irecv(&got_value, 1, MPI_INT, (r + p - 1) % p, 0, world().mpi(), &requests[0]);
+  MPI_Isend(&app_value, 1, MPI_INT, (r + 1) % p, 0, world().mpi(), &requests[1]);
+  const Buffer in = make_input(DType::kF32, 1000, r, true);
+  Buffer out(DType::kF32, 1000);
+  CollectiveOptions o = compressed("mpc");
+  o.segment_bytes = 64;
+  allreduce(world(), in.view(), out.view(), ReduceOp::kSum, o);
+  MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+  EXPECT_EQ(got_value, 1000 + (r + p - 1) % p);
+  expect_bits_equal(out, reference_reduce(gather_all(in), DType::kF32, ReduceOp::kSum),
+                    "allreduce beside an application message");
+}
+
+TEST(Args, AgreementCanBeSkippedWhenArgumentsMatch) {
+  CollectiveOptions o = compressed("none");
+  o.check_arguments = false;
+  const Buffer in = make_input(DType::kF32, 7, world().rank(), true);
+  Buffer out(DType::kF32, 7);
+  allreduce(world(), in.view(), out.view(), ReduceOp::kSum, o);
+  expect_bits_equal(out, reference_reduce(gather_all(in), DType::kF32, ReduceOp::kSum),
+                    "allreduce without agreement");
+}
+
+// Point to point: a receive buffer that does not match the message is a CommError at the
+// receiver, after the whole message has been consumed; the sender completes.
+TEST(Args, SendRecvMismatchIsCommErrorAtTheReceiver) {
+  const int p = world().size(), r = world().rank();
+  CollectiveOptions o = compressed("quant:bits=8");
+  o.segment_bytes = 16;
+  if (!(p % 2 == 1 && r == p - 1) && p > 1) {
+    const Buffer data = make_input(DType::kF32, 50, r, true);
+    if (r % 2 == 0) {
+      expect_outcome(Outcome::kOk, "send", "", [&] { send(world(), data.view(), r + 1, 3, o); });
+      expect_outcome(Outcome::kOk, "send", "", [&] { send(world(), data.view(), r + 1, 3, o); });
+      expect_outcome(Outcome::kOk, "send", "", [&] { send(world(), data.view(), r + 1, 3, o); });
+    } else {
+      Buffer short_buffer(DType::kF32, 49), other_dtype(DType::kBF16, 50), right(DType::kF32, 50);
+      expect_outcome(Outcome::kComm, "recv count", "50",
+                     [&] { recv(world(), short_buffer.view(), r - 1, 3); });
+      expect_outcome(Outcome::kComm, "recv dtype", "bf16",
+                     [&] { recv(world(), other_dtype.view(), r - 1, 3); });
+      expect_outcome(Outcome::kOk, "recv", "", [&] { recv(world(), right.view(), r - 1, 3); });
+    }
+  }
+  Buffer b(DType::kF32, 4);
+  expect_outcome(Outcome::kInvalid, "send to self", "destination",
+                 [&] { send(world(), b.view(), r, 3, o); });
+  expect_outcome(Outcome::kInvalid, "recv from self", "source",
+                 [&] { recv(world(), b.view(), r, 3); });
+  expect_outcome(Outcome::kInvalid, "negative tag", "tag",
+                 [&] { recv(world(), b.view(), MPI_ANY_SOURCE, -1); });
+  expect_still_works();
+}
+
+}  // namespace
+}  // namespace hycc::test
