@@ -80,13 +80,15 @@ class CodecConfig {
   // Throws InvalidArgument naming the spec and what is allowed.
   static CodecConfig parse(std::string_view spec);
 
-  std::string spec() const { return codec_->spec(); }
+  // Formatted once, at construction: collectives compare it across ranks on every call.
+  const std::string& spec() const { return spec_; }
   CodecId id() const { return codec_->id(); }
   bool lossless() const { return codec_->lossless(); }
   const Codec& codec() const { return *codec_; }
 
  private:
   std::shared_ptr<const Codec> codec_;
+  std::string spec_;
 };
 
 // Size of the stream header in bytes.

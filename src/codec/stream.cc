@@ -130,6 +130,7 @@ CodecConfig::CodecConfig() : CodecConfig(parse("none")) {}
 
 CodecConfig::CodecConfig(std::shared_ptr<const Codec> codec) : codec_(std::move(codec)) {
   if (!codec_) throw InvalidArgument(tagged("codec", "CodecConfig from a null codec"));
+  spec_ = codec_->spec();
 }
 
 size_t max_compressed_bytes(const CodecConfig& config, DType dtype, size_t count) {

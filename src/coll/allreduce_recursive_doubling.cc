@@ -14,6 +14,7 @@
 // (3 p2 - 2) eb, against p eb for the ring.
 #include <vector>
 
+#include "codec/float_io.h"
 #include "coll/algorithms.h"
 
 namespace hycc::coll {
@@ -29,7 +30,7 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
   std::vector<float> acc(n);     // this rank's float32 partial sum
   std::vector<float> mine(n);    // what the partner decodes of acc
   std::vector<float> theirs(n);  // what this rank decodes of the partner's partial sum
-  load_f32(send, 0, n, acc.data());
+  codec::load_as_float(send, 0, n, acc.data());
   std::vector<std::vector<std::byte>> out(segs.count()), in;
 
   // Sends acc to `peer` (if `give`) and receives the peer's partial sum (if `take`).

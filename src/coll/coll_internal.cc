@@ -177,7 +177,7 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
 void add_common_fields(ArgCheck& check, size_t count, DType dtype,
                        const CollectiveOptions& options) {
   if (!options.check_arguments) return;
-  const std::string spec = options.codec.spec();
+  const std::string& spec = options.codec.spec();
   check.field("count", static_cast<int64_t>(count));
   check.field("dtype", static_cast<int64_t>(dtype));
   check.field("codec id", static_cast<int64_t>(options.codec.id()));
@@ -207,10 +207,6 @@ MPI_Datatype mpi_type(DType dtype) { return dtype == DType::kF32 ? MPI_FLOAT : M
 
 void copy_view(ConstTensorView from, TensorView to) {
   if (from.data != to.data && from.count != 0) std::memmove(to.data, from.data, from.bytes());
-}
-
-void load_f32(ConstTensorView in, size_t begin, size_t n, float* out) {
-  codec::load_as_float(in, begin, n, out);
 }
 
 void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n) {

@@ -96,8 +96,6 @@ inline TensorView slice(TensorView v, size_t offset, size_t count) {
 // Copies elements (same dtype and count); nothing if the views are the same memory.
 void copy_view(ConstTensorView from, TensorView to);
 
-// out[i] = element begin + i of `in`, exactly.
-void load_f32(ConstTensorView in, size_t begin, size_t n, float* out);
 // acc[i] += element begin + i of `in` (float32 addition).
 void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n);
 // Element begin + i of `out` = acc[i] (divided by `size` for an average), rounded once.

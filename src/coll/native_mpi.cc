@@ -4,6 +4,7 @@
 // Counts above INT_MAX are an InvalidArgument here (the compressed algorithms have no limit).
 #include <vector>
 
+#include "codec/float_io.h"
 #include "coll/algorithms.h"
 
 namespace hycc::coll {
@@ -19,7 +20,7 @@ void allreduce_native(Context& ctx, ConstTensorView send, TensorView recv, Reduc
     return;
   }
   std::vector<float> sum(send.count);
-  load_f32(send, 0, send.count, sum.data());
+  codec::load_as_float(send, 0, send.count, sum.data());
   HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sum.data(), n, MPI_FLOAT, MPI_SUM, ctx.comm));
   store_result(sum.data(), send.count, op, ctx.size, recv, 0);
 }
@@ -37,7 +38,7 @@ void reduce_scatter_native(Context& ctx, ConstTensorView send, TensorView recv, 
         MPI_Reduce_scatter(send.data, chunk.data(), counts.data(), MPI_FLOAT, MPI_SUM, ctx.comm));
   } else {
     std::vector<float> wide(send.count);
-    load_f32(send, 0, send.count, wide.data());
+    codec::load_as_float(send, 0, send.count, wide.data());
     HYCC_CHECK_MPI(
         MPI_Reduce_scatter(wide.data(), chunk.data(), counts.data(), MPI_FLOAT, MPI_SUM, ctx.comm));
   }

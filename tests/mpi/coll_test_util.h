@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/coll_internal.h"
 #include "common/checksum.h"
 #include "common/synthetic_data.h"
 #include "hycc/collectives.h"
@@ -49,32 +50,12 @@ struct Case {
   size_t segment_bytes = 1 << 20;
 };
 
-inline std::string algorithm_label(Algorithm a) {
-  switch (a) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kNative:
-      return "native";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kRecursiveDoubling:
-      return "rd";
-    case Algorithm::kCompressOnce:
-      return "once";
-    case Algorithm::kChain:
-      return "chain";
-    case Algorithm::kPairwise:
-      return "pairwise";
-  }
-  return "x";
-}
-
 inline std::string case_name(const Case& c) {
   std::string codec;
   for (const char ch : c.codec) codec += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return algorithm_label(c.algorithm) + "_" + codec + "_" + std::string(dtype_name(c.dtype)) +
-         "_n" + std::to_string(c.count) + (c.in_place ? "_inplace" : "") + "_seg" +
-         std::to_string(c.segment_bytes);
+  return std::string(coll::algorithm_name(c.algorithm)) + "_" + codec + "_" +
+         std::string(dtype_name(c.dtype)) + "_n" + std::to_string(c.count) +
+         (c.in_place ? "_inplace" : "") + "_seg" + std::to_string(c.segment_bytes);
 }
 
 struct CaseName {

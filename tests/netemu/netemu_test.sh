@@ -144,11 +144,24 @@ name=$(run_name_of "$TMP/err2")
 check "netemu exits with the program's code 3 (got $rc)" test "$rc" -eq 3
 check "run $name left nothing behind" nothing_left "$name"
 
+# Starts, in the background and in its own process group (so that SIGINT reaches it), a run of
+# HOSTS hosts whose ranks sleep; its output goes to $TMP/outN and $TMP/errN; sets pid.
+start_sleeping_run() {
+  local hosts=$1 n=$2
+  set -m # own process group per background job, and SIGINT not ignored in it
+  "$NETEMU" run --hosts "$hosts" --rate "$RATE" -- "$PROBE" 0 0 120 >"$TMP/out$n" 2>"$TMP/err$n" &
+  pid=$!
+  set +m
+}
+# The background run never reached its program: a failure; stop it.
+not_started() {
+  fail "program did not start within 30 s"
+  kill -TERM "$pid" 2>/dev/null || true
+  wait_job "$pid" 30
+}
+
 echo "== 3. Ctrl-C (SIGINT to the whole process group) while the program runs"
-set -m # own process group per background job, and SIGINT not ignored in it
-"$NETEMU" run --hosts 2 --rate "$RATE" -- "$PROBE" 0 0 120 >"$TMP/out3" 2>"$TMP/err3" &
-pid=$!
-set +m
+start_sleeping_run 2 3
 if wait_sleeping "$TMP/out3" 2; then
   name=$(run_name_of "$TMP/err3")
   mapfile -t pids < <(ip netns pids "$name-h0"; ip netns pids "$name-h1")
@@ -158,16 +171,11 @@ if wait_sleeping "$TMP/out3" 2; then
   check "run $name left nothing behind" nothing_left "$name"
   check "its ${#pids[@]} processes (mpirun, orted, ranks) are gone" all_gone "${pids[@]}"
 else
-  fail "program did not start within 30 s"
-  kill -TERM "$pid" 2>/dev/null || true
-  wait_job "$pid" 30
+  not_started
 fi
 
 echo "== 4. SIGTERM to netemu alone (as a CI timeout would send)"
-set -m
-"$NETEMU" run --hosts 3 --rate "$RATE" -- "$PROBE" 0 0 120 >"$TMP/out4" 2>"$TMP/err4" &
-pid=$!
-set +m
+start_sleeping_run 3 4
 if wait_sleeping "$TMP/out4" 3; then
   name=$(run_name_of "$TMP/err4")
   mapfile -t pids < <(for i in 0 1 2; do ip netns pids "$name-h$i"; done)
@@ -189,16 +197,11 @@ if wait_sleeping "$TMP/out4" 3; then
   check "run $name left nothing behind" nothing_left "$name"
   check "its ${#pids[@]} processes are gone" all_gone "${pids[@]}"
 else
-  fail "program did not start within 30 s"
-  kill -TERM "$pid" 2>/dev/null || true
-  wait_job "$pid" 30
+  not_started
 fi
 
 echo "== 5. netemu killed with SIGKILL: 'netemu list' shows the dead run, 'cleanup' removes it"
-set -m
-"$NETEMU" run --hosts 2 --rate "$RATE" -- "$PROBE" 0 0 120 >"$TMP/out5" 2>"$TMP/err5" &
-pid=$!
-set +m
+start_sleeping_run 2 5
 if wait_sleeping "$TMP/out5" 2; then
   name=$(run_name_of "$TMP/err5")
   mapfile -t pids < <(ip netns pids "$name-h0"; ip netns pids "$name-h1")
@@ -210,9 +213,7 @@ if wait_sleeping "$TMP/out5" 2; then
   check "run $name left nothing behind" nothing_left "$name"
   check "its ${#pids[@]} processes are gone" all_gone "${pids[@]}"
 else
-  fail "program did not start within 30 s"
-  kill -TERM "$pid" 2>/dev/null || true
-  wait_job "$pid" 30
+  not_started
 fi
 
 echo "== 6. without root it refuses clearly"
