@@ -96,6 +96,14 @@ Algorithm parse_algo(const std::string& name, const OpInfo& op) {
                                "pairwise"));
 }
 
+ArgumentCheck parse_check_args(const std::string& name) {
+  if (name == "auto") return ArgumentCheck::kAuto;
+  if (name == "always") return ArgumentCheck::kAlways;
+  if (name == "never") return ArgumentCheck::kNever;
+  throw InvalidArgument(
+      tagged("bench", "unknown --check-args '", name, "'; expected auto, always or never"));
+}
+
 // "1024", "1K", "64M", "2G" (powers of 1024, as nccl-tests reads them), at most 2^40.
 size_t parse_bytes(const std::string& text) {
   const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
@@ -459,9 +467,9 @@ void print_header(const Setup& s, const CollBenchOptions& o) {
   if (s.info->reduces) what += s.redop == ReduceOp::kSum ? ", redop sum" : ", redop avg";
   if (op == CollOp::kBroadcast) what += format(", root %d", s.root);
   std::printf("# hycc-bench coll: %s\n", what.c_str());
-  std::printf("# codec %s, algo %s, threshold %zu B, segment %zu B\n",
+  std::printf("# codec %s, algo %s, threshold %zu B, segment %zu B, argument check %s\n",
               s.options.codec.spec().c_str(), o.algo.c_str(), s.options.threshold_bytes,
-              s.options.segment_bytes);
+              s.options.segment_bytes, o.check_args.c_str());
   std::printf("# time: average per call over %d iters after %d warmup, slowest rank (us)\n",
               o.iters, o.warmup);
   std::printf("# algbw = uncompressed bytes / time (GB/s = 1e9 B/s), busbw = algbw x %s\n",
@@ -553,6 +561,7 @@ int sweep(const CollBenchOptions& o, const Setup& s, const Communicator& comm, s
     rows.push_back({{"op", s.info->name},
                     {"codec", s.options.codec.spec()},
                     {"algo", o.algo},
+                    {"check_args", o.check_args},
                     {"dtype", dtype},
                     {"redop", redop},
                     {"ranks", s.p},
@@ -634,6 +643,9 @@ CLI::App* add_coll_command(CLI::App& app, CollBenchOptions& o) {
                   format("pipelining segment, uncompressed bytes (library default %zu)",
                          defaults.segment_bytes))
       ->check(bytes);
+  cmd->add_option("--check-args", o.check_args,
+                  "cross-rank argument agreement: auto (before hycc's own algorithms, not before "
+                  "native calls) | always | never");
   cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
   return cmd;
 }
@@ -658,6 +670,7 @@ int run_coll_bench(const CollBenchOptions& o) {
     s.options.algorithm = parse_algo(o.algo, *s.info);
     if (!o.threshold.empty()) s.options.threshold_bytes = parse_bytes(o.threshold);
     if (!o.segment.empty()) s.options.segment_bytes = parse_bytes(o.segment);
+    s.options.check_arguments = parse_check_args(o.check_args);
     s.rank = comm.rank();
     s.p = comm.size();
     if (o.root < 0 || o.root >= s.p) {

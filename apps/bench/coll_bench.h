@@ -15,18 +15,19 @@ struct CollBenchOptions {
   std::string op = "allreduce";   // allreduce|reduce_scatter|allgather|broadcast|alltoall|sendrecv
   std::string min_bytes = "32M";  // BYTES with an optional K, M or G suffix (powers of 1024)
   std::string max_bytes = "32M";
-  size_t factor = 2;            // size multiplier between rows
-  int iters = 20;               // timed calls per size
-  int warmup = 5;               // untimed calls before them
-  int check = 1;                // 1: check the results after the timed loop
-  std::string dtype = "float";  // float|bf16|fp16 (f32, f16, half accepted)
-  std::string redop = "sum";    // sum|avg
-  int root = 0;                 // broadcast root
-  std::string codec = "none";   // codec spec
-  std::string algo = "auto";    // auto|ring|rd|compress_once|native
-  std::string threshold;        // BYTES; empty: the library default
-  std::string segment;          // BYTES; empty: the library default
-  std::string json;             // path of the JSON output, empty for none
+  size_t factor = 2;                // size multiplier between rows
+  int iters = 20;                   // timed calls per size
+  int warmup = 5;                   // untimed calls before them
+  int check = 1;                    // 1: check the results after the timed loop
+  std::string dtype = "float";      // float|bf16|fp16 (f32, f16, half accepted)
+  std::string redop = "sum";        // sum|avg
+  int root = 0;                     // broadcast root
+  std::string codec = "none";       // codec spec
+  std::string algo = "auto";        // auto|ring|rd|compress_once|native
+  std::string threshold;            // BYTES; empty: the library default
+  std::string segment;              // BYTES; empty: the library default
+  std::string check_args = "auto";  // auto|always|never: the cross-rank argument agreement
+  std::string json;                 // path of the JSON output, empty for none
 };
 
 // Registers the "coll" subcommand and its options.

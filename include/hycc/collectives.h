@@ -21,11 +21,14 @@
 //   size is the whole tensor: the send buffer of allreduce, reduce_scatter and alltoall, the
 //   receive buffer of allgather, the buffer of broadcast and send.
 // - All ranks must pass matching arguments (count, dtype, codec spec, op, root, algorithm,
-//   threshold, segment size, tag). Before any data moves, one MPI_Allreduce(MIN) of a signature
-//   of up to 10 values (21 int64: each value, its negation, and a local-error flag) checks this,
-//   so a mismatch throws CommError on every rank instead of a hang or a crash. A rank whose own
-//   arguments are invalid (a buffer of the wrong size, a bad root) throws InvalidArgument and the
-//   other ranks throw CommError naming it.
+//   threshold, segment size, tag). Before one of hycc's own algorithms runs, one
+//   MPI_Allreduce(MIN) of a signature of up to 10 values (21 int64: each value, its negation,
+//   and a local-error flag) checks this, so a mismatch throws CommError on every rank instead of
+//   a hang or a crash. A rank whose own arguments are invalid (a buffer of the wrong size, a bad
+//   root) throws InvalidArgument and the other ranks throw CommError naming it. A call handed
+//   to the native MPI call (below the threshold, codec none) skips that check by default, so
+//   that it costs no more than MPI itself: there, as for any MPI call, matching arguments are
+//   the caller's duty (options.check_arguments selects; see ArgumentCheck).
 // - hycc's messages use tags in the upper half of [0, MPI_TAG_UB]; applications sharing the
 //   communicator must keep their own tags below MPI_TAG_UB / 2, or pass comm.dup().
 // - A malformed stream received from a peer is reported as CorruptStream on the rank that
@@ -61,6 +64,13 @@ enum class Algorithm : uint8_t {
   kPairwise = 6,           // alltoall: p-1 steps, step s sends to rank+s, receives from rank-s
 };
 
+// When the ranks check that their arguments match (the cross-rank agreement above).
+enum class ArgumentCheck : uint8_t {
+  kAuto = 0,    // before hycc's own algorithms; not before calls handed to native MPI
+  kAlways = 1,  // before every call with more than one rank, native ones included
+  kNever = 2,   // local checks only: a mismatch across ranks may hang or crash
+};
+
 struct CollectiveOptions {
   CodecConfig codec;  // "none" by default
   Algorithm algorithm = Algorithm::kAuto;
@@ -75,9 +85,8 @@ struct CollectiveOptions {
   // Selects a separate set of internal tags, in [0, max] as for send/recv.
   // send/recv take their tag as an argument instead.
   int tag = 0;
-  // The cross-rank argument agreement (one small MPI_Allreduce per call). Turning it off saves
-  // that latency when the caller knows the arguments match; a mismatch may then hang or crash.
-  bool check_arguments = true;
+  // The cross-rank argument agreement (one small MPI_Allreduce before the data moves).
+  ArgumentCheck check_arguments = ArgumentCheck::kAuto;
 };
 
 // Elements [offset, offset + count) of a tensor of `total` elements owned by `rank` of `size`

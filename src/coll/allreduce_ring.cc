@@ -1,7 +1,9 @@
-// Ring allreduce: the compressed ring reduce-scatter (reduce_scatter_ring.cc), then the owner of
-// each reduced chunk rounds it once into the dtype (averaging first), compresses it once and the
-// ring allgather (allgather_ring.cc) forwards those bytes unchanged. The owner keeps the decoded
-// value of what it sent, so all ranks hold bit-identical results.
+// Ring allreduce: the compressed ring reduce-scatter, then the ring allgather of chunks
+// compressed once (ring_phases.h), run as one pipelined ring of 2 (p - 1) steps. As soon as
+// segment k of this rank's chunk is fully reduced, it is rounded once into the dtype (averaged
+// first), compressed and sent round the allgather, while later segments are still being
+// reduced. The owner keeps the decoded value of what it sent, so all ranks hold bit-identical
+// results.
 //
 // Per rank: 2 (p - 1) streams of about n/p elements sent (float32 partial sums in the first
 // half), p compressions, 2 (p - 1) decompressions (+1 with a lossy codec). Error with an
@@ -10,23 +12,53 @@
 #include <vector>
 
 #include "coll/algorithms.h"
+#include "coll/ring_phases.h"
 
 namespace hycc::coll {
 
 void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
   const size_t n = send.count;
-  std::vector<float> sum;
-  ring_reduce_scatter_f32(ctx, send, sum);
-  // From here on only recv is written; in place, send is not read any more.
   const ChunkRange mine = chunk_range(n, ctx.size, ctx.rank);
   const TensorView own = slice(recv, mine.offset, mine.count);
-  store_result(sum.data(), mine.count, op, ctx.size, own, 0);
   std::vector<TensorView> blocks(static_cast<size_t>(ctx.size));
   for (int j = 0; j < ctx.size; ++j) {
     const ChunkRange c = chunk_range(n, ctx.size, j);
     blocks[static_cast<size_t>(j)] = slice(recv, c.offset, c.count);
   }
-  ring_allgather_compressed(ctx, own, blocks);
+  RingReduceScatter rs(ctx, send);
+  RingAllgather ag(ctx, own, blocks);
+  const int half = rs.steps();  // steps [0, half) reduce, [half, 2 half) gather
+  // In place, recv is send: a segment of chunk r is written only after it was last read (the
+  // last reduce-scatter step), and other chunks of recv only by allgather steps, which follow
+  // every reduce-scatter step.
+  run_ring(ctx, RingSchedule{
+                    .steps = 2 * half,
+                    .first_segments = rs.first_segments(),
+                    .recv_segments =
+                        [&](int t) {
+                          return t < half ? rs.recv_segments(t) : ag.recv_segments(t - half);
+                        },
+                    .recv_capacity =
+                        [&](int t, size_t k) {
+                          return t < half ? rs.recv_capacity(t, k) : ag.recv_capacity(t - half, k);
+                        },
+                    .first = [&](size_t k, StreamBuffer& out) { rs.first(k, out); },
+                    .arrived =
+                        [&](int t, size_t k, StreamBuffer& in, StreamBuffer& out) {
+                          if (t >= half) {
+                            ag.arrived(t - half, k, in, out);
+                            return;
+                          }
+                          rs.reduce(t, k, in);
+                          if (t + 1 < half) {
+                            rs.send_on(t, k, out);
+                            return;
+                          }
+                          const ChunkRange g = rs.segment(t, k);
+                          store_result(rs.partial(), g.count, op, ctx.size, own, g.offset);
+                          ag.first(k, out);
+                        },
+                });
 }
 
 }  // namespace hycc::coll

@@ -107,8 +107,12 @@ int internal_tag(MPI_Comm comm, int user_tag, OpKind op) {
 ArgCheck::ArgCheck(OpKind op) : op_(op) { field("operation", static_cast<int64_t>(op)); }
 
 void ArgCheck::field(const char* name, int64_t value) {
-  names_.push_back(name);
-  values_.push_back(value & kFieldMask);
+  if (fields_ == kMaxFields) {
+    throw InvalidArgument(tagged("coll", "internal: more than ", kMaxFields, " signature fields"));
+  }
+  names_[fields_] = name;
+  values_[fields_] = value & kFieldMask;
+  ++fields_;
 }
 
 void ArgCheck::fail(std::string message) {
@@ -117,7 +121,7 @@ void ArgCheck::fail(std::string message) {
 
 void ArgCheck::run(const Communicator& comm, bool agree) const {
   if (comm.size() > 1 && agree) {
-    const size_t m = values_.size();
+    const size_t m = fields_;
     std::vector<int64_t> buf(2 * m + 1);
     for (size_t i = 0; i < m; ++i) {
       buf[i] = values_[i];
@@ -172,11 +176,29 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
     check.fail(tagged("coll", "algorithm ", algorithm_name(options.algorithm),
                       " does not apply to ", op_name(op)));
   }
+  if (options.check_arguments != ArgumentCheck::kAuto &&
+      options.check_arguments != ArgumentCheck::kAlways &&
+      options.check_arguments != ArgumentCheck::kNever) {
+    check.fail(
+        tagged("coll", "invalid check_arguments ", static_cast<int>(options.check_arguments)));
+  }
 }
 
-void add_common_fields(ArgCheck& check, size_t count, DType dtype,
-                       const CollectiveOptions& options) {
-  if (!options.check_arguments) return;
+bool agree_on_arguments(const CollectiveOptions& options, bool native) {
+  switch (options.check_arguments) {
+    case ArgumentCheck::kAuto:
+      return !native;
+    case ArgumentCheck::kAlways:
+      return true;
+    case ArgumentCheck::kNever:
+      return false;
+  }
+  return true;  // an invalid value: check_options reports it, after the agreement
+}
+
+void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
+                       bool agree) {
+  if (!agree) return;
   const std::string& spec = options.codec.spec();
   check.field("count", static_cast<int64_t>(count));
   check.field("dtype", static_cast<int64_t>(dtype));

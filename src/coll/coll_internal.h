@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -60,8 +61,10 @@ class ArgCheck {
 
  private:
   OpKind op_;
-  std::vector<const char*> names_;
-  std::vector<int64_t> values_;
+  static constexpr size_t kMaxFields = 12;
+  std::array<const char*, kMaxFields> names_{};
+  std::array<int64_t, kMaxFields> values_{};
+  size_t fields_ = 0;
   std::string problem_;
 };
 
@@ -72,11 +75,13 @@ void check_view(ArgCheck& check, const char* what, const char* role, ConstTensor
 // Checks options fields that do not depend on the operation (segment size, tag range).
 void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
                    const CollectiveOptions& options);
+// Whether the ranks run the cross-rank agreement before a call that goes to native MPI
+// (`native`) or to one of hycc's algorithms.
+bool agree_on_arguments(const CollectiveOptions& options, bool native);
 // Adds the signature fields every collective shares: count, dtype, codec, algorithm, threshold,
-// segment size, tag. Nothing (not even the codec spec string) when options.check_arguments is
-// off.
-void add_common_fields(ArgCheck& check, size_t count, DType dtype,
-                       const CollectiveOptions& options);
+// segment size, tag. Nothing (not even the codec spec string) without `agree`.
+void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
+                       bool agree);
 // True if [a, a + a_bytes) and [b, b + b_bytes) share a byte.
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
 

@@ -81,14 +81,16 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
   }
   check_reduce_op(check, op);
   coll::check_options(check, comm, OpKind::kAllreduce, options);
-  coll::add_common_fields(check, send.count, send.dtype, options);
-  check.run(comm, options.check_arguments);
+  const bool native = use_native(options, send.bytes(), send.count);
+  const bool agree = coll::agree_on_arguments(options, native);
+  coll::add_common_fields(check, send.count, send.dtype, options, agree);
+  check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     return;
   }
   Context ctx = make_context(comm, OpKind::kAllreduce, send.dtype, options);
-  if (use_native(options, send.bytes(), send.count)) {
+  if (native) {
     coll::allreduce_native(ctx, send, recv, op);
   } else if (options.algorithm == Algorithm::kRing) {
     coll::allreduce_ring(ctx, send, recv, op);
@@ -120,14 +122,16 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
   }
   check_reduce_op(check, op);
   coll::check_options(check, comm, OpKind::kReduceScatter, options);
-  coll::add_common_fields(check, send.count, send.dtype, options);
-  check.run(comm, options.check_arguments);
+  const bool native = use_native(options, send.bytes(), send.count);
+  const bool agree = coll::agree_on_arguments(options, native);
+  coll::add_common_fields(check, send.count, send.dtype, options, agree);
+  check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     return;
   }
   Context ctx = make_context(comm, OpKind::kReduceScatter, send.dtype, options);
-  if (use_native(options, send.bytes(), send.count)) {
+  if (native) {
     coll::reduce_scatter_native(ctx, send, recv, op);
   } else {
     coll::reduce_scatter_ring(ctx, send, recv, op);
@@ -150,14 +154,16 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
     check.fail(tagged("coll", "allgather: send overlaps recv without being this rank's block"));
   }
   coll::check_options(check, comm, OpKind::kAllgather, options);
-  coll::add_common_fields(check, send.count, send.dtype, options);
-  check.run(comm, options.check_arguments);
+  const bool native = use_native(options, recv.bytes(), send.count);
+  const bool agree = coll::agree_on_arguments(options, native);
+  coll::add_common_fields(check, send.count, send.dtype, options, agree);
+  check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     return;
   }
   Context ctx = make_context(comm, OpKind::kAllgather, send.dtype, options);
-  if (use_native(options, recv.bytes(), send.count)) {
+  if (native) {
     coll::allgather_native(ctx, send, recv);
   } else {
     coll::allgather_ring(ctx, send, recv);
@@ -173,12 +179,14 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
     check.fail(tagged("coll", "broadcast: root ", root, " out of range [0, ", comm.size(), ")"));
   }
   coll::check_options(check, comm, OpKind::kBroadcast, options);
-  coll::add_common_fields(check, buffer.count, buffer.dtype, options);
+  const bool native = use_native(options, buffer.bytes(), buffer.count);
+  const bool agree = coll::agree_on_arguments(options, native);
+  coll::add_common_fields(check, buffer.count, buffer.dtype, options, agree);
   check.field("root", root);
-  check.run(comm, options.check_arguments);
+  check.run(comm, agree);
   if (comm.size() == 1 || buffer.count == 0) return;
   Context ctx = make_context(comm, OpKind::kBroadcast, buffer.dtype, options);
-  if (use_native(options, buffer.bytes(), buffer.count)) {
+  if (native) {
     coll::broadcast_native(ctx, buffer, root);
   } else {
     coll::broadcast_chain(ctx, buffer, root);
@@ -202,14 +210,17 @@ void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
     check.fail(tagged("coll", "alltoall: send and recv overlap without being the same buffer"));
   }
   coll::check_options(check, comm, OpKind::kAlltoall, options);
-  coll::add_common_fields(check, send.count, send.dtype, options);
-  check.run(comm, options.check_arguments);
+  const bool native =
+      use_native(options, send.bytes(), send.count / static_cast<size_t>(comm.size()));
+  const bool agree = coll::agree_on_arguments(options, native);
+  coll::add_common_fields(check, send.count, send.dtype, options, agree);
+  check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     return;
   }
   Context ctx = make_context(comm, OpKind::kAlltoall, send.dtype, options);
-  if (use_native(options, send.bytes(), send.count / static_cast<size_t>(comm.size()))) {
+  if (native) {
     coll::alltoall_native(ctx, send, recv);
   } else {
     coll::alltoall_pairwise(ctx, send, recv);

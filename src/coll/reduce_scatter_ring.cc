@@ -1,19 +1,11 @@
-// Ring reduce-scatter with compression at every hop.
-//
-// Chunk j of the tensor is chunk_range(n, p, j). At step s = 0 .. p-2 rank r sends its partial
-// sum of chunk (r - s - 1) mod p to rank r + 1, receives the partial sum of chunk (r - s - 2) mod p
-// from rank r - 1, decompresses it, adds its own elements in float32 and keeps that sum for step
-// s + 1: decompress, reduce, recompress. The chunk received at the last step is chunk r, summed
-// over all p ranks.
-//
-// Step 0 sends the rank's own elements in their dtype; later steps send float32 partial sums, so
-// that 16-bit inputs are rounded once, at the end, never at a hop. Per rank: p - 1 streams of
-// about n/p elements sent, p - 1 compressions and p - 1 decompressions. With an absolute error
-// bound eb the result is within (p - 1) eb of the exact sum (plus float32 rounding).
-#include <utility>
-#include <vector>
+// Ring reduce-scatter with compression at every hop (the protocol is described in
+// ring_phases.h). Per rank: p - 1 streams of about n/p elements sent, p - 1 compressions and
+// p - 1 decompressions. With an absolute error bound eb the result is within (p - 1) eb of the
+// exact sum (plus float32 rounding).
+#include <algorithm>
 
 #include "coll/algorithms.h"
+#include "coll/ring_phases.h"
 
 namespace hycc::coll {
 namespace {
@@ -22,49 +14,77 @@ int ring_mod(int a, int p) { return ((a % p) + p) % p; }
 
 }  // namespace
 
-void ring_reduce_scatter_f32(Context& ctx, ConstTensorView send, std::vector<float>& chunk_sum) {
-  const int p = ctx.size, r = ctx.rank;
-  const int right = (r + 1) % p, left = (r + p - 1) % p;
-  const size_t n = send.count;
-  std::vector<float> partial;  // the float32 partial sum this step sends (steps >= 1)
-  std::vector<float> next;     // the partial sum this step receives and completes
-  std::vector<std::vector<std::byte>> out, in;
-  for (int s = 0; s < p - 1; ++s) {
-    const ChunkRange sc = chunk_range(n, p, ring_mod(r - s - 1, p));
-    const ChunkRange rc = chunk_range(n, p, ring_mod(r - s - 2, p));
-    const Segments ss{sc.count, ctx.seg_elems}, rs{rc.count, ctx.seg_elems};
-    const DType wire = s == 0 ? send.dtype : DType::kF32;
-    const ConstTensorView outgoing = s == 0
-                                         ? slice(send, sc.offset, sc.count)
-                                         : ConstTensorView{DType::kF32, sc.count, partial.data()};
-    out.resize(ss.count());
-    next.resize(rc.count);
-    exchange(
-        ctx, right, ss.count(),
-        [&](size_t k) {  // compress segment k of our partial sum
-          const ChunkRange g = ss[k];
-          const size_t bytes = compress_into(ctx.codec, slice(outgoing, g.offset, g.count), out[k],
-                                             stream_seed(ctx.seed, r, static_cast<uint64_t>(s), k));
-          return std::span<const std::byte>(out[k].data(), bytes);
-        },
-        left, rs.count(),
-        [&](size_t k) { return max_compressed_bytes(ctx.codec, wire, rs[k].count); },
-        [&](size_t k) {  // decompress the left neighbour's partial sum and add ours
-          const ChunkRange g = rs[k];
-          decode_stream_f32(in[k], wire, g.count, next.data() + g.offset);
-          add_f32(next.data() + g.offset, send, rc.offset + g.offset, g.count);
-        },
-        in);
-    std::swap(partial, next);
+RingReduceScatter::RingReduceScatter(Context& ctx, ConstTensorView send)
+    : ctx_(ctx), send_(send), partial_(std::min(ctx.seg_elems, send.count)) {}
+
+ChunkRange RingReduceScatter::chunk(int t) const {
+  return chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - t - 2, ctx_.size));
+}
+
+ChunkRange RingReduceScatter::segment(int t, size_t k) const {
+  return Segments{chunk(t).count, ctx_.seg_elems}[k];
+}
+
+size_t RingReduceScatter::first_segments() const {
+  const ChunkRange c = chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - 1, ctx_.size));
+  return Segments{c.count, ctx_.seg_elems}.count();
+}
+
+size_t RingReduceScatter::recv_segments(int t) const {
+  return Segments{chunk(t).count, ctx_.seg_elems}.count();
+}
+
+size_t RingReduceScatter::recv_capacity(int t, size_t k) const {
+  return max_compressed_bytes(ctx_.codec, wire(t), segment(t, k).count);
+}
+
+void RingReduceScatter::first(size_t k, StreamBuffer& out) const {
+  const ChunkRange c = chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - 1, ctx_.size));
+  const ChunkRange g = Segments{c.count, ctx_.seg_elems}[k];
+  out.size = compress_into(ctx_.codec, slice(send_, c.offset + g.offset, g.count), out.bytes,
+                           stream_seed(ctx_.seed, ctx_.rank, 0, k));
+}
+
+void RingReduceScatter::reduce(int t, size_t k, const StreamBuffer& in) {
+  const ChunkRange c = chunk(t), g = segment(t, k);
+  try {
+    decode_stream_f32(in.view(), wire(t), g.count, partial_.data());
+  } catch (const Error&) {
+    ctx_.errors.capture();
+    std::fill_n(partial_.begin(), g.count, 0.0f);
   }
-  chunk_sum = std::move(partial);
+  add_f32(partial_.data(), send_, c.offset + g.offset, g.count);
+}
+
+void RingReduceScatter::send_on(int t, size_t k, StreamBuffer& out) const {
+  const ChunkRange g = segment(t, k);
+  out.size =
+      compress_into(ctx_.codec, ConstTensorView{DType::kF32, g.count, partial_.data()}, out.bytes,
+                    stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k));
 }
 
 void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
-  std::vector<float> sum;
-  ring_reduce_scatter_f32(ctx, send, sum);
-  // In place, recv is our chunk of send: it was last read at the final step, above.
-  store_result(sum.data(), recv.count, op, ctx.size, recv, 0);
+  RingReduceScatter rs(ctx, send);
+  const int last = rs.steps() - 1;
+  RingSchedule schedule{
+      .steps = rs.steps(),
+      .first_segments = rs.first_segments(),
+      .recv_segments = [&](int t) { return rs.recv_segments(t); },
+      .recv_capacity = [&](int t, size_t k) { return rs.recv_capacity(t, k); },
+      .first = [&](size_t k, StreamBuffer& out) { rs.first(k, out); },
+      .arrived =
+          [&](int t, size_t k, StreamBuffer& in, StreamBuffer& out) {
+            rs.reduce(t, k, in);
+            if (t < last) {
+              rs.send_on(t, k, out);
+            } else {
+              // In place, recv is this rank's chunk of send: segment k was last read above.
+              const ChunkRange g = rs.segment(t, k);
+              store_result(rs.partial(), g.count, op, ctx.size, recv, g.offset);
+            }
+          },
+  };
+  run_ring(ctx, schedule);
 }
 
 }  // namespace hycc::coll

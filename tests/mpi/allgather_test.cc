@@ -44,6 +44,8 @@ TEST_P(AllgatherTest, MatchesInputs) { run_allgather_case(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Ring, AllgatherTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kRing, test_codecs())),
                          CaseName());
+INSTANTIATE_TEST_SUITE_P(RingUnevenSegments, AllgatherTest,
+                         ::testing::ValuesIn(uneven_segment_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AllgatherTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kNative, {"none"})), CaseName());
 

@@ -61,6 +61,8 @@ TEST_P(AllreduceTest, MatchesReference) { run_allreduce_case(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Ring, AllreduceTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kRing, test_codecs())),
                          CaseName());
+INSTANTIATE_TEST_SUITE_P(RingUnevenSegments, AllreduceTest,
+                         ::testing::ValuesIn(uneven_segment_cases(Algorithm::kRing)), CaseName());
 // The main path also with 1000003 16-bit elements, every codec.
 std::vector<Case> ring_large_16bit_cases() {
   std::vector<Case> cases;

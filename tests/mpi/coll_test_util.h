@@ -90,6 +90,19 @@ inline std::vector<Case> make_cases(Algorithm a, const std::vector<std::string>&
   return cases;
 }
 
+// Many small segments, and chunks whose segment counts differ (385 elements split over 2, 3, 4
+// or 8 ranks leaves one chunk a segment longer), so that segments of different steps are in
+// flight at once in the pipelined ring.
+inline std::vector<Case> uneven_segment_cases(Algorithm a) {
+  std::vector<Case> cases;
+  for (const char* codec : {"mpc", "quant:bits=8", "eb:abs=1e-3"}) {
+    for (const DType d : {DType::kF32, DType::kBF16}) {
+      for (const bool in_place : {false, true}) cases.push_back({codec, d, 385, in_place, a, 64});
+    }
+  }
+  return cases;
+}
+
 inline CollectiveOptions options_for(const Case& c) {
   CollectiveOptions o;
   o.codec = CodecConfig::parse(c.codec);

@@ -43,6 +43,8 @@ TEST_P(ReduceScatterTest, MatchesReference) { run_reduce_scatter_case(GetParam()
 INSTANTIATE_TEST_SUITE_P(Ring, ReduceScatterTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kRing, test_codecs())),
                          CaseName());
+INSTANTIATE_TEST_SUITE_P(RingUnevenSegments, ReduceScatterTest,
+                         ::testing::ValuesIn(uneven_segment_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, ReduceScatterTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kNative, {"none"})), CaseName());
 
