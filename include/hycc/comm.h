@@ -20,6 +20,7 @@ class Communicator {
   // Wraps `comm` without owning it: the caller frees it after the last Communicator is gone.
   static Communicator wrap(MPI_Comm comm, std::string name = "");
   // Takes ownership of `comm`: MPI_Comm_free runs when the last copy goes (if MPI is still up).
+  // A non-empty name is also set on `comm` (MPI_Comm_set_name), as for dup and split.
   static Communicator adopt(MPI_Comm comm, std::string name = "");
 
   // A duplicate with its own communication context (owned): hycc's messages never match the

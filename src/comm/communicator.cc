@@ -47,6 +47,9 @@ Communicator Communicator::adopt(MPI_Comm comm, std::string name) {
   auto h = std::make_shared<Handle>();
   h->comm = comm;
   h->owned = true;
+  // An owned communicator also carries its name in MPI, where tools (and the drop-in library's
+  // policy) can read it.
+  if (!name.empty()) HYCC_CHECK_MPI(MPI_Comm_set_name(comm, name.c_str()));
   return Communicator(std::move(h), std::move(name));
 }
 
