@@ -20,6 +20,7 @@
 #include "codec/spec_args.h"
 #include "coll/coll_internal.h"
 #include "coll_bounds.h"
+#include "common/byte_size.h"
 #include "common/synthetic_data.h"
 #include "hycc/codec.h"
 #include "hycc/collectives.h"
@@ -104,19 +105,7 @@ ArgumentCheck parse_check_args(const std::string& name) {
       tagged("bench", "unknown --check-args '", name, "'; expected auto, always or never"));
 }
 
-// "1024", "1K", "64M", "2G" (powers of 1024, as nccl-tests reads them), at most 2^40.
-size_t parse_bytes(const std::string& text) {
-  const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
-  const std::string suffix = text.substr(digits);
-  const size_t found = suffix.empty() ? 0 : std::string("kmg").find(char(std::tolower(suffix[0])));
-  const size_t unit = suffix.empty() ? 0 : found == std::string::npos ? found : found + 1;
-  if (digits == 0 || digits > 13 || suffix.size() > 1 || unit == std::string::npos ||
-      std::stoull(text.substr(0, digits)) > (1ull << (40 - 10 * unit))) {
-    throw InvalidArgument(
-        tagged("bench", "bad byte count '", text, "': expected N, NK, NM or NG (<= 2^40 B)"));
-  }
-  return size_t(std::stoull(text.substr(0, digits))) << (10 * unit);
-}
+size_t parse_bytes(const std::string& text) { return parse_byte_size(text, "a byte option"); }
 
 // ---------------------------------------------------------------------------------------------
 // Inputs with a known exact result, and the error bound used to count #wrong.
@@ -264,23 +253,6 @@ struct Row {
   CheckResult hycc, native;
 };
 
-// Uncompressed bytes and compress() stream bytes of `in`, cut into the collective's segments
-// (coll::segment_elems: options.segment_bytes, whole codec blocks).
-std::pair<double, double> estimate_compression(const Setup& s, ConstTensorView in) {
-  if (in.count == 0) return {0, 0};
-  const size_t piece = coll::segment_elems(s.options.segment_bytes, in.dtype);
-  std::vector<std::byte> stream(
-      max_compressed_bytes(s.options.codec, in.dtype, std::min(piece, in.count)));
-  double stream_bytes = 0;
-  const auto* base = static_cast<const std::byte*>(in.data);
-  for (size_t begin = 0; begin < in.count; begin += piece) {
-    const size_t n = std::min(piece, in.count - begin);
-    const ConstTensorView part{in.dtype, n, base + begin * dtype_size(in.dtype)};
-    stream_bytes += double(compress(s.options.codec, part, stream));
-  }
-  return {double(in.bytes()), stream_bytes};
-}
-
 Row run_size(const Setup& s, const Communicator& comm, const NativeTypes& native, size_t bytes,
              const CollBenchOptions& o) {
   const CollOp op = s.info->op;
@@ -346,7 +318,6 @@ Row run_size(const Setup& s, const Communicator& comm, const NativeTypes& native
   reset();
 
   CollectiveOptions options = s.options;
-  size_t wire_bytes = 0;  // sendrecv: what recv() reports for the last call
   const auto run_hycc = [&](int iter) {
     options.seed = uint64_t(iter);
     switch (op) {
@@ -364,9 +335,9 @@ Row run_size(const Setup& s, const Communicator& comm, const NativeTypes& native
         // Blocking calls in a ring: odd ranks receive first, so the ring cannot deadlock.
         if (r % 2 == 0) {
           hycc::send(comm, send, right, 0, options);
-          wire_bytes = hycc::recv(comm, recv, left, 0).wire_bytes;
+          hycc::recv(comm, recv, left, 0);
         } else {
-          wire_bytes = hycc::recv(comm, recv, left, 0).wire_bytes;
+          hycc::recv(comm, recv, left, 0);
           hycc::send(comm, send, right, 0, options);
         }
         return;
@@ -437,26 +408,16 @@ Row run_size(const Setup& s, const Communicator& comm, const NativeTypes& native
   }
   reset();  // the root of a lossy broadcast holds decoded values
 
-  // Compression ratio (see the header): sendrecv counts what recv() reports; the collectives do
-  // not report their bytes, so theirs is estimated from what this rank sends.
-  std::pair<double, double> sizes{0, 0};  // uncompressed and compressed bytes
-  if (op == CollOp::kSendrecv) {
-    sizes = {double(send.bytes()), double(wire_bytes)};
-  } else if (row.compresses && op == CollOp::kAlltoall) {
-    for (int j = 0; j < p; ++j) {  // the blocks for the other ranks
-      const auto [raw, packed] = estimate_compression(
-          s, {send.dtype, j == r ? 0 : block,
-              static_cast<const std::byte*>(send.data) + size_t(j) * block * esize});
-      sizes = {sizes.first + raw, sizes.second + packed};
-    }
-  } else if (row.compresses && (op != CollOp::kBroadcast || r == s.root)) {
-    sizes = estimate_compression(s, send);
-  }
-  if (op == CollOp::kSendrecv || row.compresses) {
-    double sums[2] = {sizes.first, sizes.second};
-    HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, mc));
-    row.ratio = sums[1] > 0 ? sums[0] / sums[1] : 1.0;
-  }
+  // Compression ratio: one more call reports, on every rank, the uncompressed bytes of the
+  // streams it sent and the bytes it sent (CollectiveStats); summed over ranks.
+  CollectiveStats stats;
+  options.stats = &stats;
+  run_hycc(o.warmup + o.iters + 1);
+  options.stats = nullptr;
+  reset();
+  double sums[2] = {double(stats.raw_bytes), double(stats.wire_bytes)};
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, mc));
+  row.ratio = sums[1] > 0 ? sums[0] / sums[1] : 1.0;
   return row;
 }
 
@@ -474,16 +435,9 @@ void print_header(const Setup& s, const CollBenchOptions& o) {
               o.iters, o.warmup);
   std::printf("# algbw = uncompressed bytes / time (GB/s = 1e9 B/s), busbw = algbw x %s\n",
               bus_factor_text(*s.info));
-  if (op == CollOp::kSendrecv) {
-    std::printf(
-        "# ratio: uncompressed bytes / bytes received (recv()'s wire_bytes: envelope + "
-        "streams)\n");
-  } else {
-    std::printf(
-        "# ratio: uncompressed / compressed bytes, ESTIMATED by compress() of each rank's input\n"
-        "#   in segments (the collectives do not report bytes on the wire; reduced partial sums\n"
-        "#   travel as float32 and compress differently); 1 where hycc does not compress\n");
-  }
+  std::printf(
+      "# ratio: uncompressed / sent bytes of the streams every rank sent (CollectiveStats;\n"
+      "#   reduce-scatter partial sums count as float32); 1 where hycc does not compress\n");
   std::printf("# inputs: k * 2^%d, k pseudo-random in [-%lld, %lld]: |x| <= A = %g, exact sums\n",
               int(std::lround(std::log2(s.inputs.quantum))), (long long)s.inputs.k_max,
               (long long)s.inputs.k_max, s.inputs.amplitude());

@@ -71,6 +71,23 @@ enum class ArgumentCheck : uint8_t {
   kNever = 2,   // local checks only: a mismatch across ranks may hang or crash
 };
 
+// What one call did on this rank (see CollectiveOptions::stats).
+struct CollectiveStats {
+  // The algorithm that ran; kNative for the MPI call. kAuto for point to point (one protocol)
+  // and for calls with nothing to do (one rank, no elements).
+  Algorithm algorithm = Algorithm::kAuto;
+  bool compressed = false;   // streams of a codec other than none were sent
+  size_t message_bytes = 0;  // uncompressed size of the tensor (what the threshold compares)
+  // Uncompressed bytes of the streams this rank sent, and the bytes it sent (stream headers
+  // included). For a native call, what MPI moved is not known: both are the message size.
+  // Compress-once counts this rank's own streams once (MPI_Allgatherv forwards them).
+  size_t raw_bytes = 0;
+  size_t wire_bytes = 0;
+  size_t streams = 0;        // streams sent
+  double codec_seconds = 0;  // compressing and decoding on this rank
+  double seconds = 0;        // the whole call on this rank
+};
+
 struct CollectiveOptions {
   CodecConfig codec;  // "none" by default
   Algorithm algorithm = Algorithm::kAuto;
@@ -87,6 +104,8 @@ struct CollectiveOptions {
   int tag = 0;
   // The cross-rank argument agreement (one small MPI_Allreduce before the data moves).
   ArgumentCheck check_arguments = ArgumentCheck::kAuto;
+  // When set, each call overwrites *stats with what it did on this rank.
+  CollectiveStats* stats = nullptr;
 };
 
 // Elements [offset, offset + count) of a tensor of `total` elements owned by `rank` of `size`
@@ -130,8 +149,9 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
           const CollectiveOptions& options = {});
 
 struct RecvStatus {
-  int source = -1;        // the sender (useful with MPI_ANY_SOURCE)
-  size_t wire_bytes = 0;  // bytes received: envelope + compressed streams
+  int source = -1;           // the sender (useful with MPI_ANY_SOURCE)
+  size_t wire_bytes = 0;     // bytes received: envelope + compressed streams
+  double codec_seconds = 0;  // decoding
 };
 // `source` may be MPI_ANY_SOURCE; the tag must be a real tag (no MPI_ANY_TAG).
 RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag);

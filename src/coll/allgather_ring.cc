@@ -40,9 +40,9 @@ size_t RingAllgather::recv_capacity(int s, size_t k) const {
 void RingAllgather::first(size_t k, StreamBuffer& out) const {
   const ChunkRange g = Segments{own_.count, ctx_.seg_elems}[k];
   const ConstTensorView in = slice(own_, g.offset, g.count);
-  out.size = compress_into(ctx_.codec, in, out.bytes,
-                           stream_seed(ctx_.seed, ctx_.rank, kAllgatherPhase, k));
-  adopt_own_stream(ctx_.codec, out.view(), in,
+  out.size =
+      compress_into(ctx_, in, out.bytes, stream_seed(ctx_.seed, ctx_.rank, kAllgatherPhase, k));
+  adopt_own_stream(ctx_, out.view(), in,
                    slice(blocks_[static_cast<size_t>(ctx_.rank)], g.offset, g.count));
 }
 
@@ -50,7 +50,7 @@ void RingAllgather::arrived(int s, size_t k, StreamBuffer& in, StreamBuffer& out
   const TensorView b = block(s);
   const ChunkRange g = Segments{b.count, ctx_.seg_elems}[k];
   try {
-    decode_stream(in.view(), slice(b, g.offset, g.count));
+    decode_stream(ctx_, in.view(), slice(b, g.offset, g.count));
   } catch (const Error&) {
     ctx_.errors.capture();
   }

@@ -28,10 +28,16 @@ void allreduce_compress_once(Context& ctx, ConstTensorView send, TensorView recv
   size_t used = 0;
   for (size_t k = 0; k < segs.count(); ++k) {
     const ChunkRange g = segs[k];
-    used += compress(ctx.codec, slice(send, g.offset, g.count),
-                     std::span<std::byte>(mine).subspan(used),
-                     CompressOptions{stream_seed(ctx.seed, ctx.rank, 0, k)});
+    const CodecClock clock(ctx);
+    const size_t bytes = compress(ctx.codec, slice(send, g.offset, g.count),
+                                  std::span<std::byte>(mine).subspan(used),
+                                  CompressOptions{stream_seed(ctx.seed, ctx.rank, 0, k)});
+    used += bytes;
   }
+  // Counted once, as this rank's contribution (how MPI_Allgatherv forwards it is MPI's choice).
+  ctx.counters.raw_bytes += send.bytes();
+  ctx.counters.wire_bytes += used;
+  ctx.counters.streams += segs.count();
 
   uint64_t my_bytes = used;
   std::vector<uint64_t> sizes(static_cast<size_t>(p));
@@ -61,7 +67,7 @@ void allreduce_compress_once(Context& ctx, ConstTensorView send, TensorView recv
         const ChunkRange g = segs[k];
         const size_t bytes = inspect(rest).stream_bytes();
         float* dst = j == 0 ? sum.data() + g.offset : part.data();
-        decode_stream_f32(rest.first(bytes), send.dtype, g.count, dst);
+        decode_stream_f32(ctx, rest.first(bytes), send.dtype, g.count, dst);
         if (j != 0) {
           for (size_t i = 0; i < g.count; ++i) sum[g.offset + i] += part[i];
         }

@@ -40,17 +40,15 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
         [&](size_t k) {
           const ChunkRange g = segs[k];
           const ConstTensorView part{DType::kF32, g.count, acc.data() + g.offset};
-          const size_t bytes =
-              compress_into(ctx.codec, part, out[k], stream_seed(ctx.seed, r, level, k));
+          const size_t bytes = compress_into(ctx, part, out[k], stream_seed(ctx.seed, r, level, k));
           const std::span<const std::byte> stream(out[k].data(), bytes);
-          if (take)
-            adopt_own_stream(ctx.codec, stream, part, {DType::kF32, g.count, &mine[g.offset]});
+          if (take) adopt_own_stream(ctx, stream, part, {DType::kF32, g.count, &mine[g.offset]});
           return stream;
         },
         peer, take ? segs.count() : 0,
         [&](size_t k) { return max_compressed_bytes(ctx.codec, DType::kF32, segs[k].count); },
         [&](size_t k) {
-          decode_stream_f32(in[k], DType::kF32, segs[k].count, theirs.data() + segs[k].offset);
+          decode_stream_f32(ctx, in[k], DType::kF32, segs[k].count, theirs.data() + segs[k].offset);
         },
         in);
   };

@@ -34,15 +34,14 @@ void alltoall_pairwise(Context& ctx, ConstTensorView send, TensorView recv) {
         ctx, dest, segs.count(),
         [&](size_t k) {
           const ChunkRange g = segs[k];
-          const size_t bytes =
-              compress_into(ctx.codec, slice(from, at(dest) + g.offset, g.count), out[k],
-                            stream_seed(ctx.seed, r, static_cast<uint64_t>(s), k));
+          const size_t bytes = compress_into(ctx, slice(from, at(dest) + g.offset, g.count), out[k],
+                                             stream_seed(ctx.seed, r, static_cast<uint64_t>(s), k));
           return std::span<const std::byte>(out[k].data(), bytes);
         },
         source, segs.count(),
         [&](size_t k) { return max_compressed_bytes(ctx.codec, send.dtype, segs[k].count); },
         [&](size_t k) {
-          decode_stream(in[k], slice(recv, at(source) + segs[k].offset, segs[k].count));
+          decode_stream(ctx, in[k], slice(recv, at(source) + segs[k].offset, segs[k].count));
         },
         in);
   }

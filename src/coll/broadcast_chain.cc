@@ -26,11 +26,11 @@ void broadcast_chain(Context& ctx, TensorView buffer, int root) {
   if (position == 0) {
     for (size_t k = 0; k < m; ++k) {
       const TensorView part = slice(buffer, segs[k].offset, segs[k].count);
-      const size_t bytes =
-          compress_into(ctx.codec, part, streams[k], stream_seed(ctx.seed, r, 0, k));
+      const size_t bytes = compress_into(ctx, part, streams[k], stream_seed(ctx.seed, r, 0, k));
+      count_sent_stream(ctx, {streams[k].data(), bytes});
       HYCC_CHECK_MPI(MPI_Isend(streams[k].data(), static_cast<int>(bytes), MPI_BYTE, next, ctx.tag,
                                ctx.comm, &sends[k]));
-      adopt_own_stream(ctx.codec, {streams[k].data(), bytes}, part, part);
+      adopt_own_stream(ctx, {streams[k].data(), bytes}, part, part);
       int done = 0;  // drive the transfers of earlier segments while we compress the next
       HYCC_CHECK_MPI(
           MPI_Testall(static_cast<int>(k + 1), sends.data(), &done, MPI_STATUSES_IGNORE));
@@ -48,11 +48,12 @@ void broadcast_chain(Context& ctx, TensorView buffer, int root) {
       int bytes = 0;
       HYCC_CHECK_MPI(MPI_Get_count(&status, MPI_BYTE, &bytes));
       if (next != MPI_PROC_NULL) {  // forward the bytes as they are, then decode
+        count_sent_stream(ctx, {streams[k].data(), static_cast<size_t>(bytes)});
         HYCC_CHECK_MPI(
             MPI_Isend(streams[k].data(), bytes, MPI_BYTE, next, ctx.tag, ctx.comm, &sends[k]));
       }
       try {
-        decode_stream({streams[k].data(), static_cast<size_t>(bytes)},
+        decode_stream(ctx, {streams[k].data(), static_cast<size_t>(bytes)},
                       slice(buffer, segs[k].offset, segs[k].count));
       } catch (const Error&) {
         ctx.errors.capture();

@@ -274,14 +274,9 @@ uint64_t stream_seed(uint64_t seed, int rank, uint64_t phase, uint64_t segment) 
 
 // ---- streams -----------------------------------------------------------------------------------
 
-size_t compress_into(const CodecConfig& codec, ConstTensorView in, std::vector<std::byte>& out,
-                     uint64_t seed) {
-  const size_t bound = max_compressed_bytes(codec, in);
-  if (out.size() < bound) out.resize(bound);
-  return compress(codec, in, out, CompressOptions{seed});
-}
+namespace {
 
-void decode_stream(std::span<const std::byte> stream, TensorView out) {
+void decode_checked(std::span<const std::byte> stream, TensorView out) {
   try {
     decompress(stream, out);
   } catch (const InvalidArgument& e) {  // a well-formed stream of another shape
@@ -290,23 +285,69 @@ void decode_stream(std::span<const std::byte> stream, TensorView out) {
   }
 }
 
-void decode_stream_f32(std::span<const std::byte> stream, DType dtype, size_t n, float* out) {
+}  // namespace
+
+size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& out, uint64_t seed) {
+  const CodecClock clock(ctx);
+  const size_t bound = max_compressed_bytes(ctx.codec, in);
+  if (out.size() < bound) out.resize(bound);
+  return compress(ctx.codec, in, out, CompressOptions{seed});
+}
+
+void decode_stream(Context& ctx, std::span<const std::byte> stream, TensorView out) {
+  const CodecClock clock(ctx);
+  decode_checked(stream, out);
+}
+
+void decode_stream_f32(Context& ctx, std::span<const std::byte> stream, DType dtype, size_t n,
+                       float* out) {
+  const CodecClock clock(ctx);
   if (dtype == DType::kF32) {
-    decode_stream(stream, {DType::kF32, n, out});
+    decode_checked(stream, {DType::kF32, n, out});
     return;
   }
   std::vector<uint16_t> narrow(n);
-  decode_stream(stream, {dtype, n, narrow.data()});
+  decode_checked(stream, {dtype, n, narrow.data()});
   codec::load_as_float({dtype, n, narrow.data()}, 0, n, out);
 }
 
-void adopt_own_stream(const CodecConfig& codec, std::span<const std::byte> stream,
-                      ConstTensorView in, TensorView out) {
-  if (codec.lossless()) {
+void adopt_own_stream(Context& ctx, std::span<const std::byte> stream, ConstTensorView in,
+                      TensorView out) {
+  const CodecClock clock(ctx);
+  if (ctx.codec.lossless()) {
     copy_view(in, out);
   } else {
     decompress(stream, out);
   }
+}
+
+void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,
+            size_t message_bytes, std::chrono::steady_clock::time_point start) {
+  if (options.stats == nullptr) return;
+  CollectiveStats& s = *options.stats;
+  s = CollectiveStats{};
+  s.algorithm = ran;
+  s.message_bytes = message_bytes;
+  if (ran == Algorithm::kNative) {
+    s.raw_bytes = s.wire_bytes = message_bytes;
+  } else if (counters != nullptr) {
+    s.raw_bytes = counters->raw_bytes;
+    s.wire_bytes = counters->wire_bytes;
+    s.streams = counters->streams;
+    s.codec_seconds = counters->codec_seconds;
+    s.compressed = counters->streams > 0 && options.codec.id() != CodecId::kNone;
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void count_sent_stream(Context& ctx, std::span<const std::byte> stream) {
+  ctx.counters.wire_bytes += stream.size();
+  ++ctx.counters.streams;
+  // Header: dtype at byte 5, element count (u64, little-endian) at byte 8 (codec/stream.h).
+  if (stream.size() < 16 || !is_valid_dtype(static_cast<uint8_t>(stream[5]))) return;
+  uint64_t count = 0;
+  for (int i = 7; i >= 0; --i) count = (count << 8) | static_cast<uint8_t>(stream[8 + i]);
+  ctx.counters.raw_bytes += count * dtype_size(static_cast<DType>(stream[5]));
 }
 
 // ---- the pipelined exchange --------------------------------------------------------------------
@@ -336,6 +377,7 @@ void exchange(Context& ctx, int dest, size_t nsend,
   };
   for (size_t k = 0; k < nsend; ++k) {
     const std::span<const std::byte> out = produce(k);
+    count_sent_stream(ctx, out);
     HYCC_CHECK_MPI(MPI_Isend(out.data(), mpi_count(out.size(), "segment bytes"), MPI_BYTE, dest,
                              ctx.tag, ctx.comm, &sends[k]));
     while (next < nrecv) {  // decode what has arrived before compressing the next segment
@@ -356,7 +398,9 @@ void exchange(Context& ctx, int dest, size_t nsend,
   }
 }
 
-void send_raw(const Context& ctx, ConstTensorView v, int dest) {
+void send_raw(Context& ctx, ConstTensorView v, int dest) {
+  ctx.counters.raw_bytes += v.bytes();
+  ctx.counters.wire_bytes += v.bytes();
   for (size_t off = 0; off < v.count; off += kRawPieceElems) {
     const ConstTensorView piece = slice(v, off, std::min(kRawPieceElems, v.count - off));
     HYCC_CHECK_MPI(MPI_Send(piece.data, static_cast<int>(piece.count), mpi_type(v.dtype), dest,

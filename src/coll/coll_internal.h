@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -143,21 +144,33 @@ class DeferredError {
   std::exception_ptr first_;
 };
 
-// Compresses `in` into `out` (grown to max_compressed_bytes() if smaller, never shrunk);
-// returns the stream size in bytes.
-size_t compress_into(const CodecConfig& codec, ConstTensorView in, std::vector<std::byte>& out,
-                     uint64_t seed);
+// The helpers below take the call's Context, whose counters (codec time, bytes sent) feed
+// CollectiveOptions::stats.
+struct Context;
+
+// Compresses `in` with ctx.codec into `out` (grown to max_compressed_bytes() if smaller, never
+// shrunk); returns the stream size in bytes.
+size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& out, uint64_t seed);
 // Decodes a stream received from a peer into `out`. Throws CorruptStream if it is malformed or
 // does not hold exactly out's dtype and count.
-void decode_stream(std::span<const std::byte> stream, TensorView out);
+void decode_stream(Context& ctx, std::span<const std::byte> stream, TensorView out);
 // Decodes a peer's stream of `n` elements of `dtype` into floats (exact widening).
-void decode_stream_f32(std::span<const std::byte> stream, DType dtype, size_t n, float* out);
+void decode_stream_f32(Context& ctx, std::span<const std::byte> stream, DType dtype, size_t n,
+                       float* out);
 // Sets `out` to what the peers decode from a stream this rank sent of `in`: a copy when the
 // codec is lossless, otherwise the decoded stream. `in` and `out` may be the same memory.
-void adopt_own_stream(const CodecConfig& codec, std::span<const std::byte> stream,
-                      ConstTensorView in, TensorView out);
+void adopt_own_stream(Context& ctx, std::span<const std::byte> stream, ConstTensorView in,
+                      TensorView out);
 
 // ---- the state of one call ---------------------------------------------------------------------
+
+// What a call did on this rank so far.
+struct Counters {
+  size_t raw_bytes = 0;   // uncompressed bytes of the streams sent (from their headers)
+  size_t wire_bytes = 0;  // bytes sent
+  size_t streams = 0;
+  double codec_seconds = 0;
+};
 
 struct Context {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -168,7 +181,36 @@ struct Context {
   size_t seg_elems = 1;  // elements per segment
   uint64_t seed = 0;
   DeferredError errors;
+  Counters counters;
 };
+
+// Adds the time from its construction to its destruction to ctx's codec time.
+class CodecClock {
+ public:
+  explicit CodecClock(Context& ctx) : ctx_(ctx), start_(std::chrono::steady_clock::now()) {}
+  ~CodecClock() {
+    ctx_.counters.codec_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  CodecClock(const CodecClock&) = delete;
+  CodecClock& operator=(const CodecClock&) = delete;
+
+ private:
+  Context& ctx_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Fills *options.stats (if set) at the end of a call that started at `start`; `counters` may be
+// null for a call with nothing to do.
+void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,
+            size_t message_bytes, std::chrono::steady_clock::time_point start);
+inline void report(const Context& ctx, const CollectiveOptions& options, Algorithm ran,
+                   size_t message_bytes, std::chrono::steady_clock::time_point start) {
+  report(options, &ctx.counters, ran, message_bytes, start);
+}
+
+// Counts a stream this rank is about to send.
+void count_sent_stream(Context& ctx, std::span<const std::byte> stream);
 
 // ---- the pipelined exchange --------------------------------------------------------------------
 
@@ -184,7 +226,7 @@ void exchange(Context& ctx, int dest, size_t nsend,
               const std::function<void(size_t)>& consume, std::vector<std::vector<std::byte>>& in);
 
 // Blocking uncompressed transfer of a view (split into pieces of at most 2^30 elements).
-void send_raw(const Context& ctx, ConstTensorView v, int dest);
+void send_raw(Context& ctx, ConstTensorView v, int dest);
 void recv_raw(const Context& ctx, TensorView v, int source);
 
 }  // namespace hycc::coll

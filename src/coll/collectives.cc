@@ -2,6 +2,7 @@
 // one-rank and empty short-circuits, and the choice of algorithm. The algorithms themselves live
 // in one file each (see algorithms.h).
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <vector>
 
@@ -37,7 +38,8 @@ Context make_context(const Communicator& comm, OpKind op, DType dtype,
                  .codec = options.codec,
                  .seg_elems = coll::segment_elems(options.segment_bytes, dtype),
                  .seed = options.seed,
-                 .errors = {}};
+                 .errors = {},
+                 .counters = {}};
 }
 
 // Native MPI when asked for, below the threshold, or (kAuto) when nothing is compressed anyway.
@@ -70,6 +72,7 @@ void check_reduce_op(ArgCheck& check, ReduceOp op) {
 
 void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                const CollectiveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   ArgCheck check(OpKind::kAllreduce);
   check_pair(check, "allreduce", send, recv);
   if (check.ok() && recv.count != send.count) {
@@ -87,27 +90,33 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
   check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
+    coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
   Context ctx = make_context(comm, OpKind::kAllreduce, send.dtype, options);
+  Algorithm ran = options.algorithm;
   if (native) {
+    ran = Algorithm::kNative;
+  } else if (ran == Algorithm::kAuto) {
+    ran = send.bytes() <= kRecursiveDoublingMaxBytes ? Algorithm::kRecursiveDoubling
+                                                     : Algorithm::kRing;
+  }
+  if (ran == Algorithm::kNative) {
     coll::allreduce_native(ctx, send, recv, op);
-  } else if (options.algorithm == Algorithm::kRing) {
+  } else if (ran == Algorithm::kRing) {
     coll::allreduce_ring(ctx, send, recv, op);
-  } else if (options.algorithm == Algorithm::kRecursiveDoubling) {
-    coll::allreduce_recursive_doubling(ctx, send, recv, op);
-  } else if (options.algorithm == Algorithm::kCompressOnce) {
-    coll::allreduce_compress_once(ctx, send, recv, op);
-  } else if (send.bytes() <= kRecursiveDoublingMaxBytes) {
+  } else if (ran == Algorithm::kRecursiveDoubling) {
     coll::allreduce_recursive_doubling(ctx, send, recv, op);
   } else {
-    coll::allreduce_ring(ctx, send, recv, op);
+    coll::allreduce_compress_once(ctx, send, recv, op);
   }
   ctx.errors.rethrow();
+  coll::report(ctx, options, ran, send.bytes(), start);
 }
 
 void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                     const CollectiveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   ArgCheck check(OpKind::kReduceScatter);
   check_pair(check, "reduce_scatter", send, recv);
   const ChunkRange mine = chunk_range(send.count, comm.size(), comm.rank());
@@ -128,6 +137,7 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
   check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
+    coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
   Context ctx = make_context(comm, OpKind::kReduceScatter, send.dtype, options);
@@ -137,10 +147,12 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
     coll::reduce_scatter_ring(ctx, send, recv, op);
   }
   ctx.errors.rethrow();
+  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kRing, send.bytes(), start);
 }
 
 void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
                const CollectiveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   ArgCheck check(OpKind::kAllgather);
   check_pair(check, "allgather", send, recv);
   const size_t p = static_cast<size_t>(comm.size());
@@ -160,6 +172,7 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
   check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
+    coll::report(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
     return;
   }
   Context ctx = make_context(comm, OpKind::kAllgather, send.dtype, options);
@@ -169,10 +182,12 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
     coll::allgather_ring(ctx, send, recv);
   }
   ctx.errors.rethrow();
+  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kRing, recv.bytes(), start);
 }
 
 void broadcast(const Communicator& comm, TensorView buffer, int root,
                const CollectiveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   ArgCheck check(OpKind::kBroadcast);
   coll::check_view(check, "broadcast", "buffer", buffer);
   if (root < 0 || root >= comm.size()) {
@@ -184,7 +199,10 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
   coll::add_common_fields(check, buffer.count, buffer.dtype, options, agree);
   check.field("root", root);
   check.run(comm, agree);
-  if (comm.size() == 1 || buffer.count == 0) return;
+  if (comm.size() == 1 || buffer.count == 0) {
+    coll::report(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
+    return;
+  }
   Context ctx = make_context(comm, OpKind::kBroadcast, buffer.dtype, options);
   if (native) {
     coll::broadcast_native(ctx, buffer, root);
@@ -192,10 +210,13 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
     coll::broadcast_chain(ctx, buffer, root);
   }
   ctx.errors.rethrow();
+  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kChain, buffer.bytes(),
+               start);
 }
 
 void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
               const CollectiveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   ArgCheck check(OpKind::kAlltoall);
   check_pair(check, "alltoall", send, recv);
   if (check.ok() && recv.count != send.count) {
@@ -217,6 +238,7 @@ void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
   check.run(comm, agree);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
+    coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
   Context ctx = make_context(comm, OpKind::kAlltoall, send.dtype, options);
@@ -226,6 +248,8 @@ void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
     coll::alltoall_pairwise(ctx, send, recv);
   }
   ctx.errors.rethrow();
+  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kPairwise, send.bytes(),
+               start);
 }
 
 }  // namespace hycc

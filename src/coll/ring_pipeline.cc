@@ -76,6 +76,7 @@ void run_ring(Context& ctx, const RingSchedule& schedule) {
 
   std::deque<PendingSend> sends;
   const auto send = [&](StreamBuffer&& b) {
+    count_sent_stream(ctx, b.view());
     PendingSend& s = sends.emplace_back();
     s.buffer = std::move(b);
     HYCC_CHECK_MPI(MPI_Isend(s.buffer.bytes.data(), mpi_count(s.buffer.size, "segment bytes"),

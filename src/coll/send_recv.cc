@@ -7,6 +7,7 @@
 // buffers of max_compressed_bytes() and takes each actual size from its status. The sender
 // compresses segment k + 1 while segment k is in flight; the receiver decodes segment k while
 // k + 1 arrives. Below the threshold (or with kNative) the streams use codec none.
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -41,7 +42,8 @@ coll::Context p2p_context(const Communicator& comm, int tag) {
                        .codec = uncompressed(),
                        .seg_elems = 1,
                        .seed = 0,
-                       .errors = {}};
+                       .errors = {},
+                       .counters = {}};
 }
 
 }  // namespace
@@ -56,7 +58,8 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
   }
   coll::check_options(check, comm, OpKind::kSendRecv, options);
   check.run(comm, false);
-  const coll::Context ctx = p2p_context(comm, tag);
+  coll::Context ctx = p2p_context(comm, tag);
+  const auto start = std::chrono::steady_clock::now();
   const bool raw =
       options.algorithm == Algorithm::kNative || data.bytes() < options.threshold_bytes;
   const CodecConfig& codec = raw ? uncompressed() : options.codec;
@@ -77,18 +80,23 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
     if (k < m) {
       const ConstTensorView part = coll::slice(data, segs[k].offset, segs[k].count);
       out[k].resize(head + max_compressed_bytes(codec, part));
+      const coll::CodecClock clock(ctx);
       bytes += compress(codec, part, std::span<std::byte>(out[k]).subspan(head),
                         CompressOptions{coll::stream_seed(options.seed, ctx.rank, 0, k)});
+      ctx.counters.raw_bytes += part.bytes();
+      ++ctx.counters.streams;
     } else {
       out[k].resize(head);
     }
     if (k == 0) std::memcpy(out[k].data(), &env, sizeof(Envelope));
+    ctx.counters.wire_bytes += bytes;
     HYCC_CHECK_MPI(MPI_Isend(out[k].data(), coll::mpi_count(bytes, "message bytes"), MPI_BYTE, dest,
                              ctx.tag, ctx.comm, &sends[k]));
     int done = 0;  // drive the transfers of earlier segments while we compress the next
     HYCC_CHECK_MPI(MPI_Testall(static_cast<int>(k + 1), sends.data(), &done, MPI_STATUSES_IGNORE));
   }
   HYCC_CHECK_MPI(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
+  coll::report(ctx, options, Algorithm::kAuto, data.bytes(), start);
 }
 
 RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag) {
@@ -99,7 +107,7 @@ RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag) 
                       ") nor MPI_ANY_SOURCE"));
   }
   check.run(comm, false);
-  const coll::Context ctx = p2p_context(comm, tag);
+  coll::Context ctx = p2p_context(comm, tag);
 
   // The first message: envelope + stream 0, of a size only the sender knew.
   MPI_Message message;
@@ -166,12 +174,13 @@ RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag) 
       result.wire_bytes += stream.size();
     }
     try {
-      coll::decode_stream(stream, coll::slice(data, segs[k].offset, segs[k].count));
+      coll::decode_stream(ctx, stream, coll::slice(data, segs[k].offset, segs[k].count));
     } catch (const Error&) {
       errors.capture();
     }
   }
   errors.rethrow();
+  result.codec_seconds = ctx.counters.codec_seconds;
   return result;
 }
 
