@@ -1,0 +1,310 @@
+#include "grad_bench.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "bench_util.h"
+#include "common/checksum.h"
+#include "common/synthetic_data.h"
+#include "hycc/collectives.h"
+#include "hycc/comm.h"
+#include "hycc/error.h"
+#include "hycc/grad.h"
+
+namespace hycc::bench {
+namespace {
+
+const std::vector<std::string> kDefaultShapes = {"4096x4096", "4096x16384", "50304x4096", "4096"};
+const std::vector<std::string> kDefaultCompressors = {"ef+quant:bits=4", "ef+quant:bits=2",
+                                                      "ef+zfp:rate=4",   "powersgd:rank=4",
+                                                      "topk:ratio=0.01", "sign"};
+
+size_t parse_size(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v == 0 || v > (1ull << 40)) {
+    throw InvalidArgument(tagged("bench", "bad ", what, " '", text, "'"));
+  }
+  return size_t(v);
+}
+
+// "4096x16384" -> {4096, 16384}; "4096" -> {4096}.
+std::vector<size_t> parse_shape(const std::string& text) {
+  std::vector<size_t> dims;
+  size_t begin = 0;
+  while (true) {
+    const size_t x = text.find('x', begin);
+    dims.push_back(parse_size(text.substr(begin, x - begin), "shape " + text));
+    if (x == std::string::npos) break;
+    begin = x + 1;
+  }
+  return dims;
+}
+
+// "1/8" or "0.125", in (0, 1].
+double parse_scale(const std::string& text) {
+  const size_t slash = text.find('/');
+  double v = 0;
+  try {
+    v = slash == std::string::npos
+            ? std::stod(text)
+            : std::stod(text.substr(0, slash)) / std::stod(text.substr(slash + 1));
+  } catch (const std::exception&) {
+    v = 0;
+  }
+  if (!(v > 0 && v <= 1)) {
+    throw InvalidArgument(tagged("bench", "bad --scale '", text, "': expected 1/N or (0, 1]"));
+  }
+  return v;
+}
+
+std::string shape_text(const std::vector<size_t>& dims) {
+  std::string s;
+  for (const size_t d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+struct Row {
+  std::string shape, compressor, canonical;  // the spec as given, and its canonical form
+  size_t count = 0;
+  double payload = 0, wire = 0;  // bytes per step, this rank (max over ranks)
+  double compress_ms = 0, comm_ms = 0, total_ms = 0, native_ms = 0;
+  double rel_err = 0;  // ||result - exact average|| / ||exact average|| at the last step
+  int differing = 0;   // ranks whose result differs from rank 0's
+  bool compressed = false;
+};
+
+double max_over_ranks(const Communicator& comm, double v) {
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm.mpi()));
+  return v;
+}
+
+// Ranks whose `data` differs from rank 0's (checksums through MPI_Allgather).
+int differing_ranks(const Communicator& comm, const std::vector<float>& data) {
+  const uint64_t mine = checksum64(data.data(), data.size() * sizeof(float));
+  std::vector<uint64_t> all(size_t(comm.size()));
+  HYCC_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm.mpi()));
+  return int(std::count_if(all.begin(), all.end(), [&](uint64_t c) { return c != all[0]; }));
+}
+
+// Times `fn` (warmup untimed, then iters calls): the slowest rank's average, in ms.
+double time_ms(const Communicator& comm, const GradBenchOptions& o,
+               const std::function<void()>& fn) {
+  for (int i = 0; i < o.warmup; ++i) fn();
+  HYCC_CHECK_MPI(MPI_Barrier(comm.mpi()));
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < o.iters; ++i) fn();
+  return max_over_ranks(comm, (MPI_Wtime() - t0) / o.iters * 1e3);
+}
+
+std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
+                           const std::vector<size_t>& dims) {
+  size_t n = 1;
+  for (const size_t d : dims) n *= d;
+  // A gradient-like input: gaussian, different on every rank.
+  const std::vector<float> grad = make_data(DataKind::kGaussian, n, 1 + uint64_t(comm.rank()));
+  std::vector<float> work(n), exact(n);
+
+  // The uncompressed baseline: hycc's native allreduce (MPI_Allreduce), average.
+  CollectiveOptions native;
+  native.algorithm = Algorithm::kNative;
+  const double native_ms = time_ms(comm, o, [&] {
+    std::copy(grad.begin(), grad.end(), exact.begin());
+    allreduce(comm, {DType::kF32, n, exact.data()}, {DType::kF32, n, exact.data()},
+              ReduceOp::kAverage, native);
+  });
+
+  std::vector<Row> rows;
+  for (const std::string& spec : o.compressors) {
+    GradCompressor compressor(spec);
+    Row row;
+    row.shape = shape_text(dims);
+    row.compressor = spec;
+    row.canonical = compressor.spec();
+    row.count = n;
+    row.native_ms = native_ms;
+    GradStepStats sum;  // over the timed steps
+    int calls = 0;
+    const GradTensor tensor{1, dims};
+    const double total_ms = time_ms(comm, o, [&] {
+      std::copy(grad.begin(), grad.end(), work.begin());
+      const GradStepStats st =
+          grad_allreduce(comm, compressor, tensor, {DType::kF32, n, work.data()});
+      if (calls++ < o.warmup) return;
+      sum.payload_bytes = st.payload_bytes;
+      sum.wire_bytes = st.wire_bytes;
+      sum.compressed = st.compressed;
+      sum.compress_seconds += st.compress_seconds;
+      sum.comm_seconds += st.comm_seconds;
+    });
+    const int steps = calls - o.warmup;
+    row.total_ms = total_ms;
+    row.compress_ms = max_over_ranks(comm, sum.compress_seconds / steps * 1e3);
+    row.comm_ms = max_over_ranks(comm, sum.comm_seconds / steps * 1e3);
+    row.payload = max_over_ranks(comm, double(sum.payload_bytes));
+    row.wire = max_over_ranks(comm, double(sum.wire_bytes));
+    row.compressed = sum.compressed;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double d = double(work[i]) - double(exact[i]);
+      num += d * d;
+      den += double(exact[i]) * double(exact[i]);
+    }
+    row.rel_err = max_over_ranks(comm, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+    row.differing = differing_ranks(comm, work);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "grad", "Gradient compressors vs the uncompressed allreduce on gradient shapes (mpirun)");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--shape", o.shapes,
+                  "tensor shape ROWSxCOLS or N, repeatable (default 4096x4096 4096x16384 "
+                  "50304x4096 4096)");
+  cmd->add_option("--compressor", o.compressors,
+                  "compressor spec, repeatable (default ef+quant:bits=4 ef+quant:bits=2 "
+                  "ef+zfp:rate=4 powersgd:rank=4 topk:ratio=0.01 sign)\n" +
+                      grad_help());
+  cmd->add_option("--scale", o.scale, "multiplies the first dimension of every shape: 1/N or x");
+  cmd->add_option("-n,--iters", o.iters, "timed steps per row")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-w,--warmup_iters", o.warmup, "untimed steps before them")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
+  return cmd;
+}
+
+int run_grad_bench(const GradBenchOptions& options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(nullptr, nullptr);
+  const Communicator comm = Communicator::world();
+  GradBenchOptions o = options;
+  std::vector<std::vector<size_t>> shapes;
+  int rc = 0;
+  try {
+    if (o.shapes.empty()) o.shapes = kDefaultShapes;
+    if (o.compressors.empty()) o.compressors = kDefaultCompressors;
+    const double scale = parse_scale(o.scale);
+    for (const std::string& s : o.shapes) {
+      std::vector<size_t> dims = parse_shape(s);
+      dims[0] = std::max<size_t>(1, size_t(std::llround(double(dims[0]) * scale)));
+      shapes.push_back(dims);
+    }
+    for (const std::string& c : o.compressors) GradCompressor check(c);
+  } catch (const Error& e) {
+    if (comm.rank() == 0) std::fprintf(stderr, "hycc-bench grad: %s\n", e.what());
+    rc = 2;
+  }
+  if (rc != 0) {
+    if (!initialized) MPI_Finalize();
+    return rc;
+  }
+  const bool print = comm.rank() == 0;
+  const std::vector<std::array<const char*, 2>> titles = {
+      {"shape", ""},     {"count", "(elements)"}, {"compressor", ""},   {"payload", "(B/step)"},
+      {"ratio", ""},     {"wire", "(B/step)"},    {"compress", "(ms)"}, {"comm", "(ms)"},
+      {"total", "(ms)"}, {"native", "(ms)"},      {"speedup", ""},      {"rel_err", ""},
+      {"#diff", ""}};
+  const int widths[] = {12, 11, 26, 12, 8, 12, 10, 9, 9, 9, 8, 9, 6};
+  std::vector<Table::Column> title_cols, unit_cols;
+  for (size_t i = 0; i < titles.size(); ++i) {
+    title_cols.push_back({titles[i][0], widths[i]});
+    unit_cols.push_back({titles[i][1], widths[i]});
+  }
+  const Table table(title_cols), units(unit_cols);
+  if (print) {
+    std::printf(
+        "# hycc-bench grad: %d ranks, f32 gradients (gaussian, different per rank), "
+        "average, scale %s\n",
+        comm.size(), o.scale.c_str());
+    std::printf(
+        "# times: average per step over %d steps after %d warmup, slowest rank (ms);\n"
+        "#   compress = local work (encode, decode, residual, reduction), comm = inside "
+        "hycc collectives,\n#   total = the whole grad_allreduce call\n",
+        o.iters, o.warmup);
+    std::printf(
+        "# payload: bytes of this rank's compressed gradient; ratio = 4 count / payload;\n"
+        "#   wire: bytes this rank sends per step (from the collectives' patterns)\n");
+    std::printf(
+        "# native: the uncompressed allreduce (hycc native path: MPI_Allreduce, avg) of "
+        "the same tensor;\n#   speedup = native / total\n");
+    std::printf(
+        "# rel_err: ||result - exact average|| / ||exact average|| after the last step "
+        "(error feedback\n#   carries the rest into later steps); #diff: ranks whose "
+        "result differs from rank 0's\n");
+    std::printf("%s\n%s\n", table.header().c_str(), units.header().c_str());
+    std::fflush(stdout);
+  }
+  nlohmann::json json = nlohmann::json::array();
+  int differing = 0;
+  try {
+    for (const auto& dims : shapes) {
+      for (const Row& row : run_shape(comm, o, dims)) {
+        differing += row.differing;
+        const double ratio = row.payload > 0 ? 4.0 * double(row.count) / row.payload : 0;
+        const double speedup = row.total_ms > 0 ? row.native_ms / row.total_ms : 0;
+        if (print) {
+          std::printf("%s\n", table
+                                  .row({row.shape, format("%zu", row.count),
+                                        row.compressor + (row.compressed ? "" : " (plain)"),
+                                        format("%.0f", row.payload), format("%.2f", ratio),
+                                        format("%.0f", row.wire), format("%.2f", row.compress_ms),
+                                        format("%.2f", row.comm_ms), format("%.2f", row.total_ms),
+                                        format("%.2f", row.native_ms), format("%.2f", speedup),
+                                        format("%.2e", row.rel_err), format("%d", row.differing)})
+                                  .c_str());
+          std::fflush(stdout);
+        }
+        json.push_back({{"shape", row.shape},
+                        {"count", row.count},
+                        {"compressor", row.canonical},
+                        {"compressed", row.compressed},
+                        {"ranks", comm.size()},
+                        {"payload_bytes", row.payload},
+                        {"ratio", ratio},
+                        {"wire_bytes", row.wire},
+                        {"compress_ms", row.compress_ms},
+                        {"comm_ms", row.comm_ms},
+                        {"total_ms", row.total_ms},
+                        {"native_ms", row.native_ms},
+                        {"speedup", speedup},
+                        {"rel_err", row.rel_err},
+                        {"differing_ranks", row.differing}});
+      }
+    }
+  } catch (const std::exception& e) {
+    // A failure on one rank leaves the others waiting in a collective: end the whole job.
+    std::fprintf(stderr, "hycc-bench grad: rank %d: %s\n", comm.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (print) {
+    std::printf("# Ranks with different results : %d %s\n", differing,
+                differing == 0 ? "OK" : "FAILED");
+    if (!o.json.empty()) {
+      write_json(o.json, json);
+      std::printf("# wrote %s\n", o.json.c_str());
+    }
+    std::fflush(stdout);
+  }
+  rc = differing == 0 ? 0 : 1;
+  if (!initialized) MPI_Finalize();
+  return rc;
+}
+
+}  // namespace hycc::bench

@@ -1,0 +1,33 @@
+// hycc-bench grad: gradient compressors (hycc/grad.h) on transformer gradient shapes, against the
+// uncompressed allreduce (hycc's native path, MPI_Allreduce) of the same tensors in the same run.
+// One row per shape and compressor: bytes per step, ratio, compressor time, allreduce time, the
+// error of the result against the exact average, and whether every rank holds the same bits.
+// Run it under mpirun; only rank 0 prints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace hycc::bench {
+
+struct GradBenchOptions {
+  // Tensor shapes "ROWSxCOLS" or "N" (1-D); default: 4096x4096, 4096x16384, 50304x4096, 4096.
+  std::vector<std::string> shapes;
+  // Compressor specs; default: ef+quant:bits=4, ef+quant:bits=2, ef+zfp:rate=4, powersgd:rank=4,
+  // topk:ratio=0.01, sign.
+  std::vector<std::string> compressors;
+  std::string scale = "1";  // multiplies the first dimension of every shape: "1/8" or "0.125"
+  int iters = 5;            // timed steps per row
+  int warmup = 1;           // untimed steps before them
+  std::string json;         // path of the JSON output, empty for none
+};
+
+CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& options);
+
+// Initializes MPI if needed, runs every shape x compressor, prints the table on rank 0; returns
+// 0, 1 if some rank's results differ from rank 0's, 2 for invalid arguments.
+int run_grad_bench(const GradBenchOptions& options);
+
+}  // namespace hycc::bench

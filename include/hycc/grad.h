@@ -1,0 +1,125 @@
+// Stateful gradient compressors for the data-parallel gradient allreduce (and the ZeRO gradient
+// reduce-scatter), with error feedback. docs/gradients.md describes each compressor, its state,
+// its bytes per step, where the residual is taken and the save/load format.
+//
+// Lifecycle: construct a GradCompressor from a spec string, call grad_allreduce() once per step
+// for every gradient tensor (or bucket), identified by a stable key; reset() drops the state;
+// save() and load() move the state (residuals, warm-start matrices, step counters) through a
+// checksummed byte blob, so that a resumed run continues with bit-identical results.
+//
+// Specs, in the family of the codec specs:
+//   none                                   plain allreduce, no state
+//   ef+CODEC            e.g. ef+quant:bits=4, ef+zfp:rate=4, ef+quant:bits=2
+//                                          error feedback around any codec (compress once,
+//                                          allgather the streams, sum locally)
+//   powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0
+//                                          low-rank P Q^T through plain allreduces
+//   topk:ratio=0.01,ef=on  or  topk:count=1000,ef=on
+//                                          largest magnitudes, (index, value) pairs allgathered
+//   sign:ef=on                             1 bit per value + a scale (mean |x|), worker and
+//                                          server residuals (two-stage compressed allreduce)
+// Bad specs throw InvalidArgument naming the spec and what is accepted.
+//
+// Every rank holds bit-identical results after each call. All ranks of the communicator must
+// call with the same keys, shapes, dtypes and options, in the same order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hycc/collectives.h"
+#include "hycc/comm.h"
+#include "hycc/dtype.h"
+
+namespace hycc {
+
+namespace grad {
+class Engine;
+}  // namespace grad
+
+// One gradient tensor (or bucket): a stable key and its shape. PowerSGD views it as a matrix of
+// shape[0] rows and product(shape[1..]) columns; an empty shape means a 1-D tensor.
+struct GradTensor {
+  uint64_t key = 0;
+  std::vector<size_t> shape;
+};
+
+struct GradOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  // Tag of the hycc collectives the compressor calls (see CollectiveOptions::tag).
+  int tag = 0;
+};
+
+// What one call did, on this rank.
+struct GradStepStats {
+  size_t elements = 0;
+  // Bytes of this rank's compressed gradient (for sign: its p encoded chunks; for none and the
+  // PowerSGD fallback: the uncompressed tensor).
+  size_t payload_bytes = 0;
+  // Bytes this rank puts on the wire for the step, from the pattern of the collectives used
+  // (e.g. (p - 1) x payload for an allgather). 0 with one rank.
+  size_t wire_bytes = 0;
+  // False when the tensor went through a plain uncompressed allreduce (spec none, or PowerSGD's
+  // fallback for 1-D, small or badly compressing tensors).
+  bool compressed = false;
+  double compress_seconds = 0;  // local work: encode, decode, residual update, reduction
+  double comm_seconds = 0;      // inside hycc collectives
+};
+
+class GradCompressor {
+ public:
+  // Throws InvalidArgument for a bad spec.
+  explicit GradCompressor(std::string_view spec);
+  ~GradCompressor();
+  GradCompressor(GradCompressor&&) noexcept;
+  GradCompressor& operator=(GradCompressor&&) noexcept;
+
+  // Canonical spec: every parameter spelled out; parsing it again gives the same compressor.
+  const std::string& spec() const;
+
+  // Drops the state of every tensor, or of one key.
+  void reset();
+  void reset(uint64_t key);
+  // Number of tensors with state.
+  size_t tensors() const;
+
+  // The whole state as a blob: a header (magic, version, spec), one entry per key (step count,
+  // rank and size of the communicator, residuals, warm-start matrix) and a checksum.
+  std::vector<std::byte> save() const;
+  // Replaces the state by a saved one. Throws CorruptStream for a malformed blob and
+  // InvalidArgument if it was saved by a compressor of another spec.
+  void load(std::span<const std::byte> blob);
+
+  // The error-feedback residual of a key (a copy; empty if none), for inspection and tests.
+  std::vector<float> residual(uint64_t key) const;
+
+ private:
+  friend GradStepStats grad_allreduce(const Communicator&, GradCompressor&, const GradTensor&,
+                                      TensorView, const GradOptions&);
+  friend GradStepStats grad_reduce_scatter(const Communicator&, GradCompressor&, const GradTensor&,
+                                           ConstTensorView, TensorView, const GradOptions&);
+  std::unique_ptr<grad::Engine> engine_;
+};
+
+// The DP gradient allreduce: grad (in place, any dtype) becomes the compressed sum or average of
+// every rank's grad, bit-identical on all ranks; the compressor's state for tensor.key is updated.
+GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compressor,
+                             const GradTensor& tensor, TensorView grad,
+                             const GradOptions& options = {});
+
+// The ZeRO gradient reduce-scatter: shard = this rank's chunk (chunk_range(grad.count, size,
+// rank)) of what grad_allreduce would produce. Runs the compressor's allreduce and keeps the
+// chunk (see docs/gradients.md). grad and shard must not overlap; same dtype.
+GradStepStats grad_reduce_scatter(const Communicator& comm, GradCompressor& compressor,
+                                  const GradTensor& tensor, ConstTensorView grad, TensorView shard,
+                                  const GradOptions& options = {});
+
+// Names of the compressors with their parameters, one per line.
+std::string grad_help();
+
+}  // namespace hycc

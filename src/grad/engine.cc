@@ -1,0 +1,111 @@
+#include "grad/engine.h"
+
+#include <chrono>
+
+#include "codec/float_io.h"
+#include "hycc/error.h"
+
+namespace hycc::grad {
+namespace {
+
+std::unique_ptr<Method> make_method(const GradSpec& spec) {
+  switch (spec.kind) {
+    case Kind::kNone:
+      return make_none_method();
+    case Kind::kErrorFeedback:
+      return make_ef_method(spec);
+    case Kind::kPowerSgd:
+      return make_powersgd_method(spec);
+    case Kind::kTopK:
+      return make_topk_method(spec);
+    case Kind::kSign:
+      return make_sign_method(spec);
+  }
+  throw InvalidArgument(tagged("grad", "unknown compressor kind"));
+}
+
+void check_tensor(const GradTensor& tensor, ConstTensorView grad, const char* what) {
+  if (!is_valid_dtype(static_cast<uint8_t>(grad.dtype))) {
+    throw InvalidArgument(tagged("grad", what, ": invalid dtype"));
+  }
+  if (grad.count > 0 && grad.data == nullptr) {
+    throw InvalidArgument(tagged("grad", what, ": null data for ", grad.count, " elements"));
+  }
+  if (reinterpret_cast<uintptr_t>(grad.data) % dtype_size(grad.dtype) != 0) {
+    throw InvalidArgument(tagged("grad", what, ": data not aligned to its element size"));
+  }
+  if (tensor.shape.empty()) return;
+  size_t product = 1;
+  for (const size_t d : tensor.shape) product *= d;
+  if (product != grad.count) {
+    throw InvalidArgument(tagged("grad", what, ": the shape of key ", tensor.key, " holds ",
+                                 product, " elements, the tensor ", grad.count));
+  }
+}
+
+}  // namespace
+
+Engine::Engine(std::string_view spec) : spec_(parse_grad_spec(spec)), method_(make_method(spec_)) {}
+
+GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
+                           std::span<float> out, ReduceOp op) {
+  TensorState& state = states_[tensor.key];
+  if (state.size != 0 &&
+      (state.size != ex.size() || state.rank != ex.rank() || state.count != grad.size())) {
+    throw InvalidArgument(tagged("grad", "the state of key ", tensor.key, " belongs to ",
+                                 state.count, " elements on rank ", state.rank, " of ", state.size,
+                                 ", not ", grad.size(), " elements on rank ", ex.rank(), " of ",
+                                 ex.size(), "; reset() it first"));
+  }
+  GradStepStats stats;
+  stats.elements = grad.size();
+  const double comm0 = ex.seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    method_->step({ex, op, tensor.key, tensor.shape, grad, out}, state, stats);
+  } catch (...) {
+    states_.erase(tensor.key);  // a half-updated state must not be used again
+    throw;
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.comm_seconds = ex.seconds() - comm0;
+  stats.compress_seconds = total - stats.comm_seconds;
+  if (ex.size() == 1) stats.wire_bytes = 0;
+  state.steps += 1;
+  state.rank = ex.rank();
+  state.size = ex.size();
+  state.count = grad.size();
+  return stats;
+}
+
+GradStepStats Engine::allreduce(Exchange& ex, const GradTensor& tensor, TensorView grad,
+                                ReduceOp op) {
+  check_tensor(tensor, grad, "grad_allreduce");
+  if (grad.dtype == DType::kF32) {
+    const std::span<float> data(static_cast<float*>(grad.data), grad.count);
+    return step(ex, tensor, data, data, op);
+  }
+  scratch_.resize(grad.count);
+  codec::load_as_float(grad, 0, grad.count, scratch_.data());
+  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op);
+  codec::store_from_float(scratch_.data(), grad.count, grad, 0);
+  return stats;
+}
+
+GradStepStats Engine::reduce_scatter(Exchange& ex, const GradTensor& tensor, ConstTensorView grad,
+                                     TensorView shard, ReduceOp op) {
+  check_tensor(tensor, grad, "grad_reduce_scatter");
+  const ChunkRange mine = chunk_range(grad.count, ex.size(), ex.rank());
+  if (shard.dtype != grad.dtype || shard.count != mine.count) {
+    throw InvalidArgument(tagged("grad", "grad_reduce_scatter: shard holds ", shard.count, " ",
+                                 dtype_name(shard.dtype), " elements, this rank's chunk is ",
+                                 mine.count, " ", dtype_name(grad.dtype)));
+  }
+  scratch_.resize(grad.count);
+  codec::load_as_float(grad, 0, grad.count, scratch_.data());
+  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op);
+  codec::store_from_float(scratch_.data() + mine.offset, mine.count, shard, 0);
+  return stats;
+}
+
+}  // namespace hycc::grad

@@ -1,0 +1,46 @@
+// The Engine behind a GradCompressor: the parsed spec, the method, the per-key states, and the
+// conversions between the caller's dtype and the float32 the methods work on. It runs over any
+// Exchange, so the unit tests drive it with threads (thread_exchange.h) and the library with a
+// Communicator (exchange.h).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "grad/exchange.h"
+#include "grad/grad_spec.h"
+#include "grad/method.h"
+#include "grad/state.h"
+#include "hycc/grad.h"
+
+namespace hycc::grad {
+
+class Engine {
+ public:
+  explicit Engine(std::string_view spec);
+
+  const GradSpec& spec() const { return spec_; }
+
+  // grad (in place) = op over ranks, compressed; see grad_allreduce().
+  GradStepStats allreduce(Exchange& ex, const GradTensor& tensor, TensorView grad, ReduceOp op);
+  // shard = this rank's chunk of what allreduce would give; see grad_reduce_scatter().
+  GradStepStats reduce_scatter(Exchange& ex, const GradTensor& tensor, ConstTensorView grad,
+                               TensorView shard, ReduceOp op);
+
+  StateTable& states() { return states_; }
+  const StateTable& states() const { return states_; }
+
+ private:
+  // One step on float32 data (grad and out the same memory or disjoint).
+  GradStepStats step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
+                     std::span<float> out, ReduceOp op);
+
+  GradSpec spec_;
+  std::unique_ptr<Method> method_;
+  StateTable states_;
+  std::vector<float> scratch_;  // float32 copy of 16-bit gradients
+};
+
+}  // namespace hycc::grad

@@ -1,0 +1,69 @@
+// The interface of one gradient compression method (none, ef+codec, powersgd, topk, sign): one
+// compressed allreduce of a float32 tensor, with the method's state for that tensor. The Engine
+// (engine.h) owns the states and converts dtypes; methods see float32 spans.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "grad/exchange.h"
+#include "grad/grad_spec.h"
+#include "grad/state.h"
+#include "hycc/grad.h"
+
+namespace hycc::grad {
+
+struct StepArgs {
+  Exchange& ex;
+  ReduceOp op = ReduceOp::kAverage;
+  uint64_t key = 0;
+  const std::vector<size_t>& shape;  // as the caller gave it (empty: 1-D)
+  // This rank's gradient and the result. They may be the same memory: a method reads all of
+  // `grad` before it writes `out`.
+  std::span<const float> grad;
+  std::span<float> out;
+};
+
+class Method {
+ public:
+  virtual ~Method() = default;
+  // Runs one step: out = op over ranks of the (compressed) gradients, bit-identical on every
+  // rank. Updates the residuals in `state` (the Engine updates steps, rank, size, count) and
+  // sets payload_bytes, wire_bytes and compressed in `stats`.
+  virtual void step(const StepArgs& a, TensorState& state, GradStepStats& stats) = 0;
+};
+
+std::unique_ptr<Method> make_none_method();
+std::unique_ptr<Method> make_ef_method(const GradSpec& spec);
+std::unique_ptr<Method> make_powersgd_method(const GradSpec& spec);
+std::unique_ptr<Method> make_topk_method(const GradSpec& spec);
+std::unique_ptr<Method> make_sign_method(const GradSpec& spec);
+
+// ---- helpers shared by the methods ------------------------------------------------------------
+
+// acc = residual + grad (the residual grows to grad.size() zeros on first use), returned as a
+// span over the residual vector. Without error feedback, grad itself.
+std::span<const float> accumulate(bool error_feedback, std::vector<float>& residual,
+                                  std::span<const float> grad);
+
+// out /= p in float32 for an average (the sum was formed in rank order).
+void finish_op(std::span<float> out, ReduceOp op, int size);
+
+// A per-(key, step, rank) seed, so that stochastic choices differ between ranks and steps but a
+// resumed run repeats them.
+uint64_t step_seed(uint64_t key, uint64_t step, int rank);
+
+// Words needed for `bytes` bytes.
+inline size_t words_for(size_t bytes) { return (bytes + 3) / 4; }
+
+// Bytes one rank sends in an allgather of `bytes` per rank (to each of the p - 1 others), and in
+// a ring or native allreduce of `bytes` (2 (p - 1) / p of them).
+inline size_t allgather_wire(size_t bytes, int p) { return bytes * static_cast<size_t>(p - 1); }
+inline size_t allreduce_wire(size_t bytes, int p) {
+  return p <= 1 ? 0 : 2 * (static_cast<size_t>(p) - 1) * bytes / static_cast<size_t>(p);
+}
+
+}  // namespace hycc::grad

@@ -1,0 +1,142 @@
+// Gradient compressors over MPI: every rank holds the same bits after every step, for every
+// compressor, any number of ranks; the MPI path gives the same bits as the in-process threads
+// of grad/thread_exchange.h for the compressors that reduce in rank order; the ZeRO
+// reduce-scatter gives this rank's chunk of the allreduce.
+#include <cstring>
+
+#include "coll_test_util.h"
+#include "grad/engine.h"
+#include "grad/thread_exchange.h"
+#include "hycc/grad.h"
+
+namespace hycc::test {
+namespace {
+
+const GradTensor kMatrix{1, {48, 40}};  // PowerSGD compresses it (1920 >= 2 x 4 x 88)
+const GradTensor kVector{2, {}};
+constexpr size_t kVectorCount = 37;
+size_t count_of(const GradTensor& t) { return t.shape.empty() ? kVectorCount : 48 * 40; }
+
+std::vector<float> gradient(const GradTensor& t, int rank, int step) {
+  std::vector<float> g = make_data(DataKind::kGaussian, count_of(t),
+                                   100 * t.key + 10 * uint64_t(step) + uint64_t(rank));
+  for (float& v : g) v += 0.1f * float(rank % 3);
+  return g;
+}
+
+const std::vector<std::string>& specs() {
+  static const std::vector<std::string> s = {"none",
+                                             "ef+quant:bits=4",
+                                             "ef+quant:bits=2,round=stochastic",
+                                             "ef+zfp:rate=4",
+                                             "powersgd:rank=4",
+                                             "powersgd:rank=1,warm_start=off",
+                                             "topk:ratio=0.05",
+                                             "sign",
+                                             "sign:ef=off"};
+  return s;
+}
+
+std::string name_of(const std::string& spec) {
+  std::string n;
+  for (const char c : spec) n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return n;
+}
+
+class GradMpi : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GradMpi, IdenticalOnEveryRank) {
+  const int r = world().rank();
+  GradCompressor c(GetParam());
+  for (int step = 0; step < 3; ++step) {
+    for (const GradTensor* t : {&kMatrix, &kVector}) {
+      for (const ReduceOp op : {ReduceOp::kAverage, ReduceOp::kSum}) {
+        const GradTensor keyed{t->key + (op == ReduceOp::kSum ? 10 : 0), t->shape};
+        Buffer g = Buffer::from_floats(DType::kF32, gradient(*t, r, step));
+        const GradStepStats st = grad_allreduce(world(), c, keyed, g.view(), {.op = op});
+        const std::string what =
+            GetParam() + " step " + std::to_string(step) + " key " + std::to_string(keyed.key);
+        expect_identical_across_ranks(g, what);
+        EXPECT_EQ(st.elements, count_of(*t));
+        size_t bad = 0;
+        for (const float v : g.to_floats()) bad += std::isfinite(v) ? 0 : 1;
+        EXPECT_EQ(bad, 0u) << what << ": non-finite results";
+      }
+    }
+  }
+  EXPECT_EQ(c.tensors(), 4u);
+}
+
+TEST_P(GradMpi, SixteenBitGradientsIdenticalOnEveryRank) {
+  GradCompressor c(GetParam());
+  for (const DType d : {DType::kBF16, DType::kF16}) {
+    Buffer g = Buffer::from_floats(d, gradient(kMatrix, world().rank(), 0));
+    grad_allreduce(world(), c, {uint64_t(d) + 100, kMatrix.shape}, g.view());
+    expect_identical_across_ranks(g, GetParam() + " " + std::string(dtype_name(d)));
+  }
+}
+
+// reduce_scatter on one compressor, allreduce on a twin with the same history: the shard is the
+// twin's chunk, bit for bit.
+TEST_P(GradMpi, ReduceScatterIsTheChunkOfTheAllreduce) {
+  const int p = world().size(), r = world().rank();
+  GradCompressor a(GetParam()), b(GetParam());
+  const ChunkRange mine = chunk_range(count_of(kMatrix), p, r);
+  for (int step = 0; step < 2; ++step) {
+    Buffer g = Buffer::from_floats(DType::kF32, gradient(kMatrix, r, step));
+    Buffer shard(DType::kF32, mine.count);
+    grad_reduce_scatter(world(), a, kMatrix, g.view(), shard.view());
+    grad_allreduce(world(), b, kMatrix, g.view());
+    EXPECT_TRUE(shard.bits_equal(part_of(g, mine.offset, mine.count)))
+        << GetParam() << " step " << step;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, GradMpi, ::testing::ValuesIn(specs()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return name_of(param_info.param);
+                         });
+
+// Compressors whose reductions add in rank order give the same bits over MPI as p threads in
+// one process (the unit tests' model); PowerSGD and none add in MPI_Allreduce's order instead.
+TEST(GradMpiModel, SameBitsAsThreads) {
+  const int p = world().size(), r = world().rank();
+  for (const std::string spec :
+       {"ef+quant:bits=4", "ef+zfp:rate=4", "topk:ratio=0.05", "sign", "sign:ef=off"}) {
+    GradCompressor c(spec);
+    std::vector<grad::Engine> engines;
+    for (int j = 0; j < p; ++j) engines.emplace_back(spec);
+    grad::ThreadGroup group(p);
+    for (int step = 0; step < 3; ++step) {
+      Buffer g = Buffer::from_floats(DType::kF32, gradient(kMatrix, r, step));
+      grad_allreduce(world(), c, kMatrix, g.view());
+      std::vector<float> model;
+      group.run([&](int j) {
+        grad::ThreadExchange ex(group, j);
+        std::vector<float> gj = gradient(kMatrix, j, step);
+        engines[size_t(j)].allreduce(ex, kMatrix, {DType::kF32, gj.size(), gj.data()},
+                                     ReduceOp::kAverage);
+        if (j == r) model = std::move(gj);
+      });
+      EXPECT_TRUE(g.bits_equal(Buffer::from_floats(DType::kF32, model)))
+          << spec << " step " << step;
+      EXPECT_EQ(c.residual(kMatrix.key), engines[size_t(r)].states().at(kMatrix.key).residual)
+          << spec << " step " << step;
+    }
+  }
+}
+
+// With one compressor "none", the result is the plain allreduce of the inputs.
+TEST(GradMpiModel, NoneIsThePlainAllreduce) {
+  const int r = world().rank();
+  GradCompressor c("none");
+  Buffer g = make_input(DType::kF32, 1001, r, true);
+  const auto inputs = gather_all(g);
+  const GradStepStats st = grad_allreduce(world(), c, {7, {}}, g.view(), {.op = ReduceOp::kSum});
+  expect_bits_equal(g, reference_reduce(inputs, DType::kF32, ReduceOp::kSum), "none");
+  EXPECT_FALSE(st.compressed);
+  EXPECT_EQ(st.payload_bytes, 4004u);
+}
+
+}  // namespace
+}  // namespace hycc::test
