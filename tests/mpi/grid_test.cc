@@ -9,6 +9,7 @@
 
 #include "hycc/error.h"
 #include "hycc/grid.h"
+#include "hycc/policy.h"
 
 namespace hycc::test {
 namespace {
@@ -93,6 +94,18 @@ TEST(Grid, EveryLayoutHasTheRightGroups) {
       EXPECT_THROW(g.embedding(), InvalidArgument) << what;
     }
   }
+}
+
+// The policy reads a call's dimension from the communicator's name.
+TEST(Grid, CommunicatorsGiveTheirPolicyDimension) {
+  const ParallelGrid g(world_comm(), GridShape{world_comm().size(), 1, 1});
+  EXPECT_EQ(dimension_of(g.dp(), Operation::kAllreduce), Dimension::kDp);
+  EXPECT_EQ(dimension_of(g.tp(), Operation::kAllreduce), Dimension::kTp);
+  EXPECT_EQ(dimension_of(g.pp(), Operation::kSendRecv), Dimension::kPp);
+  EXPECT_EQ(dimension_of(g.zero(), Operation::kReduceScatter), Dimension::kZeroGrad);
+  EXPECT_EQ(dimension_of(g.zero(), Operation::kAllgather), Dimension::kZeroParam);
+  EXPECT_EQ(dimension_of(g.embedding(), Operation::kAllreduce), Dimension::kEmbedding);
+  EXPECT_EQ(dimension_of(world_comm(), Operation::kAllreduce), Dimension::kOther);
 }
 
 TEST(Grid, WrongShapeIsInvalidArgumentOnEveryRank) {

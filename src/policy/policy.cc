@@ -1,0 +1,195 @@
+// Policy: names, rule matching, decisions, explanations, presets and the environment (see
+// hycc/policy.h). The TOML reader is policy_toml.cc.
+#include "hycc/policy.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/byte_size.h"
+#include "hycc/error.h"
+#include "policy/presets.h"
+
+namespace hycc {
+namespace {
+
+std::string size_range(const PolicyRule& r) {
+  const std::string lo = format_byte_size(r.min_bytes);
+  const std::string hi = r.max_bytes == SIZE_MAX ? "inf" : format_byte_size(r.max_bytes);
+  return "[" + lo + ", " + hi + ")";
+}
+
+std::string rule_summary(const PolicyRule& r) {
+  return detail::concat("dimension ", r.dimension ? dimension_name(*r.dimension) : "default",
+                        ", operation ", r.operation ? operation_name(*r.operation) : "any",
+                        ", bytes ", size_range(r), " -> ", r.compressor, " (threshold ",
+                        format_byte_size(r.threshold_bytes), ")");
+}
+
+// Why rule `r` does not match, or "" if it does.
+std::string mismatch(const PolicyRule& r, Dimension d, Operation op, size_t bytes) {
+  if (r.dimension && *r.dimension != d) {
+    return detail::concat("dimension is ", dimension_name(d), ", not ",
+                          dimension_name(*r.dimension));
+  }
+  if (r.operation && *r.operation != op) {
+    return detail::concat("operation is ", operation_name(op), ", not ",
+                          operation_name(*r.operation));
+  }
+  if (bytes < r.min_bytes || bytes >= r.max_bytes) {
+    return detail::concat(bytes, " bytes is outside ", size_range(r));
+  }
+  return "";
+}
+
+}  // namespace
+
+const char* dimension_name(Dimension d) {
+  switch (d) {
+    case Dimension::kDp:
+      return "dp";
+    case Dimension::kTp:
+      return "tp";
+    case Dimension::kPp:
+      return "pp";
+    case Dimension::kZeroParam:
+      return "zero_param";
+    case Dimension::kZeroGrad:
+      return "zero_grad";
+    case Dimension::kEmbedding:
+      return "embedding";
+    case Dimension::kOther:
+      return "other";
+  }
+  return "?";
+}
+
+const char* operation_name(Operation op) {
+  switch (op) {
+    case Operation::kAllreduce:
+      return "allreduce";
+    case Operation::kReduceScatter:
+      return "reduce_scatter";
+    case Operation::kAllgather:
+      return "allgather";
+    case Operation::kBroadcast:
+      return "broadcast";
+    case Operation::kAlltoall:
+      return "alltoall";
+    case Operation::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+Dimension dimension_of(const Communicator& comm, Operation op) {
+  const std::string& n = comm.name();
+  if (n == "dp") return Dimension::kDp;
+  if (n == "tp") return Dimension::kTp;
+  if (n == "pp") return Dimension::kPp;
+  if (n == "embedding") return Dimension::kEmbedding;
+  if (n == "zero") {
+    return op == Operation::kAllreduce || op == Operation::kReduceScatter ? Dimension::kZeroGrad
+                                                                          : Dimension::kZeroParam;
+  }
+  return Dimension::kOther;
+}
+
+bool PolicyRule::matches(Dimension d, Operation op, size_t bytes) const {
+  return mismatch(*this, d, op, bytes).empty();
+}
+
+Policy::Policy() = default;
+
+PolicyDecision Policy::decide(Dimension d, Operation op, size_t bytes) const {
+  PolicyDecision out;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const PolicyRule& r = rules_[i];
+    if (!r.matches(d, op, bytes)) continue;
+    out.rule = static_cast<int>(i);
+    out.compressor = r.compressor;
+    out.gradient = r.gradient;
+    out.threshold_bytes = r.threshold_bytes;
+    out.options.threshold_bytes = r.threshold_bytes;
+    if (!r.gradient) out.options.codec = CodecConfig::parse(r.compressor);
+    return out;
+  }
+  out.compressor = "none";
+  return out;
+}
+
+std::string Policy::explain(Dimension d, Operation op, size_t bytes) const {
+  std::string out = detail::concat("policy '", name_, "': ", operation_name(op), " of ", bytes,
+                                   " bytes on dimension ", dimension_name(d), "\n");
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const PolicyRule& r = rules_[i];
+    const std::string why = mismatch(r, d, op, bytes);
+    if (!why.empty()) {
+      out += detail::concat("  rule ", i + 1, " (", r.origin, ") skipped: ", why, "\n");
+      continue;
+    }
+    out += detail::concat("  rule ", i + 1, " (", r.origin, ") matches: ", rule_summary(r), "\n");
+    out += bytes < r.threshold_bytes
+               ? detail::concat("  -> below the threshold: native MPI call, uncompressed\n")
+               : detail::concat("  -> ", r.gradient ? "gradient compressor " : "codec ",
+                                r.compressor, "\n");
+    return out;
+  }
+  return out + "  -> no rule matches: uncompressed\n";
+}
+
+std::string Policy::to_toml() const {
+  std::string out = detail::concat("name = \"", name_, "\"\n");
+  if (!description_.empty()) out += detail::concat("description = \"", description_, "\"\n");
+  for (const PolicyRule& r : rules_) {
+    out += detail::concat("\n[[rule]]\ndimension = \"",
+                          r.dimension ? dimension_name(*r.dimension) : "default", "\"\n");
+    if (r.operation) out += detail::concat("operation = \"", operation_name(*r.operation), "\"\n");
+    if (r.min_bytes != 0)
+      out += detail::concat("min_bytes = \"", format_byte_size(r.min_bytes), "\"\n");
+    if (r.max_bytes != SIZE_MAX) {
+      out += detail::concat("max_bytes = \"", format_byte_size(r.max_bytes), "\"\n");
+    }
+    out += detail::concat("compressor = \"", r.compressor, "\"\nthreshold = \"",
+                          format_byte_size(r.threshold_bytes), "\"\n");
+  }
+  return out;
+}
+
+std::vector<std::string> Policy::preset_names() {
+  std::vector<std::string> out;
+  for (const policy::PresetText& p : policy::presets()) out.emplace_back(p.name);
+  return out;
+}
+
+Policy Policy::preset(std::string_view name) {
+  std::string known;
+  for (const policy::PresetText& p : policy::presets()) {
+    if (p.name == name) return parse_toml(p.toml, std::string(p.name) + ".toml");
+    known += detail::concat(known.empty() ? "" : ", ", p.name);
+  }
+  throw InvalidArgument(tagged("policy", "unknown preset '", name, "'; presets: ", known));
+}
+
+Policy Policy::load(std::string_view preset_or_path) {
+  for (const policy::PresetText& p : policy::presets()) {
+    if (p.name == preset_or_path) return preset(preset_or_path);
+  }
+  const std::string path(preset_or_path);
+  if (std::filesystem::exists(path)) return load_file(path);
+  std::string known;
+  for (const std::string& n : preset_names()) known += detail::concat(known.empty() ? "" : ", ", n);
+  throw InvalidArgument(
+      tagged("policy", "'", preset_or_path, "' is neither a preset nor a file; presets: ", known));
+}
+
+Policy Policy::from_environment(std::string_view fallback) {
+  const char* env = std::getenv("HYCC_POLICY");
+  if (env == nullptr || *env == '\0') return preset(fallback);
+  try {
+    return load(env);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(tagged("policy", "HYCC_POLICY: ", e.what()));
+  }
+}
+
+}  // namespace hycc

@@ -1,0 +1,179 @@
+// The policy file reader (format: docs/policy.md). Every error names the file, the line and the
+// key or value at fault.
+#include <toml++/toml.h>
+#include <fstream>
+#include <sstream>
+
+#include "common/byte_size.h"
+#include "hycc/error.h"
+#include "hycc/policy.h"
+#include "policy/compressor_spec.h"
+
+namespace hycc {
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const toml::source_region& where, const std::string& what) const {
+    throw InvalidArgument(tagged("policy", source_, ":", where.begin.line, ": ", what));
+  }
+
+  std::string string(const toml::node& v, std::string_view key) const {
+    if (!v.is_string()) fail(v.source(), detail::concat("'", key, "' must be a string"));
+    return std::string(*v.value<std::string_view>());
+  }
+
+  size_t bytes(const toml::node& v, std::string_view key) const {
+    if (v.is_integer()) {
+      const int64_t n = *v.value<int64_t>();
+      if (n < 0) fail(v.source(), detail::concat("'", key, "' must not be negative"));
+      return static_cast<size_t>(n);
+    }
+    if (!v.is_string()) {
+      fail(v.source(), detail::concat("'", key, "' must be a byte count (65536 or \"64K\")"));
+    }
+    const std::string_view text = *v.value<std::string_view>();
+    try {
+      return parse_byte_size(text, key);
+    } catch (const InvalidArgument&) {
+      fail(v.source(), detail::concat("bad byte count '", text, "' for ", key,
+                                      ": expected N, NK, NM or NG (at most 2^40 bytes)"));
+    }
+  }
+
+  Dimension dimension(const toml::node& v, bool& any) const {
+    const std::string s = string(v, "dimension");
+    any = s == "default";
+    if (any) return Dimension::kOther;
+    for (int d = 0; d < static_cast<int>(Dimension::kOther); ++d) {
+      if (s == dimension_name(static_cast<Dimension>(d))) return static_cast<Dimension>(d);
+    }
+    fail(v.source(), detail::concat("unknown dimension '", s,
+                                    "'; expected dp, tp, pp, zero_param, zero_grad, embedding "
+                                    "or default"));
+  }
+
+  std::optional<Operation> operation(const toml::node& v) const {
+    const std::string s = string(v, "operation");
+    if (s == "any") return std::nullopt;
+    for (int o = 0; o <= static_cast<int>(Operation::kSendRecv); ++o) {
+      if (s == operation_name(static_cast<Operation>(o))) return static_cast<Operation>(o);
+    }
+    fail(v.source(), detail::concat("unknown operation '", s,
+                                    "'; expected allreduce, reduce_scatter, allgather, broadcast, "
+                                    "alltoall, sendrecv or any"));
+  }
+
+  PolicyRule rule(const toml::table& t, size_t index, size_t default_threshold) const {
+    PolicyRule r;
+    r.threshold_bytes = default_threshold;
+    r.origin = detail::concat(source_, ":", t.source().begin.line);
+    bool has_dimension = false, has_compressor = false;
+    for (auto&& [key, value] : t) {
+      const std::string_view k = key.str();
+      if (k == "dimension") {
+        bool any = false;
+        const Dimension d = dimension(value, any);
+        if (!any) r.dimension = d;
+        has_dimension = true;
+      } else if (k == "operation") {
+        r.operation = operation(value);
+      } else if (k == "min_bytes") {
+        r.min_bytes = bytes(value, k);
+      } else if (k == "max_bytes") {
+        r.max_bytes = bytes(value, k);
+      } else if (k == "threshold") {
+        r.threshold_bytes = bytes(value, k);
+      } else if (k == "compressor") {
+        const std::string spec = string(value, k);
+        try {
+          const policy::CompressorSpec c = policy::parse_compressor(spec);
+          r.compressor = c.canonical;
+          r.gradient = c.gradient;
+        } catch (const InvalidArgument& e) {
+          fail(value.source(), detail::concat("compressor '", spec, "': ", e.what()));
+        }
+        has_compressor = true;
+      } else {
+        fail(key.source(), detail::concat("unknown key '", k, "' in rule ", index + 1,
+                                          "; expected dimension, operation, min_bytes, "
+                                          "max_bytes, compressor, threshold"));
+      }
+    }
+    if (!has_dimension) fail(t.source(), detail::concat("rule ", index + 1, " has no 'dimension'"));
+    if (!has_compressor) {
+      fail(t.source(), detail::concat("rule ", index + 1, " has no 'compressor'"));
+    }
+    if (r.min_bytes >= r.max_bytes) {
+      fail(t.source(), detail::concat("rule ", index + 1, ": min_bytes ", r.min_bytes,
+                                      " is not below max_bytes ", r.max_bytes));
+    }
+    // Gradient compressors keep state per gradient tensor: they only make sense where gradients
+    // are reduced.
+    const bool reduces = !r.operation || *r.operation == Operation::kAllreduce ||
+                         *r.operation == Operation::kReduceScatter;
+    const bool gradient_dimension = !r.dimension || *r.dimension == Dimension::kDp ||
+                                    *r.dimension == Dimension::kZeroGrad ||
+                                    *r.dimension == Dimension::kEmbedding;
+    if (r.gradient && !(reduces && gradient_dimension)) {
+      fail(t.source(), detail::concat("rule ", index + 1, ": gradient compressor '", r.compressor,
+                                      "' needs dimension dp, zero_grad, embedding or default and "
+                                      "operation allreduce, reduce_scatter or any"));
+    }
+    return r;
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+Policy Policy::parse_toml(std::string_view text, std::string source) {
+  const Reader reader(source);
+  toml::table doc;
+  try {
+    doc = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw InvalidArgument(
+        tagged("policy", source, ":", e.source().begin.line, ": ", e.description()));
+  }
+  Policy p;
+  p.name_ = source;
+  size_t threshold = CollectiveOptions{}.threshold_bytes;
+  if (const toml::node* t = doc.get("threshold")) threshold = reader.bytes(*t, "threshold");
+  for (auto&& [key, value] : doc) {
+    const std::string_view k = key.str();
+    if (k == "name") {
+      p.name_ = reader.string(value, k);
+    } else if (k == "description") {
+      p.description_ = reader.string(value, k);
+    } else if (k == "threshold") {
+      continue;
+    } else if (k == "rule") {
+      const toml::array* rules = value.as_array();
+      if (rules == nullptr || !rules->is_array_of_tables()) {
+        reader.fail(value.source(), "'rule' must be an array of tables ([[rule]] sections)");
+      }
+      for (size_t i = 0; i < rules->size(); ++i) {
+        p.rules_.push_back(reader.rule(*rules->get(i)->as_table(), i, threshold));
+      }
+    } else {
+      reader.fail(key.source(), detail::concat("unknown key '", k,
+                                               "'; expected name, description, threshold, rule"));
+    }
+  }
+  return p;
+}
+
+Policy Policy::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument(tagged("policy", "cannot read policy file '", path, "'"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_toml(text.str(), path);
+}
+
+}  // namespace hycc

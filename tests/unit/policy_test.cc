@@ -1,0 +1,231 @@
+// Policy: presets (and their files), rule matching, decisions, explanations, TOML errors with
+// line numbers, the TOML round trip and HYCC_POLICY.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/byte_size.h"
+#include "hycc/error.h"
+#include "hycc/policy.h"
+
+namespace hycc {
+namespace {
+
+const std::string kSourceDir = HYCC_SOURCE_DIR;
+
+// The message of the InvalidArgument that `f` throws ("" if none).
+template <typename F>
+std::string invalid_message(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string canon(const char* spec) { return CodecConfig::parse(spec).spec(); }
+
+bool same_rules(const Policy& a, const Policy& b) {
+  if (a.rules().size() != b.rules().size()) return false;
+  for (size_t i = 0; i < a.rules().size(); ++i) {
+    const PolicyRule &x = a.rules()[i], &y = b.rules()[i];
+    if (x.dimension != y.dimension || x.operation != y.operation || x.min_bytes != y.min_bytes ||
+        x.max_bytes != y.max_bytes || x.compressor != y.compressor || x.gradient != y.gradient ||
+        x.threshold_bytes != y.threshold_bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(ByteSize, ParsesAndFormats) {
+  EXPECT_EQ(parse_byte_size("0", "x"), 0u);
+  EXPECT_EQ(parse_byte_size("1000", "x"), 1000u);
+  EXPECT_EQ(parse_byte_size("64K", "x"), 65536u);
+  EXPECT_EQ(parse_byte_size("64k", "x"), 65536u);
+  EXPECT_EQ(parse_byte_size("2M", "x"), size_t{2} << 20);
+  EXPECT_EQ(parse_byte_size("1024G", "x"), size_t{1} << 40);
+  for (const char* bad : {"", "K", "12KB", "1.5M", "-1", "2048G", "99999999999999"}) {
+    EXPECT_THROW(parse_byte_size(bad, "x"), InvalidArgument) << bad;
+  }
+  EXPECT_EQ(format_byte_size(0), "0");
+  EXPECT_EQ(format_byte_size(1000), "1000");
+  EXPECT_EQ(format_byte_size(65536), "64K");
+  EXPECT_EQ(format_byte_size(size_t{3} << 30), "3G");
+}
+
+TEST(Policy, PresetsLoadAndEqualTheirFiles) {
+  const std::vector<std::string> names = Policy::preset_names();
+  for (const char* want : {"baseline", "naive", "hybrid-mz", "hybrid-z", "hybrid"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  for (const std::string& n : names) {
+    const Policy p = Policy::preset(n);
+    EXPECT_EQ(p.name(), n);
+    EXPECT_FALSE(p.rules().empty()) << n;
+    const Policy file = Policy::load_file(kSourceDir + "/configs/policies/" + n + ".toml");
+    EXPECT_TRUE(same_rules(p, file)) << n;
+  }
+  EXPECT_NE(invalid_message([] { Policy::preset("fast"); }).find("presets: "), std::string::npos);
+}
+
+TEST(Policy, PresetDecisions) {
+  const size_t mb = 1 << 20;
+  const Policy baseline = Policy::preset("baseline");
+  for (const Dimension d : {Dimension::kDp, Dimension::kTp, Dimension::kOther}) {
+    EXPECT_EQ(baseline.decide(d, Operation::kAllreduce, mb).compressor, "none");
+  }
+  const Policy naive = Policy::preset("naive");
+  EXPECT_EQ(naive.decide(Dimension::kTp, Operation::kAllreduce, mb).compressor,
+            canon("quant:bits=4"));
+  EXPECT_EQ(naive.decide(Dimension::kDp, Operation::kAllreduce, mb).compressor,
+            canon("quant:bits=4"));
+
+  const Policy mz = Policy::preset("hybrid-mz");
+  EXPECT_EQ(mz.decide(Dimension::kTp, Operation::kAllreduce, mb).compressor, canon("mpc"));
+  EXPECT_EQ(mz.decide(Dimension::kDp, Operation::kAllreduce, mb).compressor, canon("zfp:rate=4"));
+
+  const Policy h = Policy::preset("hybrid");
+  const PolicyDecision dp = h.decide(Dimension::kDp, Operation::kAllreduce, mb);
+  EXPECT_TRUE(dp.gradient);
+  EXPECT_EQ(dp.compressor.rfind("ef+quant:bits=4", 0), 0u) << dp.compressor;
+  EXPECT_EQ(dp.options.codec.id(), CodecId::kNone);
+  const PolicyDecision zg = h.decide(Dimension::kZeroGrad, Operation::kReduceScatter, mb);
+  EXPECT_TRUE(zg.gradient);
+  const PolicyDecision tp = h.decide(Dimension::kTp, Operation::kAllreduce, mb);
+  EXPECT_FALSE(tp.gradient);
+  EXPECT_EQ(tp.options.codec.spec(), canon("bf16"));
+  EXPECT_EQ(tp.options.threshold_bytes, size_t{64} << 10);
+  EXPECT_EQ(h.decide(Dimension::kZeroParam, Operation::kAllgather, mb).compressor, canon("bf16"));
+  EXPECT_EQ(h.decide(Dimension::kEmbedding, Operation::kAllreduce, mb).compressor, canon("mpc"));
+  // dp traffic that is not the gradient allreduce falls through to the default rule.
+  EXPECT_EQ(h.decide(Dimension::kDp, Operation::kBroadcast, mb).compressor, canon("bf16"));
+}
+
+constexpr const char* kRules = R"(name = "test"
+threshold = "1K"
+
+[[rule]]
+dimension = "tp"
+operation = "allreduce"
+max_bytes = "1M"
+compressor = "mpc"
+
+[[rule]]
+dimension = "tp"
+compressor = "quant:bits=8"
+threshold = 4096
+
+[[rule]]
+dimension = "default"
+min_bytes = "64K"
+compressor = "bf16"
+)";
+
+TEST(Policy, FirstMatchingRuleWins) {
+  const Policy p = Policy::parse_toml(kRules, "test.toml");
+  EXPECT_EQ(p.name(), "test");
+  ASSERT_EQ(p.rules().size(), 3u);
+  EXPECT_EQ(p.rules()[0].origin, "test.toml:4");
+  EXPECT_EQ(p.rules()[0].threshold_bytes, 1024u);  // the file's default
+  EXPECT_EQ(p.rules()[1].threshold_bytes, 4096u);
+
+  PolicyDecision d = p.decide(Dimension::kTp, Operation::kAllreduce, 1000);
+  EXPECT_EQ(d.rule, 0);
+  EXPECT_EQ(d.compressor, CodecConfig::parse("mpc").spec());
+  d = p.decide(Dimension::kTp, Operation::kAllreduce, 1 << 20);  // max_bytes is exclusive
+  EXPECT_EQ(d.rule, 1);
+  EXPECT_EQ(d.options.codec.spec(), CodecConfig::parse("quant:bits=8").spec());
+  EXPECT_EQ(d.options.threshold_bytes, 4096u);
+  EXPECT_EQ(p.decide(Dimension::kTp, Operation::kAllgather, 10).rule, 1);
+  EXPECT_EQ(p.decide(Dimension::kPp, Operation::kSendRecv, 64 << 10).rule, 2);
+  d = p.decide(Dimension::kPp, Operation::kSendRecv, (64 << 10) - 1);
+  EXPECT_EQ(d.rule, -1);
+  EXPECT_EQ(d.compressor, "none");
+  EXPECT_EQ(d.options.codec.id(), CodecId::kNone);
+}
+
+TEST(Policy, ExplainSaysWhichRuleMatchedAndWhy) {
+  const Policy p = Policy::parse_toml(kRules, "test.toml");
+  const std::string e = p.explain(Dimension::kTp, Operation::kAllreduce, 2 << 20);
+  EXPECT_NE(e.find("rule 1 (test.toml:4) skipped: 2097152 bytes is outside [0, 1M)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("rule 2 (test.toml:10) matches"), std::string::npos) << e;
+  EXPECT_NE(e.find("-> codec quant:bits=8,"), std::string::npos) << e;
+  const std::string pp = p.explain(Dimension::kPp, Operation::kSendRecv, 100);
+  EXPECT_NE(pp.find("dimension is pp, not tp"), std::string::npos) << pp;
+  EXPECT_NE(pp.find("no rule matches"), std::string::npos) << pp;
+  const std::string small = p.explain(Dimension::kTp, Operation::kAllgather, 100);
+  EXPECT_NE(small.find("below the threshold"), std::string::npos) << small;
+}
+
+TEST(Policy, TomlRoundTrip) {
+  for (const std::string& n : Policy::preset_names()) {
+    const Policy p = Policy::preset(n);
+    const Policy q = Policy::parse_toml(p.to_toml(), "again.toml");
+    EXPECT_TRUE(same_rules(p, q)) << n << "\n" << p.to_toml();
+    EXPECT_EQ(q.name(), p.name());
+  }
+  const Policy p = Policy::parse_toml(kRules, "test.toml");
+  EXPECT_TRUE(same_rules(p, Policy::parse_toml(p.to_toml(), "again.toml"))) << p.to_toml();
+}
+
+TEST(Policy, FileErrorsNameTheLineAndTheKey) {
+  const auto err = [](const std::string& text) {
+    return invalid_message([&] { Policy::parse_toml(text, "bad.toml"); });
+  };
+  const std::string rule = "[[rule]]\ndimension = \"tp\"\ncompressor = \"mpc\"\n";
+  struct Case {
+    std::string text, want;
+  };
+  const Case cases[] = {
+      {"name = \"x\"\ncolour = 3\n", "bad.toml:2: unknown key 'colour'"},
+      {rule + "codec = \"mpc\"\n", "bad.toml:4: unknown key 'codec' in rule 1"},
+      {"[[rule]]\ndimension = \"dq\"\ncompressor = \"mpc\"\n",
+       "bad.toml:2: unknown dimension 'dq'"},
+      {"[[rule]]\ndimension = \"tp\"\ncompressor = \"quant:bits=9\"\n",
+       "bad.toml:3: compressor 'quant:bits=9'"},
+      {"[[rule]]\ndimension = \"tp\"\n", "bad.toml:1: rule 1 has no 'compressor'"},
+      {"[[rule]]\ncompressor = \"mpc\"\n", "bad.toml:1: rule 1 has no 'dimension'"},
+      {rule + "operation = \"reduce\"\n", "bad.toml:4: unknown operation 'reduce'"},
+      {rule + "threshold = \"12KB\"\n", "bad.toml:4: bad byte count '12KB' for threshold"},
+      {rule + "max_bytes = -5\n", "bad.toml:4: 'max_bytes' must not be negative"},
+      {rule + "min_bytes = 10\nmax_bytes = 10\n", "bad.toml:1: rule 1: min_bytes 10 is not below"},
+      {"[[rule]]\ndimension = \"tp\"\ncompressor = \"ef+quant:bits=4\"\n",
+       "bad.toml:1: rule 1: gradient compressor"},
+      {"name = \"x\"\n[[rule]\n", "bad.toml:2:"},
+      {"rule = 3\n", "bad.toml:1: 'rule' must be an array of tables"},
+      {"name = 3\n", "bad.toml:1: 'name' must be a string"},
+  };
+  for (const Case& c : cases) {
+    const std::string got = err(c.text);
+    EXPECT_NE(got.find(c.want), std::string::npos)
+        << "want '" << c.want << "', got '" << got << "' for:\n"
+        << c.text;
+  }
+}
+
+TEST(Policy, FromEnvironment) {
+  ::unsetenv("HYCC_POLICY");
+  EXPECT_EQ(Policy::from_environment().name(), "baseline");
+  EXPECT_EQ(Policy::from_environment("hybrid").name(), "hybrid");
+  ::setenv("HYCC_POLICY", "naive", 1);
+  EXPECT_EQ(Policy::from_environment().name(), "naive");
+  const std::string file = ::testing::TempDir() + "hycc_policy_test.toml";
+  std::ofstream(file) << kRules;
+  ::setenv("HYCC_POLICY", file.c_str(), 1);
+  EXPECT_EQ(Policy::from_environment().name(), "test");
+  ::setenv("HYCC_POLICY", "no-such-policy", 1);
+  const std::string e = invalid_message([] { Policy::from_environment(); });
+  EXPECT_NE(e.find("HYCC_POLICY"), std::string::npos) << e;
+  EXPECT_NE(e.find("neither a preset nor a file"), std::string::npos) << e;
+  ::unsetenv("HYCC_POLICY");
+  std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace hycc
