@@ -373,19 +373,26 @@ Row run_size(const Setup& s, const Communicator& comm, const NativeTypes& native
         return;
     }
   };
-  // nccl-tests timing: WARMUP calls, then the average of ITERS calls, the slowest rank's.
-  const auto time_us = [&](const std::function<void(int)>& fn) {
-    for (int i = 0; i < o.warmup; ++i) fn(i);
+  // nccl-tests timing (WARMUP untimed calls, then the average of ITERS calls, the slowest rank's),
+  // with hycc and native MPI timed in alternating blocks, hycc-native-native-hycc, so that a
+  // drift of the machine's speed during the row biases neither.
+  const auto block_seconds = [&](const std::function<void(int)>& fn, int first, int calls) {
     HYCC_CHECK_MPI(MPI_Barrier(mc));
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < o.iters; ++i) fn(o.warmup + i);
-    double t = (MPI_Wtime() - t0) / std::max(1, o.iters) * 1e6;
+    for (int i = 0; i < calls; ++i) fn(first + i);
+    double t = MPI_Wtime() - t0;
     HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, mc));
     return t;
   };
-
-  row.time_us = time_us(run_hycc);
-  row.native_us = time_us(run_native);
+  for (int i = 0; i < o.warmup; ++i) run_hycc(i);
+  for (int i = 0; i < o.warmup; ++i) run_native(i);
+  const int half = o.iters / 2, rest = o.iters - half;
+  double hycc_s = block_seconds(run_hycc, o.warmup, half);
+  double native_s = block_seconds(run_native, o.warmup, half);
+  native_s += block_seconds(run_native, o.warmup + half, rest);
+  hycc_s += block_seconds(run_hycc, o.warmup + half, rest);
+  row.time_us = hycc_s / o.iters * 1e6;
+  row.native_us = native_s / o.iters * 1e6;
   const double factor = bus_factor(*s.info, p);
   row.algbw = gbps(double(row.bytes), row.time_us * 1e-6);
   row.busbw = row.algbw * factor;
@@ -431,8 +438,10 @@ void print_header(const Setup& s, const CollBenchOptions& o) {
   std::printf("# codec %s, algo %s, threshold %zu B, segment %zu B, argument check %s\n",
               s.options.codec.spec().c_str(), o.algo.c_str(), s.options.threshold_bytes,
               s.options.segment_bytes, o.check_args.c_str());
-  std::printf("# time: average per call over %d iters after %d warmup, slowest rank (us)\n",
-              o.iters, o.warmup);
+  std::printf(
+      "# time: average per call over %d iters after %d warmup, slowest rank (us); hycc and native\n"
+      "#   timed in alternating blocks of iters/2 (hycc, native, native, hycc)\n",
+      o.iters, o.warmup);
   std::printf("# algbw = uncompressed bytes / time (GB/s = 1e9 B/s), busbw = algbw x %s\n",
               bus_factor_text(*s.info));
   std::printf(

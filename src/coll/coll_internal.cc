@@ -168,7 +168,8 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
     check.fail(tagged("coll", "segment_bytes ", options.segment_bytes, " out of range [1, ",
                       kMaxSegmentBytes, "]"));
   }
-  if (options.tag < 0 || options.tag > max_user_tag(comm.mpi())) {
+  // Tag 0 is always valid (MPI guarantees MPI_TAG_UB >= 32767); others need the attribute.
+  if (options.tag != 0 && (options.tag < 0 || options.tag > max_user_tag(comm.mpi()))) {
     check.fail(tagged("coll", "options.tag ", options.tag, " out of range [0, ",
                       max_user_tag(comm.mpi()), "]"));
   }

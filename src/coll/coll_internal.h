@@ -177,7 +177,7 @@ struct Context {
   int rank = 0;
   int size = 1;
   int tag = 0;  // the internal tag of this operation
-  CodecConfig codec;
+  const CodecConfig& codec;  // the caller's options outlive the call
   size_t seg_elems = 1;  // elements per segment
   uint64_t seed = 0;
   DeferredError errors;
@@ -200,6 +200,11 @@ class CodecClock {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The start time of a call when options.stats is set (nothing is timed otherwise).
+inline std::chrono::steady_clock::time_point stats_clock(const CollectiveOptions& options) {
+  return options.stats != nullptr ? std::chrono::steady_clock::now()
+                                  : std::chrono::steady_clock::time_point{};
+}
 // Fills *options.stats (if set) at the end of a call that started at `start`; `counters` may be
 // null for a call with nothing to do.
 void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,

@@ -29,12 +29,13 @@ using coll::OpKind;
 // doubling (log2(p) latency steps); above it, the ring (2(p-1) steps, 2(p-1)/p n bytes).
 constexpr size_t kRecursiveDoublingMaxBytes = 256 << 10;
 
+// The native path needs no tag (MPI collectives have none), so it skips the attribute lookup.
 Context make_context(const Communicator& comm, OpKind op, DType dtype,
-                     const CollectiveOptions& options) {
+                     const CollectiveOptions& options, bool native) {
   return Context{.comm = comm.mpi(),
                  .rank = comm.rank(),
                  .size = comm.size(),
-                 .tag = coll::internal_tag(comm.mpi(), options.tag, op),
+                 .tag = native ? 0 : coll::internal_tag(comm.mpi(), options.tag, op),
                  .codec = options.codec,
                  .seg_elems = coll::segment_elems(options.segment_bytes, dtype),
                  .seed = options.seed,
@@ -72,7 +73,7 @@ void check_reduce_op(ArgCheck& check, ReduceOp op) {
 
 void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                const CollectiveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllreduce);
   check_pair(check, "allreduce", send, recv);
   if (check.ok() && recv.count != send.count) {
@@ -93,7 +94,7 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kAllreduce, send.dtype, options);
+  Context ctx = make_context(comm, OpKind::kAllreduce, send.dtype, options, native);
   Algorithm ran = options.algorithm;
   if (native) {
     ran = Algorithm::kNative;
@@ -116,7 +117,7 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
 
 void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                     const CollectiveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kReduceScatter);
   check_pair(check, "reduce_scatter", send, recv);
   const ChunkRange mine = chunk_range(send.count, comm.size(), comm.rank());
@@ -140,7 +141,7 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kReduceScatter, send.dtype, options);
+  Context ctx = make_context(comm, OpKind::kReduceScatter, send.dtype, options, native);
   if (native) {
     coll::reduce_scatter_native(ctx, send, recv, op);
   } else {
@@ -152,7 +153,7 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
 
 void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
                const CollectiveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllgather);
   check_pair(check, "allgather", send, recv);
   const size_t p = static_cast<size_t>(comm.size());
@@ -175,7 +176,7 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
     coll::report(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kAllgather, send.dtype, options);
+  Context ctx = make_context(comm, OpKind::kAllgather, send.dtype, options, native);
   if (native) {
     coll::allgather_native(ctx, send, recv);
   } else {
@@ -187,7 +188,7 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
 
 void broadcast(const Communicator& comm, TensorView buffer, int root,
                const CollectiveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kBroadcast);
   coll::check_view(check, "broadcast", "buffer", buffer);
   if (root < 0 || root >= comm.size()) {
@@ -203,7 +204,7 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
     coll::report(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kBroadcast, buffer.dtype, options);
+  Context ctx = make_context(comm, OpKind::kBroadcast, buffer.dtype, options, native);
   if (native) {
     coll::broadcast_native(ctx, buffer, root);
   } else {
@@ -216,7 +217,7 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
 
 void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
               const CollectiveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAlltoall);
   check_pair(check, "alltoall", send, recv);
   if (check.ok() && recv.count != send.count) {
@@ -241,7 +242,7 @@ void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kAlltoall, send.dtype, options);
+  Context ctx = make_context(comm, OpKind::kAlltoall, send.dtype, options, native);
   if (native) {
     coll::alltoall_native(ctx, send, recv);
   } else {

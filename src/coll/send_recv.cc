@@ -59,7 +59,7 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
   coll::check_options(check, comm, OpKind::kSendRecv, options);
   check.run(comm, false);
   coll::Context ctx = p2p_context(comm, tag);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coll::stats_clock(options);
   const bool raw =
       options.algorithm == Algorithm::kNative || data.bytes() < options.threshold_bytes;
   const CodecConfig& codec = raw ? uncompressed() : options.codec;
