@@ -176,9 +176,9 @@ struct Context {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
-  int tag = 0;  // the internal tag of this operation
+  int tag = 0;               // the internal tag of this operation
   const CodecConfig& codec;  // the caller's options outlive the call
-  size_t seg_elems = 1;  // elements per segment
+  size_t seg_elems = 1;      // elements per segment
   uint64_t seed = 0;
   DeferredError errors;
   Counters counters;

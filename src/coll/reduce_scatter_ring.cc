@@ -12,10 +12,18 @@ namespace {
 
 int ring_mod(int a, int p) { return ((a % p) + p) % p; }
 
+// One segment of float32 partial sums; kept by the thread for its next call (see the buffer pool
+// in ring_pipeline.cc for why).
+float* partial_scratch(size_t n) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < n) scratch.resize(n);
+  return scratch.data();
+}
+
 }  // namespace
 
 RingReduceScatter::RingReduceScatter(Context& ctx, ConstTensorView send)
-    : ctx_(ctx), send_(send), partial_(std::min(ctx.seg_elems, send.count)) {}
+    : ctx_(ctx), send_(send), partial_(partial_scratch(std::min(ctx.seg_elems, send.count))) {}
 
 ChunkRange RingReduceScatter::chunk(int t) const {
   return chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - t - 2, ctx_.size));
@@ -48,17 +56,17 @@ void RingReduceScatter::first(size_t k, StreamBuffer& out) const {
 void RingReduceScatter::reduce(int t, size_t k, const StreamBuffer& in) {
   const ChunkRange c = chunk(t), g = segment(t, k);
   try {
-    decode_stream_f32(ctx_, in.view(), wire(t), g.count, partial_.data());
+    decode_stream_f32(ctx_, in.view(), wire(t), g.count, partial_);
   } catch (const Error&) {
     ctx_.errors.capture();
-    std::fill_n(partial_.begin(), g.count, 0.0f);
+    std::fill_n(partial_, g.count, 0.0f);
   }
-  add_f32(partial_.data(), send_, c.offset + g.offset, g.count);
+  add_f32(partial_, send_, c.offset + g.offset, g.count);
 }
 
 void RingReduceScatter::send_on(int t, size_t k, StreamBuffer& out) const {
   const ChunkRange g = segment(t, k);
-  out.size = compress_into(ctx_, ConstTensorView{DType::kF32, g.count, partial_.data()}, out.bytes,
+  out.size = compress_into(ctx_, ConstTensorView{DType::kF32, g.count, partial_}, out.bytes,
                            stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k));
 }
 

@@ -34,7 +34,7 @@ class RingReduceScatter {
   // sum of that segment, which is `segment(t, k)` of the chunk received at step t (the whole
   // sum at the last step). A malformed stream is captured in ctx.errors and counts as zeros.
   void reduce(int t, size_t k, const StreamBuffer& in);
-  const float* partial() const { return partial_.data(); }
+  const float* partial() const { return partial_; }
   ChunkRange segment(int t, size_t k) const;
   // Compresses partial() as stream k of step t + 1.
   void send_on(int t, size_t k, StreamBuffer& out) const;
@@ -45,7 +45,7 @@ class RingReduceScatter {
 
   Context& ctx_;
   ConstTensorView send_;
-  std::vector<float> partial_;  // one segment
+  float* partial_;  // one segment, in scratch reused by the thread's later calls
 };
 
 // Ring allgather of blocks compressed once. Rank j compresses its block segment by segment and
