@@ -63,8 +63,8 @@ class ArgCheck {
  private:
   OpKind op_;
   static constexpr size_t kMaxFields = 12;
-  std::array<const char*, kMaxFields> names_{};
-  std::array<int64_t, kMaxFields> values_{};
+  std::array<const char*, kMaxFields> names_;  // [0, fields_) are set
+  std::array<int64_t, kMaxFields> values_;
   size_t fields_ = 0;
   std::string problem_;
 };
