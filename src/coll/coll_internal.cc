@@ -13,8 +13,6 @@
 namespace hycc::coll {
 namespace {
 
-// Signature values are masked to 62 bits so that negating them (for the max) cannot overflow.
-constexpr int64_t kFieldMask = (int64_t{1} << 62) - 1;
 // Largest segment (uncompressed bytes): keeps every compressed segment below INT_MAX bytes.
 constexpr size_t kMaxSegmentBytes = size_t{1} << 30;
 // Largest piece of a raw transfer, in elements.
@@ -104,17 +102,6 @@ int internal_tag(MPI_Comm comm, int user_tag, OpKind op) {
 
 // ---- ArgCheck -----------------------------------------------------------------------------------
 
-ArgCheck::ArgCheck(OpKind op) : op_(op) { field("operation", static_cast<int64_t>(op)); }
-
-void ArgCheck::field(const char* name, int64_t value) {
-  if (fields_ == kMaxFields) {
-    throw InvalidArgument(tagged("coll", "internal: more than ", kMaxFields, " signature fields"));
-  }
-  names_[fields_] = name;
-  values_[fields_] = value & kFieldMask;
-  ++fields_;
-}
-
 void ArgCheck::fail(std::string message) {
   if (problem_.empty()) problem_ = std::move(message);
 }
@@ -151,17 +138,6 @@ void ArgCheck::run(const Communicator& comm, bool agree) const {
   if (!ok()) throw InvalidArgument(problem_);
 }
 
-void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v) {
-  if (!is_valid_dtype(static_cast<uint8_t>(v.dtype))) {
-    check.fail(tagged("coll", what, " ", role, ": invalid dtype ", static_cast<int>(v.dtype)));
-  } else if (v.count != 0 && v.data == nullptr) {
-    check.fail(tagged("coll", what, " ", role, ": null data with ", v.count, " elements"));
-  } else if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) != 0) {
-    check.fail(tagged("coll", what, " ", role, ": data at ", v.data, " is not aligned to its ",
-                      dtype_size(v.dtype), "-byte elements"));
-  }
-}
-
 void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
                    const CollectiveOptions& options) {
   if (options.segment_bytes == 0 || options.segment_bytes > kMaxSegmentBytes) {
@@ -185,18 +161,6 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
   }
 }
 
-bool agree_on_arguments(const CollectiveOptions& options, bool native) {
-  switch (options.check_arguments) {
-    case ArgumentCheck::kAuto:
-      return !native;
-    case ArgumentCheck::kAlways:
-      return true;
-    case ArgumentCheck::kNever:
-      return false;
-  }
-  return true;  // an invalid value: check_options reports it, after the agreement
-}
-
 void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
                        bool agree) {
   if (!agree) return;
@@ -209,12 +173,6 @@ void add_common_fields(ArgCheck& check, size_t count, DType dtype, const Collect
   check.field("threshold_bytes", static_cast<int64_t>(options.threshold_bytes));
   check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));
   check.field("tag", options.tag);
-}
-
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  if (a_bytes == 0 || b_bytes == 0) return false;
-  const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
 int mpi_count(size_t n, const char* what) {
@@ -261,13 +219,6 @@ void store_result(const float* acc, size_t n, ReduceOp op, int size, TensorView 
 }
 
 // ---- segmentation ------------------------------------------------------------------------------
-
-size_t segment_elems(size_t segment_bytes, DType dtype) {
-  size_t e = segment_bytes / dtype_size(dtype);
-  // Whole codec blocks (quant 64, zfp 4, eb 64, mpc 32 words) per segment for large segments.
-  if (e >= 512) e -= e % 256;
-  return std::max<size_t>(e, 1);
-}
 
 uint64_t stream_seed(uint64_t seed, int rank, uint64_t phase, uint64_t segment) {
   return splitmix64(splitmix64(splitmix64(seed ^ static_cast<uint64_t>(rank)) ^ phase) ^ segment);

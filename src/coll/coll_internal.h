@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -63,6 +64,8 @@ class ArgCheck {
  private:
   OpKind op_;
   static constexpr size_t kMaxFields = 12;
+  // Signature values are masked to 62 bits so that negating them (for the max) cannot overflow.
+  static constexpr int64_t kFieldMask = (int64_t{1} << 62) - 1;
   std::array<const char*, kMaxFields> names_;  // [0, fields_) are set
   std::array<int64_t, kMaxFields> values_;
   size_t fields_ = 0;
@@ -233,5 +236,55 @@ void exchange(Context& ctx, int dest, size_t nsend,
 // Blocking uncompressed transfer of a view (split into pieces of at most 2^30 elements).
 void send_raw(Context& ctx, ConstTensorView v, int dest);
 void recv_raw(const Context& ctx, TensorView v, int source);
+
+// ---- inline definitions of the per-call checks (they run on every call, also natively)
+// -----------
+
+inline ArgCheck::ArgCheck(OpKind op) : op_(op) { field("operation", static_cast<int64_t>(op)); }
+
+inline void ArgCheck::field(const char* name, int64_t value) {
+  if (fields_ == kMaxFields) {
+    throw InvalidArgument(tagged("coll", "internal: more than ", kMaxFields, " signature fields"));
+  }
+  names_[fields_] = name;
+  values_[fields_] = value & kFieldMask;
+  ++fields_;
+}
+
+inline void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v) {
+  if (!is_valid_dtype(static_cast<uint8_t>(v.dtype))) {
+    check.fail(tagged("coll", what, " ", role, ": invalid dtype ", static_cast<int>(v.dtype)));
+  } else if (v.count != 0 && v.data == nullptr) {
+    check.fail(tagged("coll", what, " ", role, ": null data with ", v.count, " elements"));
+  } else if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) != 0) {
+    check.fail(tagged("coll", what, " ", role, ": data at ", v.data, " is not aligned to its ",
+                      dtype_size(v.dtype), "-byte elements"));
+  }
+}
+
+inline bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+inline bool agree_on_arguments(const CollectiveOptions& options, bool native) {
+  switch (options.check_arguments) {
+    case ArgumentCheck::kAuto:
+      return !native;
+    case ArgumentCheck::kAlways:
+      return true;
+    case ArgumentCheck::kNever:
+      return false;
+  }
+  return true;  // an invalid value: check_options reports it, after the agreement
+}
+
+inline size_t segment_elems(size_t segment_bytes, DType dtype) {
+  size_t e = segment_bytes / dtype_size(dtype);
+  // Whole codec blocks (quant 64, zfp 4, eb 64, mpc 32 words) per segment for large segments.
+  if (e >= 512) e -= e % 256;
+  return std::max<size_t>(e, 1);
+}
 
 }  // namespace hycc::coll
