@@ -46,6 +46,8 @@ INSTANTIATE_TEST_SUITE_P(Ring, AllgatherTest,
                          CaseName());
 INSTANTIATE_TEST_SUITE_P(RingUnevenSegments, AllgatherTest,
                          ::testing::ValuesIn(uneven_segment_cases(Algorithm::kRing)), CaseName());
+INSTANTIATE_TEST_SUITE_P(FullLarge, AllgatherTest,
+                         ::testing::ValuesIn(full_large_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AllgatherTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kNative, {"none"})), CaseName());
 

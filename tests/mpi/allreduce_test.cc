@@ -98,6 +98,8 @@ INSTANTIATE_TEST_SUITE_P(CompressOnceLarge, AllreduceTest,
                                                 Algorithm::kCompressOnce, 64 << 10}),
                          CaseName());
 // The native MPI path (codec none; bf16/f16 widened to float32).
+INSTANTIATE_TEST_SUITE_P(FullLarge, AllreduceTest,
+                         ::testing::ValuesIn(full_large_cases(Algorithm::kRing, true)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AllreduceTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kNative, {"none"})), CaseName());
 

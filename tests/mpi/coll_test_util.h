@@ -103,6 +103,26 @@ inline std::vector<Case> uneven_segment_cases(Algorithm a) {
   return cases;
 }
 
+// The large count for every codec x dtype x in/out of place that make_cases does not already
+// run (it runs f32 out of place with every codec and two 16-bit in-place cases). Suites built
+// from these are named FullLarge*; the sanitizer build filters them out (tests/CMakeLists.txt).
+inline std::vector<Case> full_large_cases(Algorithm a, bool skip_16bit_out_of_place = false) {
+  std::vector<Case> cases;
+  const std::vector<std::string>& codecs = test_codecs();
+  for (const std::string& codec : codecs) {
+    for (const DType d : test_dtypes()) {
+      for (const bool in_place : {false, true}) {
+        const bool covered = (d == DType::kF32 && !in_place) ||
+                             (d == DType::kBF16 && in_place && codec == codecs.front()) ||
+                             (d == DType::kF16 && in_place && codec == "quant:bits=8") ||
+                             (skip_16bit_out_of_place && d != DType::kF32 && !in_place);
+        if (!covered) cases.push_back({codec, d, kLargeCount, in_place, a, 64 << 10});
+      }
+    }
+  }
+  return cases;
+}
+
 inline CollectiveOptions options_for(const Case& c) {
   CollectiveOptions o;
   o.codec = CodecConfig::parse(c.codec);

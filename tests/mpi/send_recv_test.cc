@@ -53,6 +53,8 @@ class SendRecvTest : public ::testing::TestWithParam<Case> {};
 TEST_P(SendRecvTest, DeliversData) { run_send_recv_case(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(P2P, SendRecvTest, ::testing::ValuesIn(send_recv_cases()), CaseName());
+INSTANTIATE_TEST_SUITE_P(FullLarge, SendRecvTest,
+                         ::testing::ValuesIn(full_large_cases(Algorithm::kAuto)), CaseName());
 
 // Several segmented messages on one tag arrive in order, whatever their compressed sizes.
 TEST(SendRecv, MessagesOnOneTagStayInOrder) {
