@@ -1,0 +1,103 @@
+// CommStats: per-dimension statistics, their table and JSON (see hycc/stats.h).
+#include "hycc/stats.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace hycc {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+void add(StatsEntry& to, const StatsEntry& e) {
+  to.calls += e.calls;
+  to.compressed_calls += e.compressed_calls;
+  to.message_bytes += e.message_bytes;
+  to.raw_bytes += e.raw_bytes;
+  to.wire_bytes += e.wire_bytes;
+  to.codec_seconds += e.codec_seconds;
+  to.seconds += e.seconds;
+  to.error_samples += e.error_samples;
+  to.max_error = std::max(to.max_error, e.max_error);
+}
+
+std::string row(const std::string& dim, const std::string& op, const StatsEntry& e) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-11s %-15s %9llu %9llu %12.3f %12.3f %7.2f %10.4f %10.4f %10s\n",
+                dim.c_str(), op.c_str(), static_cast<unsigned long long>(e.calls),
+                static_cast<unsigned long long>(e.compressed_calls), double(e.raw_bytes) / 1e6,
+                double(e.wire_bytes) / 1e6, e.ratio(), e.codec_seconds, e.transfer_seconds(),
+                e.error_samples == 0 ? "-" : fmt("%.3e", e.max_error).c_str());
+  return buf;
+}
+
+std::string json_entry(const StatsEntry& e) {
+  return "\"calls\": " + std::to_string(e.calls) +
+         ", \"compressed_calls\": " + std::to_string(e.compressed_calls) +
+         ", \"message_bytes\": " + std::to_string(e.message_bytes) +
+         ", \"raw_bytes\": " + std::to_string(e.raw_bytes) +
+         ", \"wire_bytes\": " + std::to_string(e.wire_bytes) +
+         ", \"ratio\": " + fmt("%.6g", e.ratio()) +
+         ", \"codec_seconds\": " + fmt("%.6g", e.codec_seconds) +
+         ", \"transfer_seconds\": " + fmt("%.6g", e.transfer_seconds()) +
+         ", \"seconds\": " + fmt("%.6g", e.seconds) +
+         ", \"error_samples\": " + std::to_string(e.error_samples) +
+         ", \"max_error\": " + fmt("%.6g", e.max_error);
+}
+
+}  // namespace
+
+void CommStats::record(Dimension d, Operation op, const CollectiveStats& call) {
+  StatsEntry& e = entries_[{d, op}];
+  ++e.calls;
+  if (call.compressed) ++e.compressed_calls;
+  e.message_bytes += call.message_bytes;
+  e.raw_bytes += call.raw_bytes;
+  e.wire_bytes += call.wire_bytes;
+  e.codec_seconds += call.codec_seconds;
+  e.seconds += call.seconds;
+}
+
+void CommStats::record_error(Dimension d, Operation op, double max_abs_error) {
+  StatsEntry& e = entries_[{d, op}];
+  ++e.error_samples;
+  e.max_error = std::max(e.max_error, max_abs_error);
+}
+
+const StatsEntry* CommStats::find(Dimension d, Operation op) const {
+  const auto it = entries_.find({d, op});
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+StatsEntry CommStats::total() const {
+  StatsEntry t;
+  for (const auto& [key, e] : entries_) add(t, e);
+  return t;
+}
+
+std::string CommStats::table() const {
+  std::string out =
+      "# dimension  operation           calls compressed    before(MB)    after(MB)   ratio"
+      "   codec(s) transfer(s)  max_error\n";
+  for (const auto& [key, e] : entries_) {
+    out += row(dimension_name(key.first), operation_name(key.second), e);
+  }
+  return out + row("total", "", total());
+}
+
+std::string CommStats::json() const {
+  std::string out = "{\"entries\": [";
+  bool first = true;
+  for (const auto& [key, e] : entries_) {
+    out += std::string(first ? "" : ", ") + "{\"dimension\": \"" + dimension_name(key.first) +
+           "\", \"operation\": \"" + operation_name(key.second) + "\", " + json_entry(e) + "}";
+    first = false;
+  }
+  return out + "], \"total\": {" + json_entry(total()) + "}}";
+}
+
+}  // namespace hycc
