@@ -80,9 +80,11 @@ StatsEntry CommStats::total() const {
 }
 
 std::string CommStats::table() const {
-  std::string out =
-      "# dimension  operation           calls compressed    before(MB)    after(MB)   ratio"
-      "   codec(s) transfer(s)  max_error\n";
+  char head[256];
+  std::snprintf(head, sizeof head, "%-11s %-15s %9s %9s %12s %12s %7s %10s %10s %10s\n",
+                "#dimension", "operation", "calls", "compress", "before(MB)", "after(MB)", "ratio",
+                "codec(s)", "transfer(s)", "max_error");
+  std::string out = head;
   for (const auto& [key, e] : entries_) {
     out += row(dimension_name(key.first), operation_name(key.second), e);
   }
