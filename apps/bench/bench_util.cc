@@ -1,5 +1,6 @@
 #include "bench_util.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <fstream>
@@ -22,13 +23,18 @@ double best_time(const std::function<void()>& fn, int min_reps, double min_secon
 }
 
 std::string Table::header() const {
-  std::string line = "#";
-  for (size_t i = 0; i < columns_.size(); ++i) {
-    const auto& c = columns_[i];
-    line += i == 0 ? format(" %-*s", c.width - 1, c.title.c_str())
-                   : format(" %*s", c.width, c.title.c_str());
-  }
-  return line;
+  const auto line = [&](std::string Column::*text) {
+    std::string out = "#";
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      const auto& c = columns_[i];
+      out += i == 0 ? format(" %-*s", c.width - 1, (c.*text).c_str())
+                    : format(" %*s", c.width, (c.*text).c_str());
+    }
+    return out;
+  };
+  const bool units = std::any_of(columns_.begin(), columns_.end(),
+                                 [](const Column& c) { return !c.unit.empty(); });
+  return units ? line(&Column::title) + "\n" + line(&Column::unit) : line(&Column::title);
 }
 
 std::string Table::row(const std::vector<std::string>& cells) const {

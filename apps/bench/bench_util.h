@@ -26,8 +26,10 @@ class Table {
   struct Column {
     std::string title;
     int width;
+    std::string unit = {};  // printed under the title, on a second header line
   };
   explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  // The titles; then, if any column has a unit, a second line of units.
   std::string header() const;
   // One row of already formatted cells, right-aligned except the first.
   std::string row(const std::vector<std::string>& cells) const;

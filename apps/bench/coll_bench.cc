@@ -476,21 +476,22 @@ int sweep(const CollBenchOptions& o, const Setup& s, const Communicator& comm, s
   const NativeTypes native(s.dtype);
   const bool print = s.rank == 0;
   // nccl-tests columns, then ratio and error, then the native call; a second line of units.
-  const std::vector<std::array<const char*, 2>> titles = {
-      {"size(B)", ""},      {"count", "(elements)"}, {"type", ""},        {"redop", ""},
-      {"time(us)", "(us)"}, {"algbw", "(GB/s)"},     {"busbw", "(GB/s)"}, {"ratio", ""},
-      {"max_err", ""},      {"#wrong", ""},          {"nat(us)", "(us)"}, {"nat_busbw", "(GB/s)"},
-      {"speedup", ""}};
-  const int widths[] = {12, 11, 5, 5, 10, 7, 7, 7, 9, 7, 10, 9, 7};
-  std::vector<Table::Column> title_cols, unit_cols;
-  for (size_t i = 0; i < titles.size(); ++i) {
-    title_cols.push_back({titles[i][0], widths[i]});
-    unit_cols.push_back({titles[i][1], widths[i]});
-  }
-  const Table table(title_cols), units(unit_cols);
+  const Table table({{"size(B)", 12, ""},
+                     {"count", 11, "(elements)"},
+                     {"type", 5, ""},
+                     {"redop", 5, ""},
+                     {"time(us)", 10, "(us)"},
+                     {"algbw", 7, "(GB/s)"},
+                     {"busbw", 7, "(GB/s)"},
+                     {"ratio", 7, ""},
+                     {"max_err", 9, ""},
+                     {"#wrong", 7, ""},
+                     {"nat(us)", 10, "(us)"},
+                     {"nat_busbw", 9, "(GB/s)"},
+                     {"speedup", 7, ""}});
   if (print) {
     print_header(s, o);
-    std::printf("%s\n%s\n", table.header().c_str(), units.header().c_str());
+    std::printf("%s\n", table.header().c_str());
     std::fflush(stdout);
   }
   const std::string dtype(dtype_name(s.dtype));

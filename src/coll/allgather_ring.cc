@@ -13,8 +13,6 @@ namespace {
 // Seed phase of allgather streams (reduce-scatter phases are the step numbers 0 .. p-2).
 constexpr uint64_t kAllgatherPhase = uint64_t{1} << 32;
 
-int ring_mod(int a, int p) { return ((a % p) + p) % p; }
-
 }  // namespace
 
 RingAllgather::RingAllgather(Context& ctx, ConstTensorView own, std::span<const TensorView> blocks)

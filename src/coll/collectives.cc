@@ -53,6 +53,17 @@ bool use_native(const CollectiveOptions& options, size_t bytes, size_t mpi_elems
          (options.algorithm == Algorithm::kAuto && options.codec.id() == CodecId::kNone);
 }
 
+// Chooses between native MPI and hycc's algorithms, adds the shared signature fields and runs the
+// agreement that choice calls for (ArgumentCheck). Returns true for native MPI.
+bool settle(ArgCheck& check, const Communicator& comm, const CollectiveOptions& options,
+            size_t count, DType dtype, size_t bytes, size_t mpi_elems) {
+  const bool native = use_native(options, bytes, mpi_elems);
+  const bool agree = coll::agree_on_arguments(options, native);
+  coll::add_common_fields(check, count, dtype, options, agree);
+  check.run(comm, agree);
+  return native;
+}
+
 void check_pair(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv) {
   coll::check_view(check, op, "send", send);
   coll::check_view(check, op, "recv", recv);
@@ -85,10 +96,8 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
   }
   check_reduce_op(check, op);
   coll::check_options(check, comm, OpKind::kAllreduce, options);
-  const bool native = use_native(options, send.bytes(), send.count);
-  const bool agree = coll::agree_on_arguments(options, native);
-  coll::add_common_fields(check, send.count, send.dtype, options, agree);
-  check.run(comm, agree);
+  const bool native =
+      settle(check, comm, options, send.count, send.dtype, send.bytes(), send.count);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
@@ -132,10 +141,8 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
   }
   check_reduce_op(check, op);
   coll::check_options(check, comm, OpKind::kReduceScatter, options);
-  const bool native = use_native(options, send.bytes(), send.count);
-  const bool agree = coll::agree_on_arguments(options, native);
-  coll::add_common_fields(check, send.count, send.dtype, options, agree);
-  check.run(comm, agree);
+  const bool native =
+      settle(check, comm, options, send.count, send.dtype, send.bytes(), send.count);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
@@ -167,10 +174,8 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
     check.fail(tagged("coll", "allgather: send overlaps recv without being this rank's block"));
   }
   coll::check_options(check, comm, OpKind::kAllgather, options);
-  const bool native = use_native(options, recv.bytes(), send.count);
-  const bool agree = coll::agree_on_arguments(options, native);
-  coll::add_common_fields(check, send.count, send.dtype, options, agree);
-  check.run(comm, agree);
+  const bool native =
+      settle(check, comm, options, send.count, send.dtype, recv.bytes(), send.count);
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     coll::report(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
@@ -195,11 +200,9 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
     check.fail(tagged("coll", "broadcast: root ", root, " out of range [0, ", comm.size(), ")"));
   }
   coll::check_options(check, comm, OpKind::kBroadcast, options);
-  const bool native = use_native(options, buffer.bytes(), buffer.count);
-  const bool agree = coll::agree_on_arguments(options, native);
-  coll::add_common_fields(check, buffer.count, buffer.dtype, options, agree);
   check.field("root", root);
-  check.run(comm, agree);
+  const bool native =
+      settle(check, comm, options, buffer.count, buffer.dtype, buffer.bytes(), buffer.count);
   if (comm.size() == 1 || buffer.count == 0) {
     coll::report(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
     return;
@@ -232,11 +235,8 @@ void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
     check.fail(tagged("coll", "alltoall: send and recv overlap without being the same buffer"));
   }
   coll::check_options(check, comm, OpKind::kAlltoall, options);
-  const bool native =
-      use_native(options, send.bytes(), send.count / static_cast<size_t>(comm.size()));
-  const bool agree = coll::agree_on_arguments(options, native);
-  coll::add_common_fields(check, send.count, send.dtype, options, agree);
-  check.run(comm, agree);
+  const bool native = settle(check, comm, options, send.count, send.dtype, send.bytes(),
+                             send.count / static_cast<size_t>(comm.size()));
   if (comm.size() == 1 || send.count == 0) {
     coll::copy_view(send, recv);
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);

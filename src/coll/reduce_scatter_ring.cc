@@ -10,8 +10,6 @@
 namespace hycc::coll {
 namespace {
 
-int ring_mod(int a, int p) { return ((a % p) + p) % p; }
-
 // One segment of float32 partial sums; kept by the thread for its next call (see the buffer pool
 // in ring_pipeline.cc for why).
 float* partial_scratch(size_t n) {

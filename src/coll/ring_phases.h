@@ -13,6 +13,9 @@
 
 namespace hycc::coll {
 
+// a mod p in [0, p), for ring positions rank - t - 1 and the like.
+inline int ring_mod(int a, int p) { return ((a % p) + p) % p; }
+
 // Ring reduce-scatter with compression at every hop. Chunk j of the tensor is
 // chunk_range(n, p, j). At step t = 0 .. p-2 rank r sends its partial sum of chunk
 // (r - t - 1) mod p to rank r + 1 and receives the partial sum of chunk (r - t - 2) mod p from
