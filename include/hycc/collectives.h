@@ -46,6 +46,8 @@
 
 namespace hycc {
 
+class PolicyEngine;  // hycc/policy_engine.h
+
 enum class ReduceOp : uint8_t {
   kSum = 0,
   kAverage = 1,  // sum / size, computed in float32
@@ -106,6 +108,13 @@ struct CollectiveOptions {
   ArgumentCheck check_arguments = ArgumentCheck::kAuto;
   // When set, each call overwrites *stats with what it did on this rank.
   CollectiveStats* stats = nullptr;
+  // When set, the engine's policy chooses the codec and threshold for this call (replacing the
+  // two fields above), may run a gradient compressor, and records the call in its statistics
+  // (hycc/policy_engine.h).
+  PolicyEngine* policy = nullptr;
+  // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
+  // state is kept per key); 0: derived from the receive buffer's address and element count.
+  uint64_t key = 0;
 };
 
 // Elements [offset, offset + count) of a tensor of `total` elements owned by `rank` of `size`

@@ -36,6 +36,12 @@ class CommError : public Error {
   using Error::Error;
 };
 
+// Reading or writing a file failed (a statistics file, a checkpoint).
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A feature exists in the API but is not available in this build (e.g. CUDA without nvcc).
 class Unavailable : public Error {
  public:

@@ -73,6 +73,9 @@ struct PolicyDecision {
   // Collective options for a codec decision (codec, threshold; other fields default). For a
   // gradient decision, the codec is none: callers run the gradient compressor instead.
   CollectiveOptions options;
+  // For a gradient decision, the codec an error-feedback compressor wraps ("ef+quant:bits=4" ->
+  // quant:bits=4; none for powersgd, topk and sign), for operations the compressor cannot run.
+  CodecConfig gradient_codec;
 };
 
 class Policy {
@@ -106,6 +109,8 @@ class Policy {
   std::string name_ = "empty";
   std::string description_;
   std::vector<PolicyRule> rules_;
+  // Per rule, parsed once: its codec, or for a gradient rule the codec it wraps.
+  std::vector<CodecConfig> codecs_;
 };
 
 }  // namespace hycc

@@ -34,6 +34,8 @@ class CommStats {
   void record(Dimension d, Operation op, const CollectiveStats& call);
   // A sampled observed error (max |result - uncompressed result|) of a call.
   void record_error(Dimension d, Operation op, double max_abs_error);
+  // Adds a whole entry to (d, op): sums, and the larger of the two errors.
+  void add(Dimension d, Operation op, const StatsEntry& entry);
 
   // nullptr when nothing was recorded for (d, op).
   const StatsEntry* find(Dimension d, Operation op) const;

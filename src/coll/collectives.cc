@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coll/algorithms.h"
+#include "policy/policy_calls.h"
 
 namespace hycc {
 
@@ -84,6 +85,7 @@ void check_reduce_op(ArgCheck& check, ReduceOp op) {
 
 void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                const CollectiveOptions& options) {
+  if (options.policy != nullptr) return policy::policy_allreduce(comm, send, recv, op, options);
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllreduce);
   check_pair(check, "allreduce", send, recv);
@@ -126,6 +128,9 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
 
 void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                     const CollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return policy::policy_reduce_scatter(comm, send, recv, op, options);
+  }
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kReduceScatter);
   check_pair(check, "reduce_scatter", send, recv);
@@ -160,6 +165,7 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
 
 void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
                const CollectiveOptions& options) {
+  if (options.policy != nullptr) return policy::policy_allgather(comm, send, recv, options);
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllgather);
   check_pair(check, "allgather", send, recv);
@@ -193,6 +199,7 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
 
 void broadcast(const Communicator& comm, TensorView buffer, int root,
                const CollectiveOptions& options) {
+  if (options.policy != nullptr) return policy::policy_broadcast(comm, buffer, root, options);
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kBroadcast);
   coll::check_view(check, "broadcast", "buffer", buffer);
@@ -220,6 +227,7 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
 
 void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
               const CollectiveOptions& options) {
+  if (options.policy != nullptr) return policy::policy_alltoall(comm, send, recv, options);
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAlltoall);
   check_pair(check, "alltoall", send, recv);

@@ -14,4 +14,11 @@ CompressorSpec parse_compressor(std::string_view spec) {
   return {CodecConfig::parse(spec).spec(), false};
 }
 
+CodecConfig rule_codec(const PolicyRule& rule) {
+  if (!rule.gradient) return CodecConfig::parse(rule.compressor);
+  constexpr std::string_view kEf = "ef+";
+  const std::string_view spec = rule.compressor;
+  return spec.starts_with(kEf) ? CodecConfig::parse(spec.substr(kEf.size())) : CodecConfig();
+}
+
 }  // namespace hycc::policy

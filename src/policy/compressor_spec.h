@@ -4,6 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "hycc/codec.h"
+#include "hycc/policy.h"
+
 namespace hycc::policy {
 
 struct CompressorSpec {
@@ -13,5 +16,9 @@ struct CompressorSpec {
 
 // Parses and canonicalizes a spec; throws InvalidArgument (from the codec or gradient parser).
 CompressorSpec parse_compressor(std::string_view spec);
+
+// A rule's codec: its own for a codec rule; for a gradient rule the codec an error-feedback
+// compressor wraps ("ef+CODEC"), none for the others.
+CodecConfig rule_codec(const PolicyRule& rule);
 
 }  // namespace hycc::policy

@@ -110,7 +110,11 @@ PolicyDecision Policy::decide(Dimension d, Operation op, size_t bytes) const {
     out.gradient = r.gradient;
     out.threshold_bytes = r.threshold_bytes;
     out.options.threshold_bytes = r.threshold_bytes;
-    if (!r.gradient) out.options.codec = CodecConfig::parse(r.compressor);
+    if (r.gradient) {
+      out.gradient_codec = codecs_[i];
+    } else {
+      out.options.codec = codecs_[i];
+    }
     return out;
   }
   out.compressor = "none";

@@ -159,6 +159,7 @@ Policy Policy::parse_toml(std::string_view text, std::string source) {
       }
       for (size_t i = 0; i < rules->size(); ++i) {
         p.rules_.push_back(reader.rule(*rules->get(i)->as_table(), i, threshold));
+        p.codecs_.push_back(policy::rule_codec(p.rules_.back()));
       }
     } else {
       reader.fail(key.source(), detail::concat("unknown key '", k,

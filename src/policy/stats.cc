@@ -13,7 +13,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-void add(StatsEntry& to, const StatsEntry& e) {
+void accumulate(StatsEntry& to, const StatsEntry& e) {
   to.calls += e.calls;
   to.compressed_calls += e.compressed_calls;
   to.message_bytes += e.message_bytes;
@@ -68,6 +68,10 @@ void CommStats::record_error(Dimension d, Operation op, double max_abs_error) {
   e.max_error = std::max(e.max_error, max_abs_error);
 }
 
+void CommStats::add(Dimension d, Operation op, const StatsEntry& entry) {
+  accumulate(entries_[{d, op}], entry);
+}
+
 const StatsEntry* CommStats::find(Dimension d, Operation op) const {
   const auto it = entries_.find({d, op});
   return it == entries_.end() ? nullptr : &it->second;
@@ -75,7 +79,7 @@ const StatsEntry* CommStats::find(Dimension d, Operation op) const {
 
 StatsEntry CommStats::total() const {
   StatsEntry t;
-  for (const auto& [key, e] : entries_) add(t, e);
+  for (const auto& [key, e] : entries_) accumulate(t, e);
   return t;
 }
 

@@ -9,6 +9,7 @@
 #include "common/byte_size.h"
 #include "hycc/error.h"
 #include "hycc/policy.h"
+#include "hycc/policy_engine.h"
 
 namespace hycc {
 namespace {
@@ -225,6 +226,45 @@ TEST(Policy, FromEnvironment) {
   EXPECT_NE(e.find("neither a preset nor a file"), std::string::npos) << e;
   ::unsetenv("HYCC_POLICY");
   std::remove(file.c_str());
+}
+
+TEST(Policy, GradientRulesKnowTheCodecTheyWrap) {
+  const Policy hybrid = Policy::preset("hybrid");
+  const PolicyDecision d = hybrid.decide(Dimension::kDp, Operation::kAllreduce, 1 << 20);
+  EXPECT_TRUE(d.gradient);
+  EXPECT_EQ(d.options.codec.id(), CodecId::kNone);
+  EXPECT_EQ(d.gradient_codec.id(), CodecId::kQuant);
+  const PolicyDecision t = hybrid.decide(Dimension::kTp, Operation::kAllreduce, 1 << 20);
+  EXPECT_FALSE(t.gradient);
+  EXPECT_EQ(t.options.codec.spec(), "bf16");
+}
+
+TEST(LogOptions, ParsesItemsAndRejectsUnknownOnes) {
+  const LogOptions none = LogOptions::parse("off");
+  EXPECT_FALSE(none.summary || none.calls || none.decisions || !none.json_path.empty());
+  const LogOptions all = LogOptions::parse("summary,calls,decisions,json=/tmp/s.json");
+  EXPECT_TRUE(all.summary && all.calls && all.decisions);
+  EXPECT_EQ(all.json_path, "/tmp/s.json");
+  const std::string e = invalid_message([] { LogOptions::parse("summary,loud"); });
+  EXPECT_NE(e.find("HYCC_LOG"), std::string::npos) << e;
+  EXPECT_NE(e.find("'loud'"), std::string::npos) << e;
+  EXPECT_NE(invalid_message([] { LogOptions::parse("json="); }), "");
+}
+
+TEST(PolicyEngine, FromEnvironmentReadsEveryVariable) {
+  ::setenv("HYCC_POLICY", "naive", 1);
+  ::setenv("HYCC_LOG", "calls", 1);
+  ::setenv("HYCC_SAMPLE_ERROR", "10", 1);
+  const PolicyEngine e = PolicyEngine::from_environment();
+  EXPECT_EQ(e.policy().name(), "naive");
+  EXPECT_TRUE(e.options().log.calls);
+  EXPECT_EQ(e.options().sample_error_every, 10u);
+  ::setenv("HYCC_SAMPLE_ERROR", "often", 1);
+  const std::string m = invalid_message([] { PolicyEngine::from_environment(); });
+  EXPECT_NE(m.find("HYCC_SAMPLE_ERROR"), std::string::npos) << m;
+  ::unsetenv("HYCC_POLICY");
+  ::unsetenv("HYCC_LOG");
+  ::unsetenv("HYCC_SAMPLE_ERROR");
 }
 
 }  // namespace

@@ -1,0 +1,117 @@
+// The policy at work: a PolicyEngine decides, for every collective handed to it, which compressor
+// runs (Policy::decide on the communicator's dimension, the operation and the message size), runs
+// the call, and records what it cost in its CommStats.
+//
+// Hand an engine to any collective through CollectiveOptions::policy:
+//
+//   hycc::PolicyEngine engine = hycc::PolicyEngine::from_environment("hybrid");
+//   hycc::CollectiveOptions o;
+//   o.policy = &engine;
+//   hycc::allreduce(grid.dp(), grad, grad, hycc::ReduceOp::kAverage, o);  // dp rule applies
+//   ...
+//   engine.finish(world);  // HYCC_LOG: summary table, JSON
+//
+// With a policy set, the decision replaces options.codec and options.threshold_bytes; the other
+// fields (algorithm, segment size, seed, tag, argument check, stats) still apply. A gradient
+// compressor decision (e.g. "ef+quant:bits=4") runs grad_allreduce or grad_reduce_scatter with
+// the engine's compressor of that spec, keyed by options.key; elsewhere (operations that are not
+// reductions, or a non-sum reduction) it degrades to the codec it wraps ("ef+quant:bits=4" ->
+// "quant:bits=4", powersgd/topk/sign -> none). send() follows the policy; recv() needs no policy.
+//
+// Environment (from_environment):
+//   HYCC_POLICY        preset name or TOML file (Policy::from_environment)
+//   HYCC_LOG           comma-separated: off | summary | calls | decisions | json=FILE
+//                      summary: finish() prints the statistics of all ranks on rank 0 (stderr);
+//                      calls: one stderr line per call; decisions: explain() each new decision
+//                      once; json=FILE: finish() writes the statistics as JSON (rank 0).
+//   HYCC_SAMPLE_ERROR  N >= 1: every N-th compressed call of a dimension and operation also runs
+//                      uncompressed, and the largest difference is recorded (0: never, default)
+//
+// An engine is used by one thread at a time, or by several with calls on distinct communicators
+// (the statistics and the compressor table are locked; a gradient compressor is not shared
+// between concurrent calls of the same spec).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "hycc/collectives.h"
+#include "hycc/grad.h"
+#include "hycc/policy.h"
+#include "hycc/stats.h"
+
+namespace hycc {
+
+// What HYCC_LOG asks for.
+struct LogOptions {
+  bool summary = false;    // finish(): the statistics table on rank 0
+  bool calls = false;      // one line per call
+  bool decisions = false;  // explain() each distinct decision once
+  std::string json_path;   // finish(): the statistics as JSON, written by rank 0
+
+  // "off", "" or a comma list of summary, calls, decisions, json=FILE. Throws InvalidArgument
+  // naming the bad item and the allowed ones.
+  static LogOptions parse(std::string_view spec);
+};
+
+struct EngineOptions {
+  LogOptions log;
+  uint64_t sample_error_every = 0;  // see HYCC_SAMPLE_ERROR
+  std::FILE* log_file = stderr;     // where calls, decisions and the summary go
+};
+
+class PolicyEngine {
+ public:
+  explicit PolicyEngine(Policy policy, EngineOptions options = {});
+  ~PolicyEngine();
+  PolicyEngine(PolicyEngine&&) noexcept;
+  PolicyEngine& operator=(PolicyEngine&&) noexcept;
+
+  // HYCC_POLICY (fallback: a preset name), HYCC_LOG and HYCC_SAMPLE_ERROR. Throws
+  // InvalidArgument naming the variable for a bad value.
+  static PolicyEngine from_environment(std::string_view fallback = "baseline");
+
+  const Policy& policy() const { return policy_; }
+  const EngineOptions& options() const { return options_; }
+
+  // The decision for a call on `comm` (its dimension from dimension_of).
+  PolicyDecision decide(const Communicator& comm, Operation op, size_t bytes) const;
+
+  // This rank's statistics (a copy, taken under the lock).
+  CommStats stats() const;
+  // The statistics of every rank of `comm` summed (largest error: the maximum), on every rank.
+  // Collective over comm.
+  CommStats reduce_stats(const Communicator& comm) const;
+  // The end of a run, collective over `comm` (usually the world): what HYCC_LOG asked for.
+  void finish(const Communicator& comm) const;
+
+  // The gradient compressors the engine made, by spec (save their state for checkpoints).
+  GradCompressor& grad_compressor(const std::string& spec);
+
+  // Used by the collectives (CollectiveOptions::policy); not for applications.
+  void record(const Communicator& comm, Operation op, const PolicyDecision& decision,
+              const CollectiveStats& call);
+  void record_error(const Communicator& comm, Operation op, double max_abs_error);
+  // True when this compressed call is to be compared with an uncompressed one.
+  bool sample_error(const Communicator& comm, Operation op);
+  void log_decision(const Communicator& comm, Operation op, size_t bytes,
+                    const PolicyDecision& decision);
+  std::mutex& grad_mutex() { return *grad_mutex_; }
+
+ private:
+  Policy policy_;
+  EngineOptions options_;
+  std::unique_ptr<std::mutex> mutex_;       // stats_, compressors_, counters
+  std::unique_ptr<std::mutex> grad_mutex_;  // gradient compressor calls
+  CommStats stats_;
+  std::map<std::string, std::unique_ptr<GradCompressor>> compressors_;
+  std::map<std::pair<Dimension, Operation>, uint64_t> compressed_calls_;
+  std::map<std::string, bool> explained_;
+};
+
+}  // namespace hycc

@@ -1,0 +1,221 @@
+// The policy path of every collective: one PolicyCall decides the compressor, runs the call with
+// the decided options (or a gradient compressor), optionally runs it uncompressed too to sample
+// the error, and records the call in the engine's statistics.
+#include "policy/policy_calls.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "codec/float_io.h"
+#include "hycc/error.h"
+#include "hycc/grad.h"
+#include "hycc/policy_engine.h"
+
+namespace hycc::policy {
+namespace {
+
+// Largest |a - b| over two tensors of equal count (any dtypes), in float; NaN anywhere gives inf.
+double max_abs_difference(ConstTensorView a, ConstTensorView b) {
+  constexpr size_t kBlock = 4096;
+  std::vector<float> x(kBlock), y(kBlock);
+  double worst = 0;
+  for (size_t i = 0; i < a.count; i += kBlock) {
+    const size_t n = std::min(kBlock, a.count - i);
+    codec::load_as_float(a, i, n, x.data());
+    codec::load_as_float(b, i, n, y.data());
+    for (size_t k = 0; k < n; ++k) {
+      const double d = std::fabs(double(x[k]) - double(y[k]));
+      if (std::isnan(d)) return INFINITY;
+      worst = std::max(worst, d);
+    }
+  }
+  return worst;
+}
+
+// A buffer shaped like `like`, for the uncompressed reference of a sampled call.
+struct Scratch {
+  std::vector<std::byte> bytes;
+  TensorView view;
+  explicit Scratch(ConstTensorView like)
+      : bytes(like.bytes()), view{like.dtype, like.count, bytes.data()} {}
+};
+
+class PolicyCall {
+ public:
+  PolicyCall(const Communicator& comm, Operation op, size_t bytes, const CollectiveOptions& caller)
+      : engine_(*caller.policy),
+        comm_(comm),
+        op_(op),
+        caller_(caller),
+        decision_(engine_.decide(comm, op, bytes)),
+        start_(std::chrono::steady_clock::now()) {
+    engine_.log_decision(comm, op, bytes, decision_);
+    inner_ = caller;
+    inner_.policy = nullptr;
+    inner_.codec = decision_.gradient ? decision_.gradient_codec : decision_.options.codec;
+    inner_.threshold_bytes = decision_.threshold_bytes;
+    inner_.stats = &stats_;
+    compresses_ = comm.size() > 1 && bytes > 0 && bytes >= inner_.threshold_bytes &&
+                  inner_.algorithm != Algorithm::kNative &&
+                  (decision_.gradient || inner_.codec.id() != CodecId::kNone);
+    // A receiver cannot know the uncompressed message: point to point is never sampled.
+    sampled_ = compresses_ && op != Operation::kSendRecv && engine_.sample_error(comm, op);
+  }
+
+  const CollectiveOptions& options() const { return inner_; }
+  // A gradient compressor runs (instead of the codec) when the policy chose one, the call is
+  // above the threshold and `applicable` (a sum or average reduction it can run).
+  bool gradient(bool applicable) const { return compresses_ && decision_.gradient && applicable; }
+  bool sampled() const { return sampled_; }
+
+  // The uncompressed result of the call, into `ref` (before the call itself runs).
+  void reference(ConstTensorView like,
+                 const std::function<void(TensorView, CollectiveOptions&)>& run) {
+    if (!sampled_) return;
+    scratch_.emplace_back(like);
+    CollectiveOptions native;
+    native.algorithm = Algorithm::kNative;
+    native.tag = caller_.tag;
+    native.check_arguments = caller_.check_arguments;
+    run(scratch_.back().view, native);
+  }
+
+  GradCompressor& compressor() { return engine_.grad_compressor(decision_.compressor); }
+  std::mutex& grad_mutex() { return engine_.grad_mutex(); }
+  void gradient_ran(const GradStepStats& g, size_t message_bytes) {
+    stats_ = CollectiveStats{};
+    stats_.compressed = g.compressed;
+    stats_.message_bytes = message_bytes;
+    stats_.wire_bytes = g.wire_bytes;
+    // Raw bytes of what was sent: the wire bytes scaled by the gradient's compression ratio.
+    stats_.raw_bytes =
+        g.compressed && g.payload_bytes > 0
+            ? size_t(double(g.wire_bytes) * double(message_bytes) / double(g.payload_bytes))
+            : g.wire_bytes;
+    stats_.codec_seconds = g.compress_seconds;
+  }
+
+  // Records the call (stats_ holds what the collective or gradient_ran() reported); `result` is
+  // compared with the reference of a sampled call.
+  void finish(ConstTensorView result) {
+    stats_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (caller_.stats != nullptr) *caller_.stats = stats_;
+    engine_.record(comm_, op_, decision_, stats_);
+    if (sampled_ && !scratch_.empty()) {
+      engine_.record_error(comm_, op_, max_abs_difference(result, scratch_.back().view));
+    }
+  }
+
+ private:
+  PolicyEngine& engine_;
+  const Communicator& comm_;
+  Operation op_;
+  const CollectiveOptions& caller_;
+  PolicyDecision decision_;
+  CollectiveOptions inner_;
+  CollectiveStats stats_;
+  std::chrono::steady_clock::time_point start_;
+  bool compresses_ = false;
+  bool sampled_ = false;
+  std::vector<Scratch> scratch_;
+};
+
+bool same_shape(ConstTensorView a, ConstTensorView b) {
+  return a.dtype == b.dtype && a.count == b.count;
+}
+
+uint64_t tensor_key(const CollectiveOptions& options, const void* data, size_t count) {
+  if (options.key != 0) return options.key;
+  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
+}
+
+}  // namespace
+
+void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
+                      const CollectiveOptions& options) {
+  PolicyCall call(comm, Operation::kAllreduce, send.bytes(), options);
+  call.reference(send,
+                 [&](TensorView ref, CollectiveOptions& o) { allreduce(comm, send, ref, op, o); });
+  const bool in_place = send.data == recv.data;
+  if (call.gradient(same_shape(send, recv))) {
+    if (!in_place) std::memmove(recv.data, send.data, send.bytes());
+    GradStepStats g;
+    {
+      const std::lock_guard<std::mutex> lock(call.grad_mutex());
+      g = grad_allreduce(comm, call.compressor(),
+                         GradTensor{tensor_key(options, recv.data, recv.count), {}}, recv,
+                         GradOptions{op, options.tag});
+    }
+    call.gradient_ran(g, send.bytes());
+  } else {
+    allreduce(comm, send, recv, op, call.options());
+  }
+  call.finish(recv);
+}
+
+void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
+                           ReduceOp op, const CollectiveOptions& options) {
+  PolicyCall call(comm, Operation::kReduceScatter, send.bytes(), options);
+  call.reference(
+      recv, [&](TensorView ref, CollectiveOptions& o) { reduce_scatter(comm, send, ref, op, o); });
+  if (call.gradient(send.dtype == recv.dtype)) {
+    // grad_reduce_scatter wants send and shard apart: an in-place shard goes through a copy.
+    std::vector<std::byte> shard(recv.bytes());
+    const TensorView tmp{recv.dtype, recv.count, shard.data()};
+    GradStepStats g;
+    {
+      const std::lock_guard<std::mutex> lock(call.grad_mutex());
+      g = grad_reduce_scatter(comm, call.compressor(),
+                              GradTensor{tensor_key(options, send.data, send.count), {}}, send, tmp,
+                              GradOptions{op, options.tag});
+    }
+    std::memcpy(recv.data, shard.data(), shard.size());
+    call.gradient_ran(g, send.bytes());
+  } else {
+    reduce_scatter(comm, send, recv, op, call.options());
+  }
+  call.finish(recv);
+}
+
+void policy_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
+                      const CollectiveOptions& options) {
+  PolicyCall call(comm, Operation::kAllgather, recv.bytes(), options);
+  call.reference(recv,
+                 [&](TensorView ref, CollectiveOptions& o) { allgather(comm, send, ref, o); });
+  allgather(comm, send, recv, call.options());
+  call.finish(recv);
+}
+
+void policy_broadcast(const Communicator& comm, TensorView buffer, int root,
+                      const CollectiveOptions& options) {
+  PolicyCall call(comm, Operation::kBroadcast, buffer.bytes(), options);
+  call.reference(buffer, [&](TensorView ref, CollectiveOptions& o) {
+    std::memcpy(ref.data, buffer.data, buffer.bytes());
+    broadcast(comm, ref, root, o);
+  });
+  broadcast(comm, buffer, root, call.options());
+  call.finish(buffer);
+}
+
+void policy_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
+                     const CollectiveOptions& options) {
+  PolicyCall call(comm, Operation::kAlltoall, send.bytes(), options);
+  call.reference(recv, [&](TensorView ref, CollectiveOptions& o) { alltoall(comm, send, ref, o); });
+  alltoall(comm, send, recv, call.options());
+  call.finish(recv);
+}
+
+void policy_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
+                 const CollectiveOptions& options) {
+  PolicyCall call(comm, Operation::kSendRecv, data.bytes(), options);
+  send(comm, data, dest, tag, call.options());
+  call.finish(data);
+}
+
+}  // namespace hycc::policy

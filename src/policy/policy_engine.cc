@@ -1,0 +1,243 @@
+// PolicyEngine: decisions, statistics, logging and the gradient compressors of a run (see
+// hycc/policy_engine.h).
+#include "hycc/policy_engine.h"
+
+#include <array>
+#include <cstdlib>
+#include <fstream>
+
+#include "common/byte_size.h"
+#include "hycc/error.h"
+
+namespace hycc {
+namespace {
+
+constexpr size_t kDimensions = 7;
+constexpr size_t kOperations = 6;
+
+int world_rank() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int rank = 0;
+  if (initialized != 0) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// Compressed calls per operation on one communicator, kept as an MPI attribute of it so that
+// every rank of the communicator counts the same calls (and the count goes with the
+// communicator when it is freed).
+using CallCounts = std::array<uint64_t, kOperations>;
+
+int delete_counts(MPI_Comm, int, void* value, void*) {
+  delete static_cast<CallCounts*>(value);
+  return MPI_SUCCESS;
+}
+
+int counts_keyval() {
+  static const int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    HYCC_CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_counts, &k, nullptr));
+    return k;
+  }();
+  return keyval;
+}
+
+CallCounts& counts_of(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  HYCC_CHECK_MPI(MPI_Comm_get_attr(comm, counts_keyval(), &value, &found));
+  if (found == 0) {
+    value = new CallCounts{};
+    HYCC_CHECK_MPI(MPI_Comm_set_attr(comm, counts_keyval(), value));
+  }
+  return *static_cast<CallCounts*>(value);
+}
+
+uint64_t parse_count(const char* name, const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (*text == '\0' || *text == '-' || end == nullptr || *end != '\0') {
+    throw InvalidArgument(tagged("policy", name, "='", text, "': expected a count >= 0"));
+  }
+  return v;
+}
+
+}  // namespace
+
+LogOptions LogOptions::parse(std::string_view spec) {
+  LogOptions out;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    if (comma == std::string_view::npos) comma = spec.size();
+    const std::string_view item = spec.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty() || item == "off") continue;
+    if (item == "summary") {
+      out.summary = true;
+    } else if (item == "calls") {
+      out.calls = true;
+    } else if (item == "decisions") {
+      out.decisions = true;
+    } else if (item.starts_with("json=") && item.size() > 5) {
+      out.json_path = std::string(item.substr(5));
+    } else {
+      throw InvalidArgument(tagged("policy", "HYCC_LOG: unknown item '", item,
+                                   "'; expected off, summary, calls, decisions, json=FILE"));
+    }
+  }
+  return out;
+}
+
+PolicyEngine::PolicyEngine(Policy policy, EngineOptions options)
+    : policy_(std::move(policy)),
+      options_(std::move(options)),
+      mutex_(std::make_unique<std::mutex>()),
+      grad_mutex_(std::make_unique<std::mutex>()) {}
+
+PolicyEngine::~PolicyEngine() = default;
+PolicyEngine::PolicyEngine(PolicyEngine&&) noexcept = default;
+PolicyEngine& PolicyEngine::operator=(PolicyEngine&&) noexcept = default;
+
+PolicyEngine PolicyEngine::from_environment(std::string_view fallback) {
+  EngineOptions options;
+  if (const char* log = std::getenv("HYCC_LOG")) options.log = LogOptions::parse(log);
+  if (const char* n = std::getenv("HYCC_SAMPLE_ERROR")) {
+    options.sample_error_every = parse_count("HYCC_SAMPLE_ERROR", n);
+  }
+  return PolicyEngine(Policy::from_environment(fallback), std::move(options));
+}
+
+PolicyDecision PolicyEngine::decide(const Communicator& comm, Operation op, size_t bytes) const {
+  return policy_.decide(dimension_of(comm, op), op, bytes);
+}
+
+CommStats PolicyEngine::stats() const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return stats_;
+}
+
+CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
+  // Every (dimension, operation) cell as 8 sums, then the largest errors.
+  constexpr size_t kSums = 8;
+  std::vector<double> sums(kDimensions * kOperations * kSums, 0.0);
+  std::vector<double> maxima(kDimensions * kOperations, 0.0);
+  const CommStats mine = stats();
+  for (size_t d = 0; d < kDimensions; ++d) {
+    for (size_t o = 0; o < kOperations; ++o) {
+      const StatsEntry* e = mine.find(static_cast<Dimension>(d), static_cast<Operation>(o));
+      if (e == nullptr) continue;
+      double* s = &sums[(d * kOperations + o) * kSums];
+      s[0] = double(e->calls);
+      s[1] = double(e->compressed_calls);
+      s[2] = double(e->message_bytes);
+      s[3] = double(e->raw_bytes);
+      s[4] = double(e->wire_bytes);
+      s[5] = e->codec_seconds;
+      s[6] = e->seconds;
+      s[7] = double(e->error_samples);
+      maxima[d * kOperations + o] = e->max_error;
+    }
+  }
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE,
+                               MPI_SUM, comm.mpi()));
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, maxima.data(), static_cast<int>(maxima.size()),
+                               MPI_DOUBLE, MPI_MAX, comm.mpi()));
+  CommStats out;
+  for (size_t d = 0; d < kDimensions; ++d) {
+    for (size_t o = 0; o < kOperations; ++o) {
+      const double* s = &sums[(d * kOperations + o) * kSums];
+      if (s[0] == 0 && s[7] == 0) continue;
+      StatsEntry e;
+      e.calls = uint64_t(s[0]);
+      e.compressed_calls = uint64_t(s[1]);
+      e.message_bytes = uint64_t(s[2]);
+      e.raw_bytes = uint64_t(s[3]);
+      e.wire_bytes = uint64_t(s[4]);
+      e.codec_seconds = s[5];
+      e.seconds = s[6];
+      e.error_samples = uint64_t(s[7]);
+      e.max_error = maxima[d * kOperations + o];
+      out.add(static_cast<Dimension>(d), static_cast<Operation>(o), e);
+    }
+  }
+  return out;
+}
+
+void PolicyEngine::finish(const Communicator& comm) const {
+  const LogOptions& log = options_.log;
+  if (!log.summary && log.json_path.empty()) return;
+  const CommStats all = reduce_stats(comm);
+  if (comm.rank() != 0) return;
+  if (log.summary) {
+    std::fprintf(options_.log_file, "hycc: policy '%s', statistics of %d ranks\n%s",
+                 policy_.name().c_str(), comm.size(), all.table().c_str());
+    std::fflush(options_.log_file);
+  }
+  if (!log.json_path.empty()) {
+    std::ofstream out(log.json_path);
+    out << "{\"policy\": \"" << policy_.name() << "\", \"ranks\": " << comm.size()
+        << ", \"statistics\": " << all.json() << "}\n";
+    if (!out) {
+      throw IoError(tagged("policy", "HYCC_LOG: cannot write '", log.json_path, "'"));
+    }
+  }
+}
+
+GradCompressor& PolicyEngine::grad_compressor(const std::string& spec) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  std::unique_ptr<GradCompressor>& c = compressors_[spec];
+  if (c == nullptr) c = std::make_unique<GradCompressor>(spec);
+  return *c;
+}
+
+void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDecision& decision,
+                          const CollectiveStats& call) {
+  const Dimension d = dimension_of(comm, op);
+  {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    stats_.record(d, op, call);
+  }
+  if (!options_.log.calls) return;
+  const char* what = call.compressed
+                         ? decision.compressor.c_str()
+                         : (call.algorithm == Algorithm::kNative ? "native" : "uncompressed");
+  const double ratio =
+      call.wire_bytes == 0 ? 1.0 : double(call.raw_bytes) / double(call.wire_bytes);
+  std::fprintf(options_.log_file, "[hycc] rank %d %s %s (%s) %s: %s, ratio %.2f, %.3f ms%s%s\n",
+               world_rank(), operation_name(op), dimension_name(d),
+               comm.name().empty() ? "unnamed" : comm.name().c_str(),
+               format_byte_size(call.message_bytes).c_str(), what, ratio, call.seconds * 1e3,
+               decision.rule < 0 ? ", no rule" : ", rule ",
+               decision.rule < 0 ? "" : std::to_string(decision.rule + 1).c_str());
+}
+
+void PolicyEngine::record_error(const Communicator& comm, Operation op, double max_abs_error) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  stats_.record_error(dimension_of(comm, op), op, max_abs_error);
+}
+
+bool PolicyEngine::sample_error(const Communicator& comm, Operation op) {
+  const uint64_t every = options_.sample_error_every;
+  if (every == 0) return false;
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  uint64_t& n = counts_of(comm.mpi())[static_cast<size_t>(op)];
+  return ++n % every == 0;
+}
+
+void PolicyEngine::log_decision(const Communicator& comm, Operation op, size_t bytes,
+                                const PolicyDecision& decision) {
+  if (!options_.log.decisions) return;
+  const Dimension d = dimension_of(comm, op);
+  const std::string key = std::string(dimension_name(d)) + operation_name(op) + ":" +
+                          std::to_string(decision.rule) +
+                          (bytes < decision.threshold_bytes ? ":below" : ":above");
+  {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    if (!explained_.emplace(key, true).second) return;
+  }
+  std::fprintf(options_.log_file, "[hycc] rank %d %s", world_rank(),
+               policy_.explain(d, op, bytes).c_str());
+}
+
+}  // namespace hycc
