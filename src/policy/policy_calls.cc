@@ -83,6 +83,7 @@ class PolicyCall {
     native.tag = caller_.tag;
     native.check_arguments = caller_.check_arguments;
     run(scratch_.back().view, native);
+    start_ = std::chrono::steady_clock::now();  // the call's time excludes its reference
   }
 
   GradCompressor& compressor() { return engine_.grad_compressor(decision_.compressor); }

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "common/byte_size.h"
 #include "hycc/error.h"
 
 namespace hycc {
@@ -204,11 +203,10 @@ void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDe
                          : (call.algorithm == Algorithm::kNative ? "native" : "uncompressed");
   const double ratio =
       call.wire_bytes == 0 ? 1.0 : double(call.raw_bytes) / double(call.wire_bytes);
-  std::fprintf(options_.log_file, "[hycc] rank %d %s %s (%s) %s: %s, ratio %.2f, %.3f ms%s%s\n",
+  std::fprintf(options_.log_file, "[hycc] rank %d %s %s (%s) %zu B: %s, ratio %.2f, %.3f ms%s%s\n",
                world_rank(), operation_name(op), dimension_name(d),
-               comm.name().empty() ? "unnamed" : comm.name().c_str(),
-               format_byte_size(call.message_bytes).c_str(), what, ratio, call.seconds * 1e3,
-               decision.rule < 0 ? ", no rule" : ", rule ",
+               comm.name().empty() ? "unnamed" : comm.name().c_str(), call.message_bytes, what,
+               ratio, call.seconds * 1e3, decision.rule < 0 ? ", no rule" : ", rule ",
                decision.rule < 0 ? "" : std::to_string(decision.rule + 1).c_str());
 }
 

@@ -1,0 +1,213 @@
+// Point to point of libhycc_mpi.so. On a communicator named after a dimension ("dp", "tp", "pp",
+// "zero", "embedding"), MPI_FLOAT messages travel as one hycc stream each (the codec the policy
+// chooses for the message size; codec none below the threshold or when compression would not
+// shrink it) on the communicator's private point-to-point duplicate, with the application's tag.
+// The receiver learns the codec and the element count from the stream. Nonblocking receives are
+// decoded when the application completes them (MPI_Wait*, MPI_Test*).
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "hycc/codec.h"
+#include "hycc/policy_engine.h"
+#include "interpose/interpose_requests.h"
+#include "interpose/interpose_state.h"
+
+namespace hycc::interpose {
+namespace {
+
+// The state of comm when a float message on it goes through hycc. Only named dimensions: on
+// other communicators a receiver may probe for messages, which would not see ours.
+// Both ends decide alike, from the name and the policy only: the policy must have a rule that
+// compresses this dimension's point-to-point messages (of some size). Otherwise, as under the
+// baseline policy, messages are MPI's own.
+CommState* route(MPI_Comm comm, MPI_Datatype type, int peer) {
+  if (inside() || engine() == nullptr || type != MPI_FLOAT || peer == MPI_PROC_NULL) return nullptr;
+  CommState* s = existing_state_of(comm);
+  if (s == nullptr) return nullptr;
+  const Dimension d = dimension_of(s->comm, Operation::kSendRecv);
+  if (d == Dimension::kOther) return nullptr;
+  for (const PolicyRule& r : engine()->policy().rules()) {
+    const bool applies = (!r.dimension || *r.dimension == d) &&
+                         (!r.operation || *r.operation == Operation::kSendRecv);
+    if (applies) return r.compressor == "none" ? nullptr : s;  // the first such rule decides
+  }
+  return nullptr;
+}
+
+// One outgoing message: its stream (the policy's codec, or none when that would not shrink the
+// message) and what it cost. record() adds it to the statistics once it has left.
+class Outgoing {
+ public:
+  Outgoing(CommState& s, const float* data, int count)
+      : state_(s), start_(std::chrono::steady_clock::now()) {
+    PolicyEngine& e = *engine();
+    const ConstTensorView in{DType::kF32, size_t(count), data};
+    decision_ = e.decide(s.comm, Operation::kSendRecv, in.bytes());
+    e.log_decision(s.comm, Operation::kSendRecv, in.bytes(), decision_);
+    const CodecConfig& chosen =
+        decision_.gradient ? decision_.gradient_codec : decision_.options.codec;
+    if (in.bytes() >= decision_.threshold_bytes && chosen.id() != CodecId::kNone) {
+      stream = compress(chosen, in);
+      if (stream.size() > in.bytes() + kStreamHeaderBytes) stream.clear();
+    }
+    stats_.compressed = !stream.empty();
+    if (stream.empty()) stream = compress(CodecConfig(), in);
+    stats_.message_bytes = stats_.raw_bytes = in.bytes();
+    stats_.wire_bytes = stream.size();
+    stats_.streams = 1;
+    stats_.codec_seconds = seconds_since(start_);
+  }
+
+  int size() const { return static_cast<int>(stream.size()); }
+  // Blocking sends call it after the send (their time includes the transfer); nonblocking ones
+  // right away.
+  void record() {
+    stats_.seconds = seconds_since(start_);
+    engine()->record(state_.comm, Operation::kSendRecv, decision_, stats_);
+  }
+
+  std::vector<std::byte> stream;
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+  CommState& state_;
+  std::chrono::steady_clock::time_point start_;
+  PolicyDecision decision_;
+  CollectiveStats stats_;
+};
+
+size_t capacity_bytes(int count) {
+  return max_compressed_bytes(CodecConfig(), DType::kF32, size_t(count));
+}
+
+}  // namespace
+}  // namespace hycc::interpose
+
+namespace ip = hycc::interpose;
+using hycc::interpose::CommState;
+using hycc::interpose::Inside;
+
+extern "C" {
+
+int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  CommState* s = ip::route(comm, type, dest);
+  if (s == nullptr) return PMPI_Send(buf, count, type, dest, tag, comm);
+  const Inside guard;
+  try {
+    ip::Outgoing m(*s, static_cast<const float*>(buf), count);
+    const int rc = PMPI_Send(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
+    m.record();
+    return rc;
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Send", e.what());
+  }
+}
+
+int MPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  CommState* s = ip::route(comm, type, dest);
+  if (s == nullptr) return PMPI_Ssend(buf, count, type, dest, tag, comm);
+  const Inside guard;
+  try {
+    ip::Outgoing m(*s, static_cast<const float*>(buf), count);
+    const int rc = PMPI_Ssend(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
+    m.record();
+    return rc;
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Ssend", e.what());
+  }
+}
+
+int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+             MPI_Status* status) {
+  CommState* s = ip::route(comm, type, source);
+  if (s == nullptr) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  const Inside guard;
+  try {
+    std::vector<std::byte> m(ip::capacity_bytes(count));
+    MPI_Status st;
+    const int rc =
+        PMPI_Recv(m.data(), static_cast<int>(m.size()), MPI_BYTE, source, tag, s->p2p_shadow, &st);
+    if (rc != MPI_SUCCESS) return rc;
+    ip::decode(m, size_t(ip::received_bytes(st)), static_cast<float*>(buf), size_t(count), &st);
+    if (status != MPI_STATUS_IGNORE) *status = st;
+    return MPI_SUCCESS;
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Recv", e.what());
+  }
+}
+
+int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  CommState* s = ip::route(comm, type, dest);
+  if (s == nullptr) return PMPI_Isend(buf, count, type, dest, tag, comm, request);
+  const Inside guard;
+  try {
+    ip::Pending p;
+    ip::Outgoing m(*s, static_cast<const float*>(buf), count);
+    m.record();
+    p.stream = std::move(m.stream);
+    const int rc = PMPI_Isend(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, dest,
+                              tag, s->p2p_shadow, request);
+    if (rc == MPI_SUCCESS) ip::track(*request, std::move(p));
+    return rc;
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Isend", e.what());
+  }
+}
+
+int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  CommState* s = ip::route(comm, type, source);
+  if (s == nullptr) return PMPI_Irecv(buf, count, type, source, tag, comm, request);
+  const Inside guard;
+  try {
+    ip::Pending p;
+    p.stream.resize(ip::capacity_bytes(count));
+    p.out = static_cast<float*>(buf);
+    p.capacity = size_t(count);
+    const int rc = PMPI_Irecv(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, source,
+                              tag, s->p2p_shadow, request);
+    if (rc == MPI_SUCCESS) ip::track(*request, std::move(p));
+    return rc;
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Irecv", e.what());
+  }
+}
+
+// Both directions through the wrappers above (each routed on its own), then one wait.
+int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status* status) {
+  if (ip::route(comm, sendtype, dest) == nullptr && ip::route(comm, recvtype, source) == nullptr) {
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                         source, recvtag, comm, status);
+  }
+  MPI_Request r[2];
+  int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r[0]);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &r[1]);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Status st[2];
+  rc = MPI_Waitall(2, r, st);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}
+
+int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag, int source,
+                         int recvtag, MPI_Comm comm, MPI_Status* status) {
+  if (ip::route(comm, type, dest) == nullptr && ip::route(comm, type, source) == nullptr) {
+    return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
+  }
+  const float* in = static_cast<const float*>(buf);
+  const std::vector<float> copy(in, in + (count > 0 ? count : 0));
+  return MPI_Sendrecv(copy.data(), count, type, dest, sendtag, buf, count, type, source, recvtag,
+                      comm, status);
+}
+
+}  // extern "C"

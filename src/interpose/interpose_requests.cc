@@ -1,0 +1,217 @@
+// Completion of libhycc_mpi.so's nonblocking requests: MPI_Wait, MPI_Waitall, MPI_Waitany,
+// MPI_Waitsome, the MPI_Test family and MPI_Request_free. Each remembers the handles it was given
+// (MPI sets completed ones to MPI_REQUEST_NULL), lets MPI complete them, then finishes ours:
+// a send's stream is freed, a receive's stream is decoded into the application's buffer and the
+// status gets the element count. With no request of ours outstanding, each is one MPI call.
+#include "interpose/interpose_requests.h"
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <unordered_map>
+
+#include "hycc/codec.h"
+#include "hycc/error.h"
+#include "interpose/interpose_state.h"
+
+namespace hycc::interpose {
+namespace {
+
+std::mutex g_mutex;
+std::unordered_map<MPI_Request, Pending> g_pending;  // guarded by g_mutex
+std::vector<Pending> g_detached;                     // sends given to MPI_Request_free
+std::atomic<size_t> g_count{0};
+
+bool ours(MPI_Request r) {
+  if (g_count.load(std::memory_order_acquire) == 0 || r == MPI_REQUEST_NULL) return false;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  return g_pending.count(r) != 0;
+}
+
+bool any_ours(int n, const MPI_Request* requests) {
+  if (inside() || g_count.load(std::memory_order_acquire) == 0) return false;
+  for (int i = 0; i < n; ++i) {
+    if (ours(requests[i])) return true;
+  }
+  return false;
+}
+
+// Finishes `handle` (if ours) that MPI completed with `status`.
+int finish(MPI_Request handle, MPI_Status* status) {
+  Pending p;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    const auto it = g_pending.find(handle);
+    if (it == g_pending.end()) return MPI_SUCCESS;
+    p = std::move(it->second);
+    g_pending.erase(it);
+    g_count.fetch_sub(1, std::memory_order_release);
+  }
+  if (p.out == nullptr) return MPI_SUCCESS;
+  int cancelled = 0;
+  PMPI_Test_cancelled(status, &cancelled);
+  if (cancelled != 0) return MPI_SUCCESS;
+  const Inside guard;
+  try {
+    decode(p.stream, received_bytes(*status), p.out, p.capacity, status);
+  } catch (const std::exception& e) {
+    return fail(MPI_COMM_WORLD, "completing a receive", e.what());
+  }
+  return MPI_SUCCESS;
+}
+
+// Statuses for n requests: the caller's array, or a local one in place of MPI_STATUSES_IGNORE.
+struct Statuses {
+  std::vector<MPI_Status> local;
+  MPI_Status* p;
+  Statuses(int n, MPI_Status* given) : local(given == MPI_STATUSES_IGNORE ? size_t(n) : 0) {
+    p = given == MPI_STATUSES_IGNORE ? local.data() : given;
+  }
+};
+
+}  // namespace
+
+void track(MPI_Request request, Pending p) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_pending.emplace(request, std::move(p));
+  g_count.fetch_add(1, std::memory_order_release);
+}
+
+size_t received_bytes(const MPI_Status& status) {
+  int n = 0;
+  PMPI_Get_count(&status, MPI_BYTE, &n);
+  return n < 0 ? 0 : size_t(n);
+}
+
+void decode(const std::vector<std::byte>& stream, size_t bytes, float* out, size_t capacity,
+            MPI_Status* status) {
+  const std::span<const std::byte> s(stream.data(), std::min(bytes, stream.size()));
+  const StreamInfo info = inspect(s);
+  if (info.dtype != DType::kF32 || info.count > capacity) {
+    throw CommError(tagged("dropin", "received ", info.count, " elements of ",
+                           dtype_name(info.dtype), " into a buffer of ", capacity, " floats"));
+  }
+  decompress(s.first(info.stream_bytes()), TensorView{DType::kF32, size_t(info.count), out});
+  if (status != MPI_STATUS_IGNORE) {
+    PMPI_Status_set_elements(status, MPI_FLOAT, static_cast<int>(info.count));
+  }
+}
+
+}  // namespace hycc::interpose
+
+namespace ip = hycc::interpose;
+
+extern "C" {
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (!ip::any_ours(1, request)) return PMPI_Wait(request, status);
+  const MPI_Request handle = *request;
+  MPI_Status st;
+  const int rc = PMPI_Wait(request, &st);
+  const int fin = rc == MPI_SUCCESS ? ip::finish(handle, &st) : rc;
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return fin;
+}
+
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (!ip::any_ours(1, request)) return PMPI_Test(request, flag, status);
+  const MPI_Request handle = *request;
+  MPI_Status st;
+  const int rc = PMPI_Test(request, flag, &st);
+  if (rc != MPI_SUCCESS || *flag == 0) return rc;
+  const int fin = ip::finish(handle, &st);
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return fin;
+}
+
+int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!ip::any_ours(n, requests)) return PMPI_Waitall(n, requests, statuses);
+  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Statuses st(n, statuses);
+  int rc = PMPI_Waitall(n, requests, st.p);
+  if (rc != MPI_SUCCESS) return rc;
+  for (int i = 0; i < n; ++i) {
+    const int fin = ip::finish(handles[size_t(i)], &st.p[i]);
+    if (fin != MPI_SUCCESS) rc = fin;
+  }
+  return rc;
+}
+
+int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (!ip::any_ours(n, requests)) return PMPI_Testall(n, requests, flag, statuses);
+  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Statuses st(n, statuses);
+  int rc = PMPI_Testall(n, requests, flag, st.p);
+  if (rc != MPI_SUCCESS || *flag == 0) return rc;
+  for (int i = 0; i < n; ++i) {
+    const int fin = ip::finish(handles[size_t(i)], &st.p[i]);
+    if (fin != MPI_SUCCESS) rc = fin;
+  }
+  return rc;
+}
+
+int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!ip::any_ours(n, requests)) return PMPI_Waitany(n, requests, index, status);
+  const std::vector<MPI_Request> handles(requests, requests + n);
+  MPI_Status st;
+  const int rc = PMPI_Waitany(n, requests, index, &st);
+  if (rc != MPI_SUCCESS || *index == MPI_UNDEFINED) return rc;
+  const int fin = ip::finish(handles[size_t(*index)], &st);
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return fin;
+}
+
+int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!ip::any_ours(n, requests)) return PMPI_Testany(n, requests, index, flag, status);
+  const std::vector<MPI_Request> handles(requests, requests + n);
+  MPI_Status st;
+  const int rc = PMPI_Testany(n, requests, index, flag, &st);
+  if (rc != MPI_SUCCESS || *flag == 0 || *index == MPI_UNDEFINED) return rc;
+  const int fin = ip::finish(handles[size_t(*index)], &st);
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return fin;
+}
+
+int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (!ip::any_ours(n, requests)) return PMPI_Waitsome(n, requests, outcount, indices, statuses);
+  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Statuses st(n, statuses);
+  int rc = PMPI_Waitsome(n, requests, outcount, indices, st.p);
+  if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
+  for (int k = 0; k < *outcount; ++k) {
+    const int fin = ip::finish(handles[size_t(indices[k])], &st.p[k]);
+    if (fin != MPI_SUCCESS) rc = fin;
+  }
+  return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (!ip::any_ours(n, requests)) return PMPI_Testsome(n, requests, outcount, indices, statuses);
+  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Statuses st(n, statuses);
+  int rc = PMPI_Testsome(n, requests, outcount, indices, st.p);
+  if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
+  for (int k = 0; k < *outcount; ++k) {
+    const int fin = ip::finish(handles[size_t(indices[k])], &st.p[k]);
+    if (fin != MPI_SUCCESS) rc = fin;
+  }
+  return rc;
+}
+
+// A freed send completes in the background: its stream must outlive it. A freed receive is
+// never decoded (the application gave up the only way to know when it completes).
+int MPI_Request_free(MPI_Request* request) {
+  if (!ip::any_ours(1, request)) return PMPI_Request_free(request);
+  {
+    const std::lock_guard<std::mutex> lock(ip::g_mutex);
+    const auto it = ip::g_pending.find(*request);
+    ip::g_detached.push_back(std::move(it->second));
+    ip::g_pending.erase(it);
+    ip::g_count.fetch_sub(1, std::memory_order_release);
+  }
+  return PMPI_Request_free(request);
+}
+
+}  // extern "C"

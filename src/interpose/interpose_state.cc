@@ -1,0 +1,126 @@
+// The drop-in library's engine, reentrancy guard and per-communicator state (see
+// interpose_state.h).
+#include "interpose/interpose_state.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+namespace hycc::interpose {
+namespace {
+
+std::unique_ptr<PolicyEngine>& engine_slot() {
+  static std::unique_ptr<PolicyEngine> e;
+  return e;
+}
+
+thread_local int tl_depth = 0;
+
+int g_keyval = MPI_KEYVAL_INVALID;
+
+int delete_state(MPI_Comm, int, void* value, void*) {
+  auto* s = static_cast<CommState*>(value);
+  // The user communicator is being freed: so are its shadows.
+  if (s->collective_shadow != MPI_COMM_NULL) PMPI_Comm_free(&s->collective_shadow);
+  if (s->p2p_shadow != MPI_COMM_NULL) PMPI_Comm_free(&s->p2p_shadow);
+  delete s;
+  return MPI_SUCCESS;
+}
+
+std::string name_of(MPI_Comm comm) {
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int len = 0;
+  PMPI_Comm_get_name(comm, name, &len);
+  return std::string(name, static_cast<size_t>(len));
+}
+
+// Names that mean nothing to the policy are kept as they are: dimension_of() maps them to
+// "other", which the policy's default rules cover.
+CommState* make_state(MPI_Comm comm) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter != 0) return nullptr;
+  MPI_Comm collective = MPI_COMM_NULL;
+  MPI_Comm p2p = MPI_COMM_NULL;
+  HYCC_CHECK_MPI(PMPI_Comm_dup(comm, &collective));
+  HYCC_CHECK_MPI(PMPI_Comm_dup(comm, &p2p));
+  const std::string name = name_of(comm);
+  auto s = std::unique_ptr<CommState>(
+      new CommState{collective, p2p, Communicator::wrap(collective, name), name});
+  HYCC_CHECK_MPI(PMPI_Comm_set_attr(comm, g_keyval, s.get()));
+  return s.release();
+}
+
+}  // namespace
+
+PolicyEngine* engine() { return engine_slot().get(); }
+
+void start_engine() {
+  if (g_keyval == MPI_KEYVAL_INVALID) {
+    HYCC_CHECK_MPI(
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g_keyval, nullptr));
+  }
+  const char* log = std::getenv("HYCC_LOG");
+  auto e = std::make_unique<PolicyEngine>(PolicyEngine::from_environment("baseline"));
+  if (log == nullptr) {
+    // The drop-in library reports what it did unless told otherwise.
+    EngineOptions options = e->options();
+    options.log.summary = true;
+    e = std::make_unique<PolicyEngine>(e->policy(), options);
+  }
+  engine_slot() = std::move(e);
+  on_new_comm(MPI_COMM_WORLD);
+}
+
+void finish_engine() {
+  PolicyEngine* e = engine();
+  if (e == nullptr) return;
+  const Inside guard;
+  try {
+    e->finish(Communicator::wrap(MPI_COMM_WORLD));
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "[hycc] MPI_Finalize: %s\n", ex.what());
+  }
+  engine_slot().reset();
+  PMPI_Comm_delete_attr(MPI_COMM_WORLD, g_keyval);
+}
+
+bool inside() { return tl_depth > 0; }
+Inside::Inside() { ++tl_depth; }
+Inside::~Inside() { --tl_depth; }
+
+CommState* existing_state_of(MPI_Comm comm) {
+  if (g_keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
+  return found != 0 ? static_cast<CommState*>(value) : nullptr;
+}
+
+CommState* state_of(MPI_Comm comm) {
+  if (CommState* s = existing_state_of(comm)) return s;
+  if (g_keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL) return nullptr;
+  return make_state(comm);
+}
+
+void on_new_comm(MPI_Comm comm) {
+  if (engine() == nullptr || comm == MPI_COMM_NULL) return;
+  state_of(comm);
+}
+
+void on_rename(MPI_Comm comm) {
+  CommState* s = existing_state_of(comm);
+  if (s == nullptr) return;
+  s->name = name_of(comm);
+  s->comm = Communicator::wrap(s->collective_shadow, s->name);
+}
+
+int fail(MPI_Comm comm, const char* call, const char* what) {
+  std::fprintf(stderr, "[hycc] %s: %s\n", call, what);
+  std::fflush(stderr);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
+}  // namespace hycc::interpose

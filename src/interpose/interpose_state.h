@@ -1,0 +1,59 @@
+// State of libhycc_mpi.so, the drop-in library for unmodified MPI programs (docs/dropin.md).
+//
+// - One PolicyEngine per process, made from the environment (HYCC_POLICY, default baseline;
+//   HYCC_LOG, default summary) when MPI is initialized, finished in MPI_Finalize.
+// - A reentrancy guard: MPI calls made by hycc itself (and by the library while it is inside an
+//   intercepted call) go straight to the PMPI_ entry points.
+// - Per user communicator, as an MPI attribute: two private duplicates (one for hycc's
+//   collectives, one for compressed point-to-point messages, so neither can match the
+//   application's messages or each other's), and the communicator's name, which gives the
+//   dimension the policy sees.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "hycc/comm.h"
+#include "hycc/policy_engine.h"
+
+namespace hycc::interpose {
+
+// The process's engine, or nullptr before MPI_Init / after MPI_Finalize (calls pass through).
+PolicyEngine* engine();
+void start_engine();   // after PMPI_Init: throws for a bad HYCC_POLICY / HYCC_LOG
+void finish_engine();  // before PMPI_Finalize: HYCC_LOG output, shadows of MPI_COMM_WORLD freed
+
+// True while this thread runs inside an intercepted call: MPI calls go to PMPI.
+bool inside();
+class Inside {
+ public:
+  Inside();
+  ~Inside();
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+};
+
+struct CommState {
+  MPI_Comm collective_shadow = MPI_COMM_NULL;
+  MPI_Comm p2p_shadow = MPI_COMM_NULL;
+  Communicator comm;  // collective_shadow wrapped, under the user communicator's name
+  std::string name;
+};
+
+// The state of `comm`, made on first use: collective over comm (it duplicates comm twice).
+// nullptr for intercommunicators.
+CommState* state_of(MPI_Comm comm);
+// The state if it exists (never communicates).
+CommState* existing_state_of(MPI_Comm comm);
+// A new communicator made by the application: its shadows are made now, while all its ranks
+// are here (point-to-point needs them, and its first use may not be collective).
+void on_new_comm(MPI_Comm comm);
+// MPI_Comm_set_name: the dimension follows the new name.
+void on_rename(MPI_Comm comm);
+
+// Reports a failure of hycc inside an intercepted call: a line on stderr, then the
+// communicator's error handler (MPI_ERRORS_ARE_FATAL by default ends the job); returns the code.
+int fail(MPI_Comm comm, const char* call, const char* what);
+
+}  // namespace hycc::interpose

@@ -1,0 +1,90 @@
+"""An mpi4py program written without hycc: the Python evidence for libhycc_mpi.so.
+
+Names communicators after parallel dimensions, runs buffer-based collectives and point to point
+on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
+result to PREFIX.rankR and prints each call's error relative to the exact result (rank 0).
+Exit status 1 if an error exceeds BOUND, or the untouched call is not exact.
+Usage: python3 dropin_mpi4py.py PREFIX BOUND
+"""
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+N = 300000
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+prefix, bound = sys.argv[1], float(sys.argv[2])
+failures = 0
+out = open(f"{prefix}.rank{rank}", "wb")
+
+
+def inputs(r, n=N):
+    i = np.arange(n, dtype=np.float64)
+    return (np.sin(0.001 * i + r) + 0.01 * r).astype(np.float32)
+
+
+def check(what, got, exact, must_be_exact=False):
+    global failures
+    err = np.max(np.abs(got.astype(np.float64) - exact)) if got.size else 0.0
+    scale = np.max(np.abs(exact)) if got.size else 0.0
+    rel = world.allreduce(err / scale if scale > 0 else err, op=MPI.MAX)
+    out.write(got.tobytes())
+    bad = rel != 0 if must_be_exact else rel > bound
+    failures += int(bad)
+    if rank == 0:
+        print(f"{what:<28} relative error {rel:.3e}{'  TOO LARGE' if bad else ''}")
+
+
+def named(name):
+    c = world.Dup()
+    c.Set_name(name)
+    return c
+
+
+dp, tp, pp = named("dp"), named("tp"), named("pp")
+exact = sum(inputs(r).astype(np.float64) for r in range(size))
+
+x = inputs(rank)
+y = np.empty_like(x)
+world.Allreduce(x, y, op=MPI.SUM)
+check("Allreduce world", y, exact)
+y[:] = x
+dp.Allreduce(MPI.IN_PLACE, y, op=MPI.SUM)
+check("Allreduce dp in place", y, exact)
+tp.Allreduce(x, y, op=MPI.SUM)
+check("Allreduce tp", y, exact)
+
+root = 1 % size
+b = inputs(root) if rank == root else np.zeros(N, dtype=np.float32)
+pp.Bcast(b, root=root)
+check("Bcast pp", b, inputs(root).astype(np.float64))
+
+per = N // size
+g = np.empty(per * size, dtype=np.float32)
+tp.Allgather(inputs(rank, per), g)
+check("Allgather tp", g, np.concatenate([inputs(r, per) for r in range(size)]).astype(np.float64))
+
+if size > 1:
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    req = pp.Irecv(y, source=prv, tag=5)
+    pp.Send(x, dest=nxt, tag=5)
+    status = MPI.Status()
+    req.Wait(status)
+    if status.Get_count(MPI.FLOAT) != N or status.Get_source() != prv:
+        print(f"rank {rank}: status count {status.Get_count(MPI.FLOAT)} source {status.Get_source()}")
+        failures += 1
+    check("Send/Irecv pp", y, inputs(prv).astype(np.float64))
+
+k = np.arange(N, dtype=np.int64) % 1000 + rank
+dp.Allreduce(MPI.IN_PLACE, k, op=MPI.SUM)
+check("Allreduce int64 (untouched)", k.astype(np.float32),
+      (size * (np.arange(N) % 1000) + size * (size - 1) // 2).astype(np.float64), True)
+
+out.close()
+for c in (dp, tp, pp):
+    c.Free()
+failures = world.allreduce(failures, op=MPI.SUM)
+if rank == 0:
+    print("dropin_mpi4py: OK" if failures == 0 else "dropin_mpi4py: FAILED")
+sys.exit(0 if failures == 0 else 1)

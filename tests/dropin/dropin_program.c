@@ -1,0 +1,240 @@
+/* An ordinary MPI program, written without hycc: the evidence for libhycc_mpi.so. It names its
+ * communicators after the parallel dimensions, runs every intercepted call (in place and out of
+ * place, blocking and nonblocking point to point) plus calls the library must leave alone, and
+ *   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
+ *   - prints, on rank 0, the largest error of each call against the exact result (computed in
+ *     double from every rank's inputs), relative to the largest exact value;
+ *   - exits with 1 if a call the library must not change (int, MPI_MAX, small messages) is not
+ *     exact, or if a float call's relative error exceeds BOUND.
+ * Usage: dropin_program PREFIX BOUND */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 300000, SMALL = 100 };
+
+static int rank, size;
+static FILE* out;
+static int failures;
+static double bound;
+
+/* Rank r's input element i: smooth, not exactly representable in bf16. */
+static float input(int r, long i) { return (float)(sin(0.001 * (double)i + r) + 0.01 * r); }
+
+static float* inputs(int r, long n) {
+  float* x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  for (long i = 0; i < n; ++i) x[i] = input(r, i);
+  return x;
+}
+
+/* Records a result: its bytes go to the output file, its error against `exact` to stdout. */
+static void check(const char* what, const float* got, const double* exact, long n, int must_be_exact) {
+  double err = 0, scale = 0;
+  for (long i = 0; i < n; ++i) {
+    err = fmax(err, fabs((double)got[i] - exact[i]));
+    scale = fmax(scale, fabs(exact[i]));
+  }
+  double rel = scale > 0 ? err / scale : err;
+  MPI_Allreduce(MPI_IN_PLACE, &rel, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  fwrite(got, sizeof(float), (size_t)n, out);
+  const int bad = must_be_exact ? rel != 0 : rel > bound;
+  if (rank == 0) printf("%-28s relative error %.3e%s\n", what, rel, bad ? "  TOO LARGE" : "");
+  failures += bad;
+}
+
+static double* sum_of_inputs(long n, long offset) {
+  double* e = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+  for (int r = 0; r < size; ++r)
+    for (long i = 0; i < n; ++i) e[i] += input(r, offset + i);
+  return e;
+}
+
+static MPI_Comm named_dup(const char* name) {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_name(c, name);
+  return c;
+}
+
+static void reductions(MPI_Comm world_like, MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
+  float* x = inputs(rank, N);
+  float* y = malloc(sizeof(float) * N);
+  double* e = sum_of_inputs(N, 0);
+  MPI_Allreduce(x, y, N, MPI_FLOAT, MPI_SUM, world_like);
+  check("allreduce world", y, e, N, 0);
+  memcpy(y, x, sizeof(float) * N);
+  MPI_Allreduce(MPI_IN_PLACE, y, N, MPI_FLOAT, MPI_SUM, dp);
+  check("allreduce dp in place", y, e, N, 0);
+  MPI_Allreduce(x, y, N, MPI_FLOAT, MPI_SUM, tp);
+  check("allreduce tp", y, e, N, 0);
+  MPI_Allreduce(x, y, SMALL, MPI_FLOAT, MPI_SUM, dp);
+  /* Below the threshold the library hands the call to MPI: exactly what MPI computes. */
+  float small[SMALL];
+  PMPI_Allreduce(x, small, SMALL, MPI_FLOAT, MPI_SUM, dp);
+  double small_exact[SMALL];
+  for (int i = 0; i < SMALL; ++i) small_exact[i] = small[i];
+  check("allreduce dp small", y, small_exact, SMALL, 1);
+
+  /* Reduce-scatter: N / size per rank, out of place and in place. */
+  const long per = N / size;
+  float* all = inputs(rank, per * size);
+  double* ez = sum_of_inputs(per, per * rank);
+  MPI_Reduce_scatter_block(all, y, (int)per, MPI_FLOAT, MPI_SUM, zero);
+  check("reduce_scatter zero", y, ez, per, 0);
+  MPI_Reduce_scatter_block(MPI_IN_PLACE, all, (int)per, MPI_FLOAT, MPI_SUM, zero);
+  check("reduce_scatter zero in place", all, ez, per, 0);
+  free(all);
+  free(ez);
+  free(e);
+  free(x);
+  free(y);
+}
+
+static void movements(MPI_Comm zero, MPI_Comm tp, MPI_Comm pp) {
+  const long per = N / size;
+  float* mine = inputs(rank, per);
+  float* all = malloc(sizeof(float) * (size_t)(per * size));
+  double* e = malloc(sizeof(double) * (size_t)(per * size));
+  for (int r = 0; r < size; ++r)
+    for (long i = 0; i < per; ++i) e[r * per + i] = input(r, i);
+  MPI_Allgather(mine, (int)per, MPI_FLOAT, all, (int)per, MPI_FLOAT, zero);
+  check("allgather zero", all, e, per * size, 0);
+  memset(all, 0, sizeof(float) * (size_t)(per * size));
+  memcpy(all + rank * per, mine, sizeof(float) * (size_t)per);
+  MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)per, MPI_FLOAT, zero);
+  check("allgather zero in place", all, e, per * size, 0);
+
+  const int root = 1 % size;
+  float* b = inputs(root == rank ? root : size + 7, N);
+  double* eb = malloc(sizeof(double) * N);
+  for (long i = 0; i < N; ++i) eb[i] = input(root, i);
+  MPI_Bcast(b, N, MPI_FLOAT, root, pp);
+  check("bcast pp", b, eb, N, 0);
+
+  /* Alltoall: block j of rank r holds input(r, j * per + i). */
+  float* s = inputs(rank, per * size);
+  for (int j = 0; j < size; ++j)
+    for (long i = 0; i < per; ++i) e[j * per + i] = input(j, rank * per + i);
+  MPI_Alltoall(s, (int)per, MPI_FLOAT, all, (int)per, MPI_FLOAT, tp);
+  check("alltoall tp", all, e, per * size, 0);
+  MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s, (int)per, MPI_FLOAT, tp);
+  check("alltoall tp in place", s, e, per * size, 0);
+  free(s);
+  free(b);
+  free(eb);
+  free(mine);
+  free(all);
+  free(e);
+}
+
+static void point_to_point(MPI_Comm pp) {
+  if (size < 2) return;
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  float* x = inputs(rank, N);
+  float* y = malloc(sizeof(float) * (N + 10));
+  double* e = malloc(sizeof(double) * N);
+  for (long i = 0; i < N; ++i) e[i] = input(prev, i);
+  MPI_Status st;
+  int count = 0;
+
+  MPI_Sendrecv(x, N, MPI_FLOAT, next, 3, y, N + 10, MPI_FLOAT, prev, 3, pp, &st);
+  MPI_Get_count(&st, MPI_FLOAT, &count);
+  if (count != N || st.MPI_SOURCE != prev || st.MPI_TAG != 3) {
+    printf("rank %d: sendrecv status count %d source %d tag %d\n", rank, count, st.MPI_SOURCE,
+           st.MPI_TAG);
+    ++failures;
+  }
+  check("sendrecv pp", y, e, N, 0);
+
+  MPI_Request r[2];
+  MPI_Irecv(y, N, MPI_FLOAT, MPI_ANY_SOURCE, MPI_ANY_TAG, pp, &r[0]);
+  MPI_Isend(x, N, MPI_FLOAT, next, 9, pp, &r[1]);
+  MPI_Status sts[2];
+  MPI_Waitall(2, r, sts);
+  MPI_Get_count(&sts[0], MPI_FLOAT, &count);
+  if (count != N || sts[0].MPI_SOURCE != prev || sts[0].MPI_TAG != 9) {
+    printf("rank %d: irecv status count %d source %d tag %d\n", rank, count, sts[0].MPI_SOURCE,
+           sts[0].MPI_TAG);
+    ++failures;
+  }
+  check("isend/irecv pp", y, e, N, 0);
+
+  /* Blocking, in pairs (0 <-> 1, 2 <-> 3, ...) so that it cannot deadlock: even sizes only. */
+  if (size % 2 == 0) {
+    const int peer = rank ^ 1;
+    for (long i = 0; i < N; ++i) e[i] = input(peer, i);
+    if (rank % 2 == 0) {
+      MPI_Send(x, N, MPI_FLOAT, peer, 4, pp);
+      MPI_Recv(y, N, MPI_FLOAT, peer, 4, pp, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(y, N, MPI_FLOAT, peer, 4, pp, MPI_STATUS_IGNORE);
+      MPI_Send(x, N, MPI_FLOAT, peer, 4, pp);
+    }
+    check("send/recv pp", y, e, N, 0);
+  }
+  free(x);
+  free(y);
+  free(e);
+}
+
+/* Calls the library must leave alone: integers, MPI_MAX. Their results are exact. */
+static void untouched(MPI_Comm dp) {
+  int* k = malloc(sizeof(int) * N);
+  for (long i = 0; i < N; ++i) k[i] = (int)(i % 1000) + rank;
+  MPI_Allreduce(MPI_IN_PLACE, k, N, MPI_INT, MPI_SUM, dp);
+  float* kf = malloc(sizeof(float) * N);
+  double* ek = malloc(sizeof(double) * N);
+  for (long i = 0; i < N; ++i) {
+    kf[i] = (float)k[i];
+    ek[i] = (double)size * (double)(i % 1000) + size * (size - 1) / 2.0;
+  }
+  check("allreduce int (untouched)", kf, ek, N, 1);
+  float* x = inputs(rank, N);
+  MPI_Allreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_MAX, dp);
+  for (long i = 0; i < N; ++i) {
+    double m = input(0, i);
+    for (int r = 1; r < size; ++r) m = fmax(m, input(r, i));
+    ek[i] = (float)m;
+  }
+  check("allreduce max (untouched)", x, ek, N, 1);
+  free(k);
+  free(kf);
+  free(ek);
+  free(x);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s PREFIX BOUND\n", argv[0]);
+    MPI_Finalize();
+    return 2;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  bound = atof(argv[2]);
+  char path[4096];
+  snprintf(path, sizeof path, "%s.rank%d", argv[1], rank);
+  out = fopen(path, "wb");
+  if (out == NULL) {
+    perror(path);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Comm dp = named_dup("dp"), tp = named_dup("tp"), pp = named_dup("pp"),
+           zero = named_dup("zero");
+  reductions(MPI_COMM_WORLD, dp, tp, zero);
+  movements(zero, tp, pp);
+  point_to_point(pp);
+  untouched(dp);
+  fclose(out);
+  MPI_Comm_free(&dp);
+  MPI_Comm_free(&tp);
+  MPI_Comm_free(&pp);
+  MPI_Comm_free(&zero);
+  MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("%s\n", failures == 0 ? "dropin_program: OK" : "dropin_program: FAILED");
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}
