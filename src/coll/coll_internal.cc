@@ -13,8 +13,6 @@
 namespace hycc::coll {
 namespace {
 
-// Largest segment (uncompressed bytes): keeps every compressed segment below INT_MAX bytes.
-constexpr size_t kMaxSegmentBytes = size_t{1} << 30;
 // Largest piece of a raw transfer, in elements.
 constexpr size_t kRawPieceElems = size_t{1} << 30;
 // Elements converted per step by the float32 helpers (a 4 KiB stack buffer).

@@ -23,6 +23,9 @@
 
 namespace hycc::coll {
 
+// Largest segment (uncompressed bytes): keeps every compressed segment below INT_MAX bytes.
+inline constexpr size_t kMaxSegmentBytes = size_t{1} << 30;
+
 // The operations; each has its own internal tag slot and a value in the argument signature.
 enum class OpKind : uint8_t {
   kAllreduce = 1,

@@ -81,11 +81,39 @@ void check_reduce_op(ArgCheck& check, ReduceOp op) {
   check.field("reduce op", static_cast<int64_t>(op));
 }
 
+// The most frequent small call, a float32 sum that goes to MPI, in one step: taken only when every
+// check of the full path would pass and it would make this same MPI call; anything else (other
+// dtypes or options, statistics, kAlways, invalid arguments) takes the full path, which reports
+// what is wrong. The test AllreduceFastPath compares the two.
+bool allreduce_fast(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
+                    const CollectiveOptions& o) {
+  const size_t bytes = send.count * sizeof(float);
+  const bool native = o.algorithm == Algorithm::kNative ||
+                      (o.algorithm == Algorithm::kAuto &&
+                       (bytes < o.threshold_bytes || o.codec.id() == CodecId::kNone));
+  if (!native || o.stats != nullptr || o.tag != 0 || op != ReduceOp::kSum ||
+      (o.check_arguments != ArgumentCheck::kAuto && o.check_arguments != ArgumentCheck::kNever) ||
+      o.segment_bytes == 0 || o.segment_bytes > coll::kMaxSegmentBytes ||
+      send.dtype != DType::kF32 || recv.dtype != DType::kF32 || send.count != recv.count ||
+      send.count == 0 || send.count > static_cast<size_t>(INT_MAX) || send.data == nullptr ||
+      recv.data == nullptr || comm.size() == 1 ||
+      ((reinterpret_cast<uintptr_t>(send.data) | reinterpret_cast<uintptr_t>(recv.data)) & 3) !=
+          0 ||
+      (send.data != recv.data && coll::overlaps(send.data, bytes, recv.data, bytes))) {
+    return false;
+  }
+  const void* from = send.data == recv.data ? MPI_IN_PLACE : send.data;
+  HYCC_CHECK_MPI(
+      MPI_Allreduce(from, recv.data, static_cast<int>(send.count), MPI_FLOAT, MPI_SUM, comm.mpi()));
+  return true;
+}
+
 }  // namespace
 
 void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                const CollectiveOptions& options) {
   if (options.policy != nullptr) return policy::policy_allreduce(comm, send, recv, op, options);
+  if (allreduce_fast(comm, send, recv, op, options)) return;
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllreduce);
   check_pair(check, "allreduce", send, recv);

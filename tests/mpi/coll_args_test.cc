@@ -266,6 +266,46 @@ TEST(Args, NativeCallsSkipTheAgreementUnlessAskedFor) {
   expect_still_works();
 }
 
+// allreduce's fast path (float32 sums that go to MPI) against the full path (kAlways, or
+// statistics requested): the same bits, in and out of place, and invalid arguments still reported.
+TEST(Args, AllreduceFastPathMatchesTheFullPath) {
+  for (const size_t n : {size_t(1), size_t(7), size_t(256), size_t(20000)}) {
+    for (const bool in_place : {false, true}) {
+      const Buffer in = make_input(DType::kF32, n, world().rank(), true);
+      Buffer fast = in, full = in, stats = in;
+      Buffer fast_out(DType::kF32, n), full_out(DType::kF32, n), stats_out(DType::kF32, n);
+      CollectiveOptions o;  // codec none, kAuto: native
+      CollectiveOptions always = o;
+      always.check_arguments = ArgumentCheck::kAlways;
+      CollectiveStats st;
+      CollectiveOptions with_stats = o;
+      with_stats.stats = &st;
+      Buffer& a = in_place ? fast : fast_out;
+      Buffer& b = in_place ? full : full_out;
+      Buffer& c = in_place ? stats : stats_out;
+      allreduce(world(), fast.view(), a.view(), ReduceOp::kSum, o);
+      allreduce(world(), full.view(), b.view(), ReduceOp::kSum, always);
+      allreduce(world(), stats.view(), c.view(), ReduceOp::kSum, with_stats);
+      const std::string what = "n=" + std::to_string(n) + (in_place ? " in place" : "");
+      expect_bits_equal(a, b, "fast vs kAlways, " + what);
+      expect_bits_equal(a, c, "fast vs stats, " + what);
+      expect_bits_equal(a, reference_reduce(gather_all(in), DType::kF32, ReduceOp::kSum), what);
+      if (world().size() > 1) {
+        EXPECT_EQ(st.algorithm, Algorithm::kNative) << what;
+      }
+    }
+  }
+  // Arguments the fast path must not accept reach the full path's checks.
+  const Buffer in = make_input(DType::kF32, 64, world().rank(), true);
+  Buffer shorter(DType::kF32, 63);
+  expect_outcome(Outcome::kInvalid, "allreduce into a shorter buffer", "elements",
+                 [&] { allreduce(world(), in.view(), shorter.view(), ReduceOp::kSum, {}); });
+  const ConstTensorView odd{DType::kF32, 8, static_cast<const std::byte*>(in.view().data) + 2};
+  expect_outcome(Outcome::kInvalid, "misaligned send", "aligned",
+                 [&] { allreduce(world(), odd, shorter.view(), ReduceOp::kSum, {}); });
+  expect_still_works();
+}
+
 TEST(Args, AgreementCanBeSkippedWhenArgumentsMatch) {
   CollectiveOptions o = compressed("mpc");
   o.check_arguments = ArgumentCheck::kNever;
