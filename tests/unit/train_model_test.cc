@@ -7,6 +7,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "gpt_model.h"
@@ -209,6 +210,74 @@ TEST(TrainModel, PipelineStagesMatchWholeModel) {
       expect_all_close(stage->grads_memory.data() + t.offset, whole.grads_memory.data() + w.offset,
                        t.count, t.name == "wte" ? 1e-6 : 0.0, t.name + " gradient");
     }
+  }
+}
+
+// tp = 2 within each of 2 pipeline stages: four parts, each stage's two shards in threads.
+TEST(TrainModel, TensorAndPipelinePartsMatchWholeModel) {
+  const GPTConfig config = tiny_config(2);
+  const int B = 2;
+  const int T = 8;
+  const int tp = 2;
+  const Batch batch = random_batch(B, T, 13);
+  const float dloss = 1.0f / (B * T);
+  NoTensorParallel none;
+  GPT whole(config, {}, 21);
+  GPTActs whole_acts(whole, B, T);
+  const float whole_loss =
+      gpt_forward(whole, whole_acts, batch.tokens.data(), nullptr, batch.targets.data(), none);
+  gpt_backward(whole, whole_acts, nullptr, dloss, none);
+
+  std::vector<GPT> parts;  // stage * tp + tp_rank
+  for (int stage = 0; stage < 2; ++stage) {
+    for (int r = 0; r < tp; ++r) parts.emplace_back(config, ModelPart{tp, r, stage, stage + 1}, 21);
+  }
+  std::vector<GPTActs> acts;
+  for (const GPT& p : parts) acts.emplace_back(p, B, T);
+  auto run_stage = [&](int stage, const std::function<void(int, TensorParallelOps&)>& fn) {
+    ThreadTensorParallel group(tp);
+    std::vector<ThreadTensorParallel::Rank> ops(tp);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < tp; ++r) {
+      ops[r].group = &group;
+      ops[r].rank = r;
+      threads.emplace_back([&, r] { fn(stage * tp + r, ops[r]); });
+    }
+    for (auto& t : threads) t.join();
+  };
+  std::vector<float> losses(parts.size());
+  run_stage(0, [&](int i, TensorParallelOps& ops) {
+    gpt_forward(parts[i], acts[i], batch.tokens.data(), nullptr, nullptr, ops);
+  });
+  run_stage(1, [&](int i, TensorParallelOps& ops) {
+    losses[i] = gpt_forward(parts[i], acts[i], nullptr, gpt_output(parts[i - tp], acts[i - tp]),
+                            batch.targets.data(), ops);
+    gpt_backward(parts[i], acts[i], nullptr, dloss, ops);
+  });
+  run_stage(0, [&](int i, TensorParallelOps& ops) {
+    gpt_backward(parts[i], acts[i], acts[i + tp].dresidual.data(), dloss, ops);
+  });
+  EXPECT_NEAR(losses[tp], whole_loss, 1e-6 * whole_loss);
+  for (int r = 0; r < tp; ++r) {
+    size_t n = 0;
+    float* g0 = gpt_tied_embedding_grad(parts[r], &n);
+    float* g1 = gpt_tied_embedding_grad(parts[tp + r], nullptr);
+    for (size_t i = 0; i < n; ++i) g0[i] = g1[i] = g0[i] + g1[i];
+  }
+  for (const TensorInfo& info : whole.tensors) {
+    std::vector<float> grads(info.count);
+    for (const GPT& p : parts) {
+      for (const TensorInfo& s : p.tensors) {
+        if (s.name != info.name) continue;
+        if (s.split == TpSplit::kReplicated) {
+          std::copy_n(p.grads_memory.data() + s.offset, s.count, grads.data());
+        } else {
+          tp_unslice(s, tp, p.part.tp_rank, p.grads_memory.data() + s.offset, grads.data());
+        }
+      }
+    }
+    expect_all_close(grads.data(), whole.grads_memory.data() + info.offset, info.count, 1e-5,
+                     info.name + " gradient");
   }
 }
 
