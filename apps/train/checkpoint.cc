@@ -22,6 +22,7 @@ class Writer {
     bytes(&value, sizeof(T));
   }
   void bytes(const void* data, size_t n) {
+    if (n == 0) return;
     const auto* p = static_cast<const char*>(data);
     buffer_.insert(buffer_.end(), p, p + n);
   }
@@ -41,6 +42,7 @@ class Reader {
     return value;
   }
   void bytes(void* out, size_t n) {
+    if (n == 0) return;  // out may be null (an empty vector's data())
     if (n > buf_.size() - pos_) throw DataError(tagged("train:checkpoint", path_, " is truncated"));
     std::memcpy(out, buf_.data() + pos_, n);
     pos_ += n;
