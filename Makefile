@@ -6,12 +6,16 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test test-release test-sanitize demo bench-codec format clean
+.PHONY: all deps data configure build test test-release test-sanitize demo bench-codec format clean
 
 all: build
 
 deps:
 	@scripts/setup-deps
+
+# The training text (Brown corpus) in ${HYCC_DATA_DIR:-~/.cache/hycc}/brown; idempotent.
+data: deps
+	@scripts/fetch-data
 
 configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHYCC_WERROR=ON $(CMAKE_ARGS)
@@ -24,13 +28,13 @@ build: configure
 # without the emulated-cluster tests, which test the scripts and the network, not memory).
 test: test-release test-sanitize
 
-test-release: build
+test-release: build data
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-test-sanitize: deps
+test-sanitize: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYCC_SANITIZE=ON \
 	  -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF $(CMAKE_ARGS)
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests hycc-train
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_'
 
 # The main job. Until the trainer exists: the codec benchmark on 64 MiB of gaussian data.
