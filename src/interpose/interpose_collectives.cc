@@ -58,11 +58,43 @@ CollectiveOptions policy_options() {
   return o;
 }
 
+// What every routed collective does: MPI's own call when the call is not routed (s null) or the
+// policy leaves it uncompressed, otherwise `compressed` inside the guard, with failures handed to
+// the communicator's error handler. `elems` is the message size the policy sees, in floats.
+template <typename Native, typename Compressed>
+int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const char* name,
+              Native&& native, Compressed&& compressed) {
+  if (s == nullptr) return native();
+  int rc = MPI_SUCCESS;
+  if (left_to_mpi(*s, op, elems * sizeof(float), &rc, native)) return rc;
+  const Inside guard;
+  try {
+    compressed(*s);
+  } catch (const std::exception& e) {
+    return fail(comm, name, e.what());
+  }
+  return MPI_SUCCESS;
+}
+
+// Allgather and alltoall: float blocks of equal count on both sides (or MPI_IN_PLACE).
+CommState* route_blocks(MPI_Comm comm, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                        int recvcount, MPI_Datatype recvtype) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (recvcount < 0 || (!in_place && sendcount != recvcount)) return nullptr;
+  return route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
+}
+
+size_t comm_size(MPI_Comm comm) {
+  int size = 1;
+  PMPI_Comm_size(comm, &size);
+  return size_t(size);
+}
+
 }  // namespace
 }  // namespace hycc::interpose
 
+using hycc::Operation;
 using hycc::interpose::CommState;
-using hycc::interpose::Inside;
 namespace ip = hycc::interpose;
 
 extern "C" {
@@ -70,130 +102,85 @@ extern "C" {
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm) {
   CommState* s = op == MPI_SUM && count >= 0 ? ip::route(comm, datatype) : nullptr;
-  if (s == nullptr) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  int rc = MPI_SUCCESS;
-  if (ip::left_to_mpi(*s, hycc::Operation::kAllreduce, size_t(count) * sizeof(float), &rc, [&] {
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-      })) {
-    return rc;
-  }
-  const Inside guard;
-  try {
-    const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    hycc::allreduce(s->comm, ip::floats(send, size_t(count)), ip::floats(recvbuf, size_t(count)),
-                    hycc::ReduceOp::kSum, ip::policy_options());
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Allreduce", e.what());
-  }
-  return MPI_SUCCESS;
+  const size_t n = size_t(count);
+  return ip::intercept(
+      s, comm, Operation::kAllreduce, n, "MPI_Allreduce",
+      [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
+      [&](CommState& st) {
+        const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        hycc::allreduce(st.comm, ip::floats(send, n), ip::floats(recvbuf, n), hycc::ReduceOp::kSum,
+                        ip::policy_options());
+      });
 }
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   CommState* s = op == MPI_SUM && recvcount >= 0 ? ip::route(comm, datatype) : nullptr;
-  if (s == nullptr)
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  int rc = MPI_SUCCESS;
-  const size_t bytes = size_t(recvcount) * size_t(s->comm.size()) * sizeof(float);
-  if (ip::left_to_mpi(*s, hycc::Operation::kReduceScatter, bytes, &rc, [&] {
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-      })) {
-    return rc;
-  }
-  const Inside guard;
-  try {
-    const int size = s->comm.size();
-    const int rank = s->comm.rank();
-    const size_t n = size_t(recvcount);
-    if (sendbuf == MPI_IN_PLACE) {
-      // The input is all of recvbuf and the result goes to its start: reduce in place into
-      // this rank's chunk (where hycc puts it), then move it to the front.
-      float* all = static_cast<float*>(recvbuf);
-      float* mine = all + n * size_t(rank);
-      hycc::reduce_scatter(s->comm, ip::floats(all, n * size_t(size)), ip::floats(mine, n),
-                           hycc::ReduceOp::kSum, ip::policy_options());
-      if (rank != 0) std::memmove(all, mine, n * sizeof(float));
-    } else {
-      hycc::reduce_scatter(s->comm, ip::floats(sendbuf, n * size_t(size)), ip::floats(recvbuf, n),
-                           hycc::ReduceOp::kSum, ip::policy_options());
-    }
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Reduce_scatter_block", e.what());
-  }
-  return MPI_SUCCESS;
+  const size_t n = size_t(recvcount);
+  return ip::intercept(
+      s, comm, Operation::kReduceScatter, s == nullptr ? 0 : n * ip::comm_size(comm),
+      "MPI_Reduce_scatter_block",
+      [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); },
+      [&](CommState& st) {
+        const size_t size = size_t(st.comm.size());
+        const size_t rank = size_t(st.comm.rank());
+        if (sendbuf == MPI_IN_PLACE) {
+          // The input is all of recvbuf and the result goes to its start: reduce in place into
+          // this rank's chunk (where hycc puts it), then move it to the front.
+          float* all = static_cast<float*>(recvbuf);
+          float* mine = all + n * rank;
+          hycc::reduce_scatter(st.comm, ip::floats(all, n * size), ip::floats(mine, n),
+                               hycc::ReduceOp::kSum, ip::policy_options());
+          if (rank != 0) std::memmove(all, mine, n * sizeof(float));
+        } else {
+          hycc::reduce_scatter(st.comm, ip::floats(sendbuf, n * size), ip::floats(recvbuf, n),
+                               hycc::ReduceOp::kSum, ip::policy_options());
+        }
+      });
 }
 
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  CommState* s = (in_place || sendcount == recvcount) && recvcount >= 0
-                     ? ip::route(comm, in_place ? MPI_FLOAT : sendtype, recvtype)
-                     : nullptr;
-  if (s == nullptr) {
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  int rc = MPI_SUCCESS;
-  const size_t bytes = size_t(recvcount) * size_t(s->comm.size()) * sizeof(float);
-  if (ip::left_to_mpi(*s, hycc::Operation::kAllgather, bytes, &rc, [&] {
+  CommState* s = ip::route_blocks(comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
+  const size_t n = size_t(recvcount);
+  return ip::intercept(
+      s, comm, Operation::kAllgather, s == nullptr ? 0 : n * ip::comm_size(comm), "MPI_Allgather",
+      [&] {
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-      })) {
-    return rc;
-  }
-  const Inside guard;
-  try {
-    float* all = static_cast<float*>(recvbuf);
-    const void* send = in_place ? all + size_t(recvcount) * size_t(s->comm.rank()) : sendbuf;
-    const size_t n = size_t(recvcount);
-    hycc::allgather(s->comm, ip::floats(send, n), ip::floats(recvbuf, n * size_t(s->comm.size())),
-                    ip::policy_options());
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Allgather", e.what());
-  }
-  return MPI_SUCCESS;
+      },
+      [&](CommState& st) {
+        float* all = static_cast<float*>(recvbuf);
+        const size_t size = size_t(st.comm.size());
+        const void* send = sendbuf == MPI_IN_PLACE ? all + n * size_t(st.comm.rank()) : sendbuf;
+        hycc::allgather(st.comm, ip::floats(send, n), ip::floats(recvbuf, n * size),
+                        ip::policy_options());
+      });
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   CommState* s = count >= 0 ? ip::route(comm, datatype) : nullptr;
-  if (s == nullptr) return PMPI_Bcast(buffer, count, datatype, root, comm);
-  int rc = MPI_SUCCESS;
-  if (ip::left_to_mpi(*s, hycc::Operation::kBroadcast, size_t(count) * sizeof(float), &rc,
-                      [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); })) {
-    return rc;
-  }
-  const Inside guard;
-  try {
-    hycc::broadcast(s->comm, ip::floats(buffer, size_t(count)), root, ip::policy_options());
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Bcast", e.what());
-  }
-  return MPI_SUCCESS;
+  return ip::intercept(
+      s, comm, Operation::kBroadcast, size_t(count), "MPI_Bcast",
+      [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
+      [&](CommState& st) {
+        hycc::broadcast(st.comm, ip::floats(buffer, size_t(count)), root, ip::policy_options());
+      });
 }
 
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  CommState* s = (in_place || sendcount == recvcount) && recvcount >= 0
-                     ? ip::route(comm, in_place ? MPI_FLOAT : sendtype, recvtype)
-                     : nullptr;
-  if (s == nullptr) {
-    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  int rc = MPI_SUCCESS;
-  const size_t bytes = size_t(recvcount) * size_t(s->comm.size()) * sizeof(float);
-  if (ip::left_to_mpi(*s, hycc::Operation::kAlltoall, bytes, &rc, [&] {
+  CommState* s = ip::route_blocks(comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
+  const size_t total = s == nullptr ? 0 : size_t(recvcount) * ip::comm_size(comm);
+  return ip::intercept(
+      s, comm, Operation::kAlltoall, total, "MPI_Alltoall",
+      [&] {
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-      })) {
-    return rc;
-  }
-  const Inside guard;
-  try {
-    const size_t total = size_t(recvcount) * size_t(s->comm.size());
-    hycc::alltoall(s->comm, ip::floats(in_place ? recvbuf : sendbuf, total),
-                   ip::floats(recvbuf, total), ip::policy_options());
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Alltoall", e.what());
-  }
-  return MPI_SUCCESS;
+      },
+      [&](CommState& st) {
+        const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        hycc::alltoall(st.comm, ip::floats(send, total), ip::floats(recvbuf, total),
+                       ip::policy_options());
+      });
 }
 
 }  // extern "C"

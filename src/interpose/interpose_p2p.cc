@@ -86,6 +86,24 @@ size_t capacity_bytes(int count) {
   return max_compressed_bytes(CodecConfig(), DType::kF32, size_t(count));
 }
 
+using SendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
+
+// MPI_Send and MPI_Ssend: the stream goes with the same kind of send (Ssend stays synchronous).
+int blocking_send(SendFunction send, const char* name, const void* buf, int count,
+                  MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  CommState* s = route(comm, type, dest);
+  if (s == nullptr) return send(buf, count, type, dest, tag, comm);
+  const Inside guard;
+  try {
+    Outgoing m(*s, static_cast<const float*>(buf), count);
+    const int rc = send(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
+    m.record();
+    return rc;
+  } catch (const std::exception& e) {
+    return fail(comm, name, e.what());
+  }
+}
+
 }  // namespace
 }  // namespace hycc::interpose
 
@@ -96,31 +114,11 @@ using hycc::interpose::Inside;
 extern "C" {
 
 int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  CommState* s = ip::route(comm, type, dest);
-  if (s == nullptr) return PMPI_Send(buf, count, type, dest, tag, comm);
-  const Inside guard;
-  try {
-    ip::Outgoing m(*s, static_cast<const float*>(buf), count);
-    const int rc = PMPI_Send(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
-    m.record();
-    return rc;
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Send", e.what());
-  }
+  return ip::blocking_send(PMPI_Send, "MPI_Send", buf, count, type, dest, tag, comm);
 }
 
 int MPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  CommState* s = ip::route(comm, type, dest);
-  if (s == nullptr) return PMPI_Ssend(buf, count, type, dest, tag, comm);
-  const Inside guard;
-  try {
-    ip::Outgoing m(*s, static_cast<const float*>(buf), count);
-    const int rc = PMPI_Ssend(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
-    m.record();
-    return rc;
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Ssend", e.what());
-  }
+  return ip::blocking_send(PMPI_Ssend, "MPI_Ssend", buf, count, type, dest, tag, comm);
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,

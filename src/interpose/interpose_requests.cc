@@ -69,6 +69,19 @@ struct Statuses {
   }
 };
 
+// Finishes requests i of `handles` for the completed entries: indices[k] with statuses[k]
+// (k < n), or, with indices null, every i < n with statuses[i]. Returns the first failure.
+int finish_all(const std::vector<MPI_Request>& handles, int n, const int* indices,
+               MPI_Status* statuses) {
+  int rc = MPI_SUCCESS;
+  for (int k = 0; k < n; ++k) {
+    const int i = indices == nullptr ? k : indices[k];
+    const int fin = finish(handles[size_t(i)], &statuses[k]);
+    if (fin != MPI_SUCCESS && rc == MPI_SUCCESS) rc = fin;
+  }
+  return rc;
+}
+
 }  // namespace
 
 void track(MPI_Request request, Pending p) {
@@ -128,26 +141,16 @@ int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
   if (!ip::any_ours(n, requests)) return PMPI_Waitall(n, requests, statuses);
   const std::vector<MPI_Request> handles(requests, requests + n);
   ip::Statuses st(n, statuses);
-  int rc = PMPI_Waitall(n, requests, st.p);
-  if (rc != MPI_SUCCESS) return rc;
-  for (int i = 0; i < n; ++i) {
-    const int fin = ip::finish(handles[size_t(i)], &st.p[i]);
-    if (fin != MPI_SUCCESS) rc = fin;
-  }
-  return rc;
+  const int rc = PMPI_Waitall(n, requests, st.p);
+  return rc != MPI_SUCCESS ? rc : ip::finish_all(handles, n, nullptr, st.p);
 }
 
 int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (!ip::any_ours(n, requests)) return PMPI_Testall(n, requests, flag, statuses);
   const std::vector<MPI_Request> handles(requests, requests + n);
   ip::Statuses st(n, statuses);
-  int rc = PMPI_Testall(n, requests, flag, st.p);
-  if (rc != MPI_SUCCESS || *flag == 0) return rc;
-  for (int i = 0; i < n; ++i) {
-    const int fin = ip::finish(handles[size_t(i)], &st.p[i]);
-    if (fin != MPI_SUCCESS) rc = fin;
-  }
-  return rc;
+  const int rc = PMPI_Testall(n, requests, flag, st.p);
+  return rc != MPI_SUCCESS || *flag == 0 ? rc : ip::finish_all(handles, n, nullptr, st.p);
 }
 
 int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
@@ -177,13 +180,9 @@ int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
   if (!ip::any_ours(n, requests)) return PMPI_Waitsome(n, requests, outcount, indices, statuses);
   const std::vector<MPI_Request> handles(requests, requests + n);
   ip::Statuses st(n, statuses);
-  int rc = PMPI_Waitsome(n, requests, outcount, indices, st.p);
+  const int rc = PMPI_Waitsome(n, requests, outcount, indices, st.p);
   if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
-  for (int k = 0; k < *outcount; ++k) {
-    const int fin = ip::finish(handles[size_t(indices[k])], &st.p[k]);
-    if (fin != MPI_SUCCESS) rc = fin;
-  }
-  return rc;
+  return ip::finish_all(handles, *outcount, indices, st.p);
 }
 
 int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
@@ -191,13 +190,9 @@ int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
   if (!ip::any_ours(n, requests)) return PMPI_Testsome(n, requests, outcount, indices, statuses);
   const std::vector<MPI_Request> handles(requests, requests + n);
   ip::Statuses st(n, statuses);
-  int rc = PMPI_Testsome(n, requests, outcount, indices, st.p);
+  const int rc = PMPI_Testsome(n, requests, outcount, indices, st.p);
   if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
-  for (int k = 0; k < *outcount; ++k) {
-    const int fin = ip::finish(handles[size_t(indices[k])], &st.p[k]);
-    if (fin != MPI_SUCCESS) rc = fin;
-  }
-  return rc;
+  return ip::finish_all(handles, *outcount, indices, st.p);
 }
 
 // A freed send completes in the background: its stream must outlive it. A freed receive is

@@ -1,0 +1,153 @@
+"""The report of tools/experiment: reads DIR/NAME.jsonl (hycc-train --json) of each run and writes
+DIR/README.md (throughput, losses, compression statistics, commands), DIR/summary.json and, with
+gnuplot, DIR/loss.png. Standard library only.
+
+usage: experiment_report.py --out DIR --network TEXT --rate RATE POLICY...
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+
+def load_run(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    if not rows:
+        sys.exit(f"experiment_report: {path} has no steps")
+    return rows
+
+
+def steady(rows):
+    """Steps after the first tenth (start-up, first allocations) that ran no evaluation."""
+    skip = max(1, len(rows) // 10)
+    rest = [r for r in rows[skip:] if r.get("val_loss") is None] or rows[skip:] or rows
+    return rest
+
+
+def summarize(name, rows):
+    s = steady(rows)
+    comm = statistics.mean(r["comm_s"] for r in s)
+    compute = statistics.mean(r["compute_s"] for r in s)
+    vals = [(r["step"], r["val_loss"]) for r in rows if r.get("val_loss") is not None]
+    return {
+        "policy": name,
+        "steps": rows[-1]["step"],
+        "tokens_per_s": statistics.median(r["tokens_per_s"] for r in s),
+        "comm_s": comm,
+        "compute_s": compute,
+        "comm_share": comm / (comm + compute) if comm + compute > 0 else 0.0,
+        "final_loss": rows[-1]["loss"],
+        "final_val_loss": vals[-1][1] if vals else None,
+        "val_losses": vals,
+        "compression": rows[-1].get("compression"),
+    }
+
+
+def plot(out, names):
+    if shutil.which("gnuplot") is None:
+        return "gnuplot is not installed (Debian: gnuplot-nox): no loss.png"
+    data = []
+    for n in names:
+        data.append(f"'{out}/{n}.jsonl.dat' using 1:2 with lines lw 1.5 title '{n} (train)'")
+        data.append(f"'{out}/{n}.jsonl.dat' using 1:3 with points pt 7 ps 1.2 notitle")
+    script = f"""set terminal pngcairo size 900,560 font ',11'
+set output '{out}/loss.png'
+set xlabel 'optimizer step'
+set ylabel 'loss (nats per byte)'
+set title 'GPT on the Brown corpus, DP2 x TP2 x PP2: training loss (lines), validation (points)'
+set grid
+set key top right
+set datafile missing 'NaN'
+plot {', '.join(data)}
+"""
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if r.returncode != 0:
+        return "gnuplot failed: " + r.stderr.strip()
+    return None
+
+
+def write_dat(out, name, rows):
+    with open(f"{out}/{name}.jsonl.dat", "w") as f:
+        for r in rows:
+            v = r.get("val_loss")
+            f.write(f"{r['step']} {r['loss']} {'NaN' if v is None else v}\n")
+
+
+def compression_table(runs):
+    lines = []
+    for run in runs:
+        c = run["compression"]
+        if not c:
+            continue
+        lines.append(f"\n**{run['policy']}** (all ranks, whole run)\n")
+        lines.append("| dimension | operation | calls | MB before | MB after | ratio |")
+        lines.append("|---|---|---|---|---|---|")
+        for e in c.get("entries", []):
+            lines.append(
+                f"| {e['dimension']} | {e['operation']} | {e['calls']} | "
+                f"{e['raw_bytes'] / 1e6:.1f} | {e['wire_bytes'] / 1e6:.1f} | {e['ratio']:.2f} |")
+    return "\n".join(lines) if lines else "\n(no statistics in the JSON lines)\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--network", required=True)
+    ap.add_argument("--rate", required=True)
+    ap.add_argument("policies", nargs="+")
+    a = ap.parse_args()
+    names = [os.path.basename(p).removesuffix(".toml") for p in a.policies]
+    runs = []
+    for n in names:
+        rows = load_run(f"{a.out}/{n}.jsonl")
+        write_dat(a.out, n, rows)
+        runs.append(summarize(n, rows))
+    base = next((r for r in runs if r["policy"] == "baseline"), runs[0])
+    for r in runs:
+        r["speedup"] = r["tokens_per_s"] / base["tokens_per_s"]
+        if r["final_val_loss"] is not None and base["final_val_loss"]:
+            r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
+    note = plot(a.out, names)
+    with open(f"{a.out}/summary.json", "w") as f:
+        json.dump({"network": a.network, "runs": runs}, f, indent=2)
+
+    md = ["# hycc: the hybrid-compression experiment", ""]
+    md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 128, 4 heads, sequence 64, "
+              "byte vocabulary; global batch 32 in 4 micro-batches; DP2 x TP2 x PP2 on 8 ranks.")
+    if a.network.startswith("shared"):
+        md.append("\nOn shared memory the network is free, so compression cannot speed training "
+                  "up here: throughput gains need a bandwidth-limited network (run as root for "
+                  "tools/netemu).")
+    md.append(f"\nCommunication share of the baseline step: {base['comm_share'] * 100:.0f}% "
+              f"(time inside hycc calls, rank 0).\n")
+    md.append("![loss curves](loss.png)\n" if note is None else f"({note})\n")
+    md.append("| policy | tokens/s | speedup | compute s/step | comm s/step | comm share | "
+              "final val loss | gap to baseline |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        gap = r.get("val_loss_gap")
+        val = "-" if r["final_val_loss"] is None else "%.4f" % r["final_val_loss"]
+        gap_text = "-" if gap is None else "%+.2f%%" % (gap * 100)
+        md.append(
+            f"| {r['policy']} | {r['tokens_per_s']:.0f} | {r['speedup']:.2f}x | "
+            f"{r['compute_s']:.3f} | {r['comm_s']:.3f} | {r['comm_share'] * 100:.0f}% | "
+            f"{val} | {gap_text} |")
+    md.append("\nTokens/s: median over the steps after the first tenth, without evaluation steps.")
+    md.append("\n## Compression statistics\n" + compression_table(runs))
+    with open(f"{a.out}/commands.txt") as f:
+        md.append("\n## Commands\n\n```\n" + f.read().strip() + "\n```\n")
+    with open(f"{a.out}/README.md", "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
