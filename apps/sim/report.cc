@@ -24,13 +24,14 @@ std::vector<PolicyRun> compare_policies(const ModelConfig& model, const ClusterC
 std::string describe_setup(const ModelConfig& model, const ClusterConfig& cluster,
                            const LayoutConfig& layout, const IterationResult& any_run) {
   std::string s;
+  const double n = total_parameters(model);
   s += format(
       "# model %s: %ld layers, hidden %ld, %ld heads, sequence %ld, vocabulary %ld, "
-      "%.3f B parameters\n",
+      "%.4g %s parameters\n",
       model.name.c_str(), model.layers, model.hidden, model.heads, model.sequence, model.vocabulary,
-      total_parameters(model) / 1e9);
+      n >= 1e9 ? n / 1e9 : n / 1e6, n >= 1e9 ? "B" : "M");
   s += format(
-      "# cluster %s: %ld nodes x %ld GPUs, %.1f TFLOPS achieved per GPU; intra-node "
+      "# cluster %s: %ld nodes x %ld GPUs, %.4g TFLOPS achieved per GPU; intra-node "
       "%.3g GB/s per GPU, %.3g us; inter-node %.3g GB/s per node, %.3g us\n",
       cluster.name.c_str(), cluster.nodes, cluster.gpus_per_node, cluster.gpu_flops / 1e12,
       cluster.intra_node.bandwidth / 1e9, cluster.intra_node.latency * 1e6,
@@ -72,7 +73,7 @@ std::string breakdown_table(const std::vector<PolicyRun>& runs) {
     s += table.row({r.policy, format("%.4g", b.iteration), format("%.4g", b.compute),
                     format("%.4g", b.bubble), format("%.4g", b.tp), format("%.4g", b.pp),
                     format("%.4g", b.dp), format("%.4g", b.codec), format("%.4g", b.dp_hidden),
-                    format("%.2f", r.result.tflops_per_gpu),
+                    format("%.4g", r.result.tflops_per_gpu),
                     format("%.4g", r.result.samples_per_second), format("%.3f", r.speedup)}) +
          "\n";
   }
