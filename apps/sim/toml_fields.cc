@@ -9,6 +9,9 @@
 namespace hycc::sim {
 namespace {
 
+constexpr const char* kBandwidthUnits = "a number and Gbit/s, Mbit/s, GB/s or MB/s";
+constexpr const char* kDurationUnits = "a number and s, ms, us or ns";
+
 toml::table parse_document(std::string_view text, const std::string& source) {
   try {
     return toml::parse(text, source);
@@ -31,30 +34,38 @@ bool split_number_unit(std::string_view text, double& value, std::string_view& u
 
 }  // namespace
 
-double parse_bandwidth(std::string_view text, std::string_view what) {
+std::optional<double> to_bandwidth(std::string_view text) {
   double v = 0;
   std::string_view unit;
-  if (split_number_unit(text, v, unit)) {
-    if (unit == "Gbit/s") return v * 1e9 / 8;
-    if (unit == "Mbit/s") return v * 1e6 / 8;
-    if (unit == "GB/s") return v * 1e9;
-    if (unit == "MB/s") return v * 1e6;
-  }
-  throw InvalidArgument(tagged("sim", "bad bandwidth '", text, "' for ", what,
-                               ": expected a number and Gbit/s, Mbit/s, GB/s or MB/s"));
+  if (!split_number_unit(text, v, unit)) return std::nullopt;
+  if (unit == "Gbit/s") return v * 1e9 / 8;
+  if (unit == "Mbit/s") return v * 1e6 / 8;
+  if (unit == "GB/s") return v * 1e9;
+  if (unit == "MB/s") return v * 1e6;
+  return std::nullopt;
+}
+
+std::optional<double> to_duration(std::string_view text) {
+  double v = 0;
+  std::string_view unit;
+  if (!split_number_unit(text, v, unit)) return std::nullopt;
+  if (unit == "s") return v;
+  if (unit == "ms") return v * 1e-3;
+  if (unit == "us") return v * 1e-6;
+  if (unit == "ns") return v * 1e-9;
+  return std::nullopt;
+}
+
+double parse_bandwidth(std::string_view text, std::string_view what) {
+  if (const auto v = to_bandwidth(text)) return *v;
+  throw InvalidArgument(
+      tagged("sim", "bad bandwidth '", text, "' for ", what, ": expected ", kBandwidthUnits));
 }
 
 double parse_duration(std::string_view text, std::string_view what) {
-  double v = 0;
-  std::string_view unit;
-  if (split_number_unit(text, v, unit)) {
-    if (unit == "s") return v;
-    if (unit == "ms") return v * 1e-3;
-    if (unit == "us") return v * 1e-6;
-    if (unit == "ns") return v * 1e-9;
-  }
-  throw InvalidArgument(tagged("sim", "bad duration '", text, "' for ", what,
-                               ": expected a number and s, ms, us or ns"));
+  if (const auto v = to_duration(text)) return *v;
+  throw InvalidArgument(
+      tagged("sim", "bad duration '", text, "' for ", what, ": expected ", kDurationUnits));
 }
 
 TomlFields::TomlFields(std::string_view text, std::string source)
@@ -139,20 +150,16 @@ bool TomlFields::boolean(std::string_view key, bool fallback) const {
 
 double TomlFields::bandwidth(std::string_view key) const {
   const std::string s = text(key);
-  try {
-    return parse_bandwidth(s, name(key));
-  } catch (const InvalidArgument& e) {
-    fail(key, e.what() + std::string_view("[sim] ").size());
-  }
+  if (const auto v = to_bandwidth(s)) return *v;
+  fail(key,
+       detail::concat("bad bandwidth '", s, "' for ", name(key), ": expected ", kBandwidthUnits));
 }
 
 double TomlFields::duration(std::string_view key) const {
   const std::string s = text(key);
-  try {
-    return parse_duration(s, name(key));
-  } catch (const InvalidArgument& e) {
-    fail(key, e.what() + std::string_view("[sim] ").size());
-  }
+  if (const auto v = to_duration(s)) return *v;
+  fail(key,
+       detail::concat("bad duration '", s, "' for ", name(key), ": expected ", kDurationUnits));
 }
 
 std::vector<std::string> TomlFields::texts(std::string_view key) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,10 +56,12 @@ class TomlFields {
   std::string prefix_;
 };
 
-// Parses a bandwidth string such as "100 Gbit/s" into bytes per second; throws InvalidArgument
-// naming `what`.
+// A bandwidth such as "100 Gbit/s" in bytes per second; nullopt if `text` is not one.
+std::optional<double> to_bandwidth(std::string_view text);
+// A duration such as "5 us" in seconds; nullopt if `text` is not one.
+std::optional<double> to_duration(std::string_view text);
+// The same, throwing InvalidArgument naming `what` (a flag or key) and the accepted units.
 double parse_bandwidth(std::string_view text, std::string_view what);
-// Parses a duration such as "5 us" into seconds; throws InvalidArgument naming `what`.
 double parse_duration(std::string_view text, std::string_view what);
 
 }  // namespace hycc::sim
