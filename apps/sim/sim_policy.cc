@@ -1,0 +1,123 @@
+#include "sim_policy.h"
+
+#include <cmath>
+
+#include "hycc/error.h"
+#include "toml_fields.h"
+
+namespace hycc::sim {
+namespace {
+
+// The codec a gradient compressor applies, for the ones that are a codec with error feedback.
+std::optional<std::string> codec_of_gradient(const std::string& spec) {
+  if (spec.starts_with("ef+")) return spec.substr(3);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Operation operation_of(Dimension d) {
+  switch (d) {
+    case Dimension::kPp:
+      return Operation::kSendRecv;
+    case Dimension::kZeroGrad:
+      return Operation::kReduceScatter;
+    case Dimension::kZeroParam:
+      return Operation::kAllgather;
+    default:
+      return Operation::kAllreduce;
+  }
+}
+
+Collective collective_of(Dimension d) {
+  switch (operation_of(d)) {
+    case Operation::kSendRecv:
+      return Collective::kSendRecv;
+    case Operation::kReduceScatter:
+      return Collective::kReduceScatter;
+    case Operation::kAllgather:
+      return Collective::kAllgather;
+    default:
+      return Collective::kAllreduce;
+  }
+}
+
+SimPolicy SimPolicy::baseline() {
+  SimPolicy p;
+  p.name_ = "baseline";
+  p.description_ = "nothing compressed";
+  p.given_[static_cast<int>(Dimension::kOther)] = CodecFigures{};
+  return p;
+}
+
+SimPolicy SimPolicy::parse_figures(std::string_view toml, std::string source) {
+  const TomlFields f(toml, std::move(source));
+  f.require_known(
+      {"name", "description", "default", "tp", "pp", "dp", "zero_grad", "zero_param", "embedding"});
+  SimPolicy p;
+  p.name_ = f.text("name", f.source());
+  p.description_ = f.text("description", "");
+  p.given_[static_cast<int>(Dimension::kOther)] = CodecFigures{};
+  for (int d = 0; d <= static_cast<int>(Dimension::kOther); ++d) {
+    const bool is_default = d == static_cast<int>(Dimension::kOther);
+    const std::string key = is_default ? "default" : dimension_name(static_cast<Dimension>(d));
+    if (!f.has(key)) continue;
+    const toml::table* t = f.table().get_as<toml::table>(key);
+    if (t == nullptr) f.fail(key, "'" + key + "' must be a table ([" + key + "])");
+    const TomlFields df(*t, f.source(), key);
+    df.require_known({"codec", "ratio", "compress_gbps", "decompress_gbps"});
+    CodecFigures c;
+    c.ratio = df.number("ratio", 1e-3, 1e9);
+    c.codec = df.text("codec", c.ratio == 1 && !df.has("compress_gbps") ? "none" : "given");
+    c.compress_bandwidth = df.number("compress_gbps", 1e-9, 1e9, 0) * 1e9;
+    c.decompress_bandwidth = df.number("decompress_gbps", 1e-9, 1e9, 0) * 1e9;
+    p.given_[d] = c;
+  }
+  return p;
+}
+
+SimPolicy SimPolicy::from_policy(Policy policy, CodecTable codecs) {
+  SimPolicy p;
+  p.name_ = policy.name();
+  p.description_ = policy.description();
+  p.policy_ = std::move(policy);
+  p.codecs_ = std::move(codecs);
+  return p;
+}
+
+CodecFigures SimPolicy::scaled(CodecFigures c) const {
+  if (std::isinf(codec_scale_)) {
+    c.compress_bandwidth = c.decompress_bandwidth = 0;  // free
+  } else {
+    c.compress_bandwidth *= codec_scale_;
+    c.decompress_bandwidth *= codec_scale_;
+  }
+  return c;
+}
+
+CodecFigures SimPolicy::figures(Dimension d, double bytes, DType dtype) const {
+  if (!policy_) {
+    const auto& own = given_[static_cast<int>(d)];
+    return scaled(own ? *own : *given_[static_cast<int>(Dimension::kOther)]);
+  }
+  const PolicyDecision decision = policy_->decide(d, operation_of(d), static_cast<size_t>(bytes));
+  if (decision.compressor == "none" || bytes < double(decision.threshold_bytes)) {
+    return CodecFigures{};
+  }
+  std::string codec = decision.compressor;
+  if (decision.gradient) {
+    const auto inner = codec_of_gradient(codec);
+    if (!inner) {
+      throw InvalidArgument(tagged("sim", "policy '", name_, "': gradient compressor '", codec,
+                                   "' on ", dimension_name(d),
+                                   " has no codec figures; give its ratio and throughput in a "
+                                   "figures file (docs/sim.md)"));
+    }
+    codec = *inner;  // error feedback adds element-wise work the codec figures do not count
+  }
+  CodecFigures c = codecs_.find(codec, dtype);
+  c.codec = decision.compressor;
+  return scaled(c);
+}
+
+}  // namespace hycc::sim
