@@ -91,6 +91,10 @@ ParallelTrainer::ParallelTrainer(const TrainConfig& config, const ParallelConfig
   schedule_.min_lr = config.lr * config.min_lr_ratio;
   schedule_.warmup = config.warmup >= 0 ? config.warmup : config.steps / 10;
   schedule_.total = config.steps;
+  if (parallel.zero > 0) {
+    const float* shard = model_.params_memory.data() + range_.offset;
+    master_.assign(shard, shard + range_.count);
+  }
   const int in_flight = std::min(grid.shape().pp - grid.pp_rank(), config.micro_batches);
   acts_.reserve(static_cast<size_t>(in_flight));
   for (int i = 0; i < in_flight; ++i) {
@@ -138,8 +142,13 @@ ParallelStepResult ParallelTrainer::train_step() {
 
   ParallelStepResult r;
   r.step.lr = schedule_.at(step_);
+  float* shard = model_.params_memory.data() + range_.offset;
+  if (parallel_.zero > 0) std::copy(master_.begin(), master_.end(), shard);
   optimizer_.update(model_.params_memory.data(), grads, r.step.lr, step_ + 1);
-  if (parallel_.zero > 0) allgather_parameters(model_, comm_);
+  if (parallel_.zero > 0) {
+    std::copy_n(shard, range_.count, master_.begin());
+    allgather_parameters(model_, comm_);
+  }
   ++step_;
 
   // The loss of the global batch: the last stages' sums over dp, then to every stage.
@@ -181,8 +190,17 @@ std::string ParallelTrainer::checkpoint_file(const std::string& dir) const {
 }
 
 void ParallelTrainer::save(const std::string& dir) {
-  save_checkpoint(checkpoint_file(dir), model_, optimizer_, config_.seed, step_,
-                  save_compressor_state(engine_));
+  // Under ZeRO the file keeps the master values of the shard (the rest as delivered).
+  float* shard = model_.params_memory.data() + range_.offset;
+  std::swap_ranges(master_.begin(), master_.end(), shard);
+  try {
+    save_checkpoint(checkpoint_file(dir), model_, optimizer_, config_.seed, step_,
+                    save_compressor_state(engine_));
+  } catch (...) {
+    std::swap_ranges(master_.begin(), master_.end(), shard);
+    throw;
+  }
+  std::swap_ranges(master_.begin(), master_.end(), shard);
 }
 
 void ParallelTrainer::load(const std::string& dir) {
@@ -190,6 +208,13 @@ void ParallelTrainer::load(const std::string& dir) {
   step_ = static_cast<int>(
       load_checkpoint(checkpoint_file(dir), model_, optimizer_, config_.seed, &extra));
   load_compressor_state(engine_, extra);
+  if (parallel_.zero > 0) {
+    // Master values back, and every part's copy as the allgather delivered it after the step
+    // that wrote the checkpoint (the same codec on the same values gives the same bytes).
+    const float* shard = model_.params_memory.data() + range_.offset;
+    master_.assign(shard, shard + range_.count);
+    allgather_parameters(model_, comm_);
+  }
 }
 
 // Blob: u32 entries, then per entry u32 spec length, the spec, u64 state length, the state.

@@ -66,6 +66,10 @@ class ParallelTrainer {
   std::vector<GPTActs> acts_;
   ChunkRange range_;  // the optimizer's floats of the flat buffer
   AdamW optimizer_;
+  // ZeRO: the fp32 master values of this rank's shard. After the parameter allgather the part
+  // holds what the zero_param policy delivered (e.g. bf16-rounded), identical on every rank,
+  // and computes with it; AdamW updates the master values.
+  std::vector<float> master_;
   LrSchedule schedule_;
   int step_ = 0;
 };
