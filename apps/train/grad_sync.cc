@@ -60,16 +60,18 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
     for (int r = 0; r < zero.size(); ++r) {
       const ChunkRange sr = chunk_range(g.size(), zero.size(), r);
       const size_t n = lo < sr.count ? std::min(bucket_floats, sr.count - lo) : 0;
-      const float* from = g.data() + sr.offset + lo;
-      packed.insert(packed.end(), from, from + n);
+      if (n > 0)
+        packed.insert(packed.end(), g.data() + sr.offset + lo, g.data() + sr.offset + lo + n);
       if (r == zero.rank()) mine = n;
     }
     if (chunk_range(packed.size(), zero.size(), zero.rank()).count != mine) {
       throw InvalidArgument(tagged("train:zero", "bucket ", bucket, " does not split by shards"));
     }
     const auto start = std::chrono::steady_clock::now();
-    reduce_scatter(zero, f32(packed.data(), packed.size()), f32(g.data() + shard.offset + lo, mine),
-                   ReduceOp::kSum, c.policy(bucket + 1));
+    // This rank's slice (none once its shard is used up: a smaller shard or an empty one).
+    float* slice = mine > 0 ? g.data() + shard.offset + lo : nullptr;
+    reduce_scatter(zero, f32(packed.data(), packed.size()), f32(slice, mine), ReduceOp::kSum,
+                   c.policy(bucket + 1));
     add_time(c, start);
   }
 }
