@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "hycc/error.h"
 
@@ -42,14 +43,19 @@ void AdamW::update(float* params, const float* grads, float lr, int step) {
 
 double local_sum_squares(const float* grads, const std::vector<TensorInfo>& tensors,
                          bool count_replicated) {
+  return local_sum_squares(grads, tensors, count_replicated, 0, SIZE_MAX);
+}
+
+double local_sum_squares(const float* grads, const std::vector<TensorInfo>& tensors,
+                         bool count_replicated, size_t begin, size_t end) {
   double total = 0.0;
   for (const TensorInfo& t : tensors) {
     if (t.tied_copy) continue;
     if (t.split == TpSplit::kReplicated && !count_replicated) continue;
+    const size_t lo = std::max(begin, t.offset);
+    const size_t hi = std::min(end, t.offset + t.count);
     double s = 0.0;
-    for (size_t i = t.offset; i < t.offset + t.count; ++i) {
-      s += static_cast<double>(grads[i]) * grads[i];
-    }
+    for (size_t i = lo; i < hi; ++i) s += static_cast<double>(grads[i]) * grads[i];
     total += s;
   }
   return total;

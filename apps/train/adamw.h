@@ -60,6 +60,10 @@ class AdamW {
 // tied copy (the last stage's wte, counted on stage 0). Summed in double in a fixed order.
 double local_sum_squares(const float* grads, const std::vector<TensorInfo>& tensors,
                          bool count_replicated);
+// The same over floats [begin, end) of the flat buffer only (a ZeRO shard): each tensor's part
+// inside the range, with the same rules. Over [0, size) it equals the whole-buffer sum.
+double local_sum_squares(const float* grads, const std::vector<TensorInfo>& tensors,
+                         bool count_replicated, size_t begin, size_t end);
 
 // The factor that brings the global norm sqrt(global_sum_squares) down to max_norm (1 when it
 // is below, or when max_norm <= 0: clipping off).

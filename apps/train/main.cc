@@ -1,37 +1,43 @@
-// hycc-train: trains the reference GPT on the Brown corpus (scripts/fetch-data). This step runs
-// on one rank; the parallel flags are accepted and checked, and the distributed trainer will
-// honour them. Usage and output: docs/training.md.
+// hycc-train: trains the reference GPT on the Brown corpus (scripts/fetch-data), on one rank or
+// under mpirun on a dp x tp x pp grid with ZeRO 0/1/2; every byte between ranks goes through hycc
+// with the compression policy. Usage and output: docs/training.md.
+#include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint.h"
 #include "data.h"
+#include "hycc/collectives.h"
 #include "hycc/config.h"
 #include "hycc/error.h"
-#include "hycc/policy.h"
-#include "trainer.h"
+#include "hycc/grid.h"
+#include "hycc/policy_engine.h"
+#include "hycc/stats.h"
+#include "parallel_trainer.h"
 
 namespace hycc::train {
 namespace {
 
 struct Options {
-  int dp = 1;
-  int tp = 1;
-  int pp = 1;
-  int zero = 0;
-  std::string policy = "baseline";
+  GridShape shape;
+  ParallelConfig parallel;
+  std::string policy;  // empty: HYCC_POLICY, else baseline
   std::string data_dir;
   std::string checkpoint_dir;
   int checkpoint_every = 0;
+  int stop_at = 0;  // > 0: stop after this step (checkpointed), as an interrupted run would
   bool resume = false;
   std::string json_path;
   int eval_every = 50;
@@ -49,83 +55,186 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-int run(const Options& o) {
-  if (o.dp * o.tp * o.pp > 1 || o.zero > 0) {
-    throw Unavailable(tagged("train", "--dp ", o.dp, " --tp ", o.tp, " --pp ", o.pp, " --zero ",
-                             o.zero,
-                             ": parallel training is not available yet; run with "
-                             "--dp 1 --tp 1 --pp 1 --zero 0"));
+// --policy, else HYCC_POLICY, else baseline; HYCC_LOG and HYCC_SAMPLE_ERROR in both cases.
+PolicyEngine make_engine(const std::string& policy) {
+  PolicyEngine env = PolicyEngine::from_environment("baseline");
+  if (policy.empty()) return env;
+  return PolicyEngine(Policy::load(policy), env.options());
+}
+
+// Cumulative statistics of all ranks per dimension (operations summed).
+nlohmann::ordered_json dimension_stats(const CommStats& all) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (int d = 0; d <= static_cast<int>(Dimension::kOther); ++d) {
+    StatsEntry sum;
+    for (int op = 0; op <= static_cast<int>(Operation::kSendRecv); ++op) {
+      const StatsEntry* e = all.find(static_cast<Dimension>(d), static_cast<Operation>(op));
+      if (e == nullptr) continue;
+      sum.calls += e->calls;
+      sum.compressed_calls += e->compressed_calls;
+      sum.raw_bytes += e->raw_bytes;
+      sum.wire_bytes += e->wire_bytes;
+      sum.seconds += e->seconds;
+    }
+    if (sum.calls == 0) continue;
+    out[dimension_name(static_cast<Dimension>(d))] = {
+        {"calls", sum.calls},         {"compressed_calls", sum.compressed_calls},
+        {"raw_bytes", sum.raw_bytes}, {"wire_bytes", sum.wire_bytes},
+        {"ratio", sum.ratio()},       {"seconds", sum.seconds}};
   }
-  const Policy policy = Policy::load(o.policy);  // checked now, used by the parallel trainer
-  check_train_config(o.train);
-  const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
-  const TextData train_text = load_text(dir + "/brown-train.txt");
-  const bool evaluating = o.eval_every > 0 && o.train.eval_sequences > 0;
+  return out;
+}
+
+// The largest (comm seconds, step seconds) over the world, exactly (uncompressed allgather).
+void max_over_ranks(const Communicator& world, double comm, double step, double* max_comm,
+                    double* max_compute, double* max_step) {
+  const float mine[2] = {static_cast<float>(comm), static_cast<float>(step)};
+  std::vector<float> all(2 * static_cast<size_t>(world.size()));
+  allgather(world, ConstTensorView{DType::kF32, 2, mine},
+            TensorView{DType::kF32, all.size(), all.data()});
+  *max_comm = *max_compute = *max_step = 0.0;
+  for (int r = 0; r < world.size(); ++r) {
+    *max_comm = std::max(*max_comm, static_cast<double>(all[2 * r]));
+    *max_step = std::max(*max_step, static_cast<double>(all[2 * r + 1]));
+    *max_compute = std::max(*max_compute, static_cast<double>(all[2 * r + 1] - all[2 * r]));
+  }
+}
+
+struct Setup {
+  std::string dir;
+  TextData train_text;
   TextData val_text;
-  if (evaluating) val_text = load_text(dir + "/brown-val.txt");
+  bool evaluating = false;
+};
 
-  Trainer trainer(o.train, train_text, evaluating ? &val_text : nullptr);
-  const ModelPart whole{};
+// Everything that fails the same way on every rank (flags, grid, policy, data).
+Setup setup(const Options& o, const Communicator& world) {
+  check_parallel_config(o.train, o.parallel, o.shape);
+  if (o.shape.size() != world.size()) {
+    throw InvalidArgument(tagged("train", "--dp ", o.shape.dp, " x --tp ", o.shape.tp, " x --pp ",
+                                 o.shape.pp, " = ", o.shape.size(), " ranks, but the run has ",
+                                 world.size(), " (mpirun -n ", o.shape.size(), ")"));
+  }
+  if (o.resume && o.checkpoint_dir.empty()) {
+    throw InvalidArgument(tagged("train", "--resume needs --checkpoint DIR"));
+  }
+  Setup s;
+  s.dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  s.train_text = load_text(s.dir + "/brown-train.txt");
+  s.evaluating = o.eval_every > 0 && o.train.eval_sequences > 0;
+  if (s.evaluating) s.val_text = load_text(s.dir + "/brown-val.txt");
+  return s;
+}
+
+void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEngine& engine) {
+  const Communicator& world = grid.world();
+  const bool root = world.rank() == 0;
+  ParallelTrainer trainer(o.train, o.parallel, grid, engine, s.train_text,
+                          s.evaluating ? &s.val_text : nullptr);
   if (o.resume) {
-    if (o.checkpoint_dir.empty())
-      throw InvalidArgument(tagged("train", "--resume needs --checkpoint DIR"));
-    trainer.load(checkpoint_path(o.checkpoint_dir, whole));
-    std::printf("resumed from %s at step %d\n", checkpoint_path(o.checkpoint_dir, whole).c_str(),
-                trainer.step());
+    trainer.load(o.checkpoint_dir);
+    if (root) {
+      std::printf("resumed from %s at step %d\n", o.checkpoint_dir.c_str(), trainer.step());
+    }
   }
-  if (!o.checkpoint_dir.empty()) std::filesystem::create_directories(o.checkpoint_dir);
+  if (!o.checkpoint_dir.empty() && root) std::filesystem::create_directories(o.checkpoint_dir);
+  MPI_Barrier(world.mpi());  // the directory exists before any rank writes to it
   std::ofstream json;
-  if (!o.json_path.empty()) {
+  if (root && !o.json_path.empty()) {
     json.open(o.json_path, o.resume ? std::ios::app : std::ios::trunc);
-    if (!json) throw InvalidArgument(tagged("train", "cannot write --json ", o.json_path));
+    if (!json) throw IoError(tagged("train", "cannot write --json ", o.json_path));
   }
 
-  const GPT& m = trainer.model();
-  std::printf(
-      "hycc-train: %d layers, hidden %d, %d heads, %zu parameters; batch %d x %d tokens "
-      "in %d micro-batches; %d steps, lr %g; policy %s; data %s\n",
-      m.config.num_layers, m.config.channels, m.config.num_heads, m.params_memory.size(),
-      o.train.batch, o.train.seq, o.train.micro_batches, o.train.steps,
-      static_cast<double>(o.train.lr), policy.name().c_str(), dir.c_str());
+  const GPTConfig& m = trainer.model().config;
+  if (root) {
+    std::printf(
+        "hycc-train: %d layers, hidden %d, %d heads; batch %d x %d tokens in %d micro-batches; "
+        "%s, zero %d; %d steps, lr %g; policy %s; data %s\n",
+        m.num_layers, m.channels, m.num_heads, o.train.batch, o.train.seq, o.train.micro_batches,
+        to_string(o.shape).c_str(), o.parallel.zero, o.train.steps, static_cast<double>(o.train.lr),
+        engine.policy().name().c_str(), s.dir.c_str());
+  }
   const bool tty = isatty(fileno(stdout)) != 0;
   const double tokens_per_step = static_cast<double>(o.train.batch) * o.train.seq;
   double train_seconds = 0.0;
   int steps_timed = 0;
-  while (trainer.step() < o.train.steps) {
-    const StepResult r = trainer.train_step();
-    train_seconds += r.seconds;
-    ++steps_timed;
+  const int stop = o.stop_at > 0 ? std::min(o.stop_at, o.train.steps) : o.train.steps;
+  while (trainer.step() < stop) {
+    const ParallelStepResult pr = trainer.train_step();
+    const StepResult& r = pr.step;
     float val_loss = NAN;
-    if (evaluating && (r.step % o.eval_every == 0 || r.step == o.train.steps)) {
+    if (s.evaluating && (r.step % o.eval_every == 0 || r.step == o.train.steps)) {
       val_loss = trainer.evaluate();
     }
-    const double tokens_per_s = tokens_per_step / r.seconds;
+    double comm_s = 0, compute_s = 0, step_s = 0;
+    max_over_ranks(world, pr.comm_seconds, r.seconds, &comm_s, &compute_s, &step_s);
+    const CommStats all = engine.reduce_stats(world);
+    const bool last = r.step == stop;
+    if (!o.checkpoint_dir.empty() &&
+        (last || (o.checkpoint_every > 0 && r.step % o.checkpoint_every == 0))) {
+      trainer.save(o.checkpoint_dir);
+    }
+    train_seconds += step_s;
+    ++steps_timed;
+    if (!root) continue;
+    const double tokens_per_s = tokens_per_step / step_s;
     const double eta = train_seconds / steps_timed * (o.train.steps - r.step);
     std::printf(
         "%sstep %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | comm %.0f%% | "
         "ETA %s",
         tty ? "\r" : "", r.step, o.train.steps, static_cast<double>(r.loss),
         static_cast<double>(r.lr), static_cast<double>(r.grad_norm), tokens_per_s,
-        100.0 * r.comm_seconds / r.seconds, format_duration(eta).c_str());
+        100.0 * comm_s / step_s, format_duration(eta).c_str());
     if (!std::isnan(val_loss)) std::printf(" | val %.4f", static_cast<double>(val_loss));
-    std::printf(tty && std::isnan(val_loss) && r.step < o.train.steps ? "\033[K" : "\n");
+    std::printf(tty && std::isnan(val_loss) && !last ? "\033[K" : "\n");
     std::fflush(stdout);
     if (json.is_open()) {
-      nlohmann::ordered_json line = {
-          {"step", r.step},           {"loss", r.loss},
-          {"val_loss", nullptr},      {"lr", r.lr},
-          {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
-          {"comm_s", r.comm_seconds}, {"compute_s", r.seconds - r.comm_seconds}};
+      nlohmann::ordered_json line = {{"step", r.step},           {"loss", r.loss},
+                                     {"val_loss", nullptr},      {"lr", r.lr},
+                                     {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
+                                     {"step_s", step_s},         {"comm_s", comm_s},
+                                     {"compute_s", compute_s},   {"stats", dimension_stats(all)}};
       if (!std::isnan(val_loss)) line["val_loss"] = val_loss;
       json << line.dump() << '\n' << std::flush;
     }
-    const bool last = r.step == o.train.steps;
-    if (!o.checkpoint_dir.empty() &&
-        (last || (o.checkpoint_every > 0 && r.step % o.checkpoint_every == 0))) {
-      trainer.save(checkpoint_path(o.checkpoint_dir, whole));
+  }
+  engine.finish(world);
+}
+
+int run(const Options& o) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0) MPI_Init(nullptr, nullptr);
+  int code = 0;
+  {
+    const Communicator world = Communicator::world();
+    std::optional<Setup> s;
+    std::unique_ptr<ParallelGrid> grid;
+    std::optional<PolicyEngine> engine;
+    try {
+      s = setup(o, world);
+      engine.emplace(make_engine(o.policy));
+      grid = std::make_unique<ParallelGrid>(world, o.shape);
+    } catch (const Error& e) {
+      // The same error on every rank: one message, a clean exit.
+      if (world.rank() == 0) std::fprintf(stderr, "hycc-train: %s\n", e.what());
+      code = 2;
+    }
+    if (code == 0) {
+      try {
+        train(o, *s, *grid, *engine);
+      } catch (const std::exception& e) {
+        const bool ours = dynamic_cast<const Error*>(&e) != nullptr;
+        std::fprintf(stderr, "\nhycc-train: rank %d: %s%s\n", world.rank(),
+                     ours ? "" : "unexpected error: ", e.what());
+        std::fflush(stderr);
+        if (world.size() > 1) MPI_Abort(MPI_COMM_WORLD, 2);  // the others may wait for this rank
+        code = 2;
+      }
     }
   }
-  return 0;
+  MPI_Finalize();
+  return code;
 }
 
 }  // namespace
@@ -145,16 +254,17 @@ int main(int argc, char** argv) {
   t.seed = 1337;
 
   CLI::App app{"hycc-train " HYCC_VERSION ": reference GPT trainer (byte-level, Brown corpus)"};
-  app.add_option("--dp", o.dp, "data-parallel ranks")
+  app.add_option("--dp", o.shape.dp, "data-parallel ranks")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--tp", o.tp, "tensor-parallel ranks")
+  app.add_option("--tp", o.shape.tp, "tensor-parallel ranks")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--pp", o.pp, "pipeline stages")
+  app.add_option("--pp", o.shape.pp, "pipeline stages")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--zero", o.zero, "ZeRO stage")
+  app.add_option("--zero", o.parallel.zero,
+                 "ZeRO stage: 1 shards optimizer states, 2 also reduce-scatters in buckets")
       ->check(CLI::IsMember({0, 1, 2}))
       ->capture_default_str();
   app.add_option("--micro-batches", t.micro_batches,
@@ -185,7 +295,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--grad-clip", t.grad_clip, "max global gradient norm (0: off)")
       ->capture_default_str();
-  app.add_option("--policy", o.policy, "compression policy: preset or TOML file")
+  app.add_option("--policy", o.policy,
+                 "compression policy: preset or TOML file (default: HYCC_POLICY, else baseline)");
+  app.add_option("--bucket-mb", o.parallel.bucket_mb,
+                 "gradient bucket size in MiB (data parallel, ZeRO 2)")
       ->capture_default_str();
   app.add_option("--seed", t.seed, "seed of the initialization and the batches")
       ->capture_default_str();
@@ -201,17 +314,12 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", o.checkpoint_dir, "checkpoint directory (written at the end)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also checkpoint every N steps")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--stop-at", o.stop_at,
+                 "stop after step N (checkpointed; the schedule still ends at --steps)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint DIR");
   app.add_option("--json", o.json_path,
                  "write one JSON object per step to FILE (appended on --resume)");
   CLI11_PARSE(app, argc, argv);
-  try {
-    return hycc::train::run(o);
-  } catch (const hycc::Error& e) {
-    std::fprintf(stderr, "\nhycc-train: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "\nhycc-train: unexpected error: %s\n", e.what());
-    return 3;
-  }
+  return hycc::train::run(o);
 }

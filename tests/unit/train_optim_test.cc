@@ -70,6 +70,11 @@ TEST(TrainClip, SumSquaresCountsEachGradientOnce) {
   const std::vector<float> g = {1, 2, 0, 0, 3, 0, 100};
   EXPECT_DOUBLE_EQ(local_sum_squares(g.data(), tensors, true), 14.0);
   EXPECT_DOUBLE_EQ(local_sum_squares(g.data(), tensors, false), 5.0);
+  // ZeRO shards: the parts of a split of the buffer add up to the whole.
+  EXPECT_DOUBLE_EQ(local_sum_squares(g.data(), tensors, true, 0, 1), 1.0);
+  EXPECT_DOUBLE_EQ(local_sum_squares(g.data(), tensors, true, 1, 5), 13.0);
+  EXPECT_DOUBLE_EQ(local_sum_squares(g.data(), tensors, true, 5, 7), 0.0);
+  EXPECT_DOUBLE_EQ(local_sum_squares(g.data(), tensors, false, 1, 7), 4.0);
   EXPECT_FLOAT_EQ(clip_scale(16.0, 2.0f), static_cast<float>(2.0 / (4.0 + 1e-6)));
   EXPECT_EQ(clip_scale(1.0, 2.0f), 1.0f);
   EXPECT_EQ(clip_scale(100.0, 0.0f), 1.0f);

@@ -1,0 +1,99 @@
+#include "grad_sync.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "hycc/error.h"
+
+namespace hycc::train {
+namespace {
+
+constexpr uint64_t kEmbeddingKey = uint64_t{1} << 40;
+
+TensorView f32(float* data, size_t count) { return {DType::kF32, count, data}; }
+
+void add_time(TrainComm& c, std::chrono::steady_clock::time_point start) {
+  c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+ChunkRange zero_shard(size_t total, const ParallelGrid& grid) {
+  return chunk_range(total, grid.zero().size(), grid.zero().rank());
+}
+
+void reduce_tied_embedding(GPT& model, TrainComm& c) {
+  if (!gpt_needs_embedding_reduction(model)) return;
+  size_t count = 0;
+  float* wte = gpt_tied_embedding_grad(model, &count);
+  policy_allreduce(c, c.grid.embedding(), wte, count, kEmbeddingKey);
+}
+
+void allreduce_gradient_buckets(GPT& model, TrainComm& c, size_t bucket_floats) {
+  std::vector<float>& g = model.grads_memory;
+  uint64_t bucket = 0;
+  for (size_t begin = 0; begin < g.size(); begin += bucket_floats, ++bucket) {
+    const size_t count = std::min(bucket_floats, g.size() - begin);
+    policy_allreduce(c, c.grid.dp(), g.data() + begin, count, bucket + 1);
+  }
+}
+
+void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket_floats) {
+  const Communicator& zero = c.grid.zero();
+  if (zero.size() == 1) return;
+  std::vector<float>& g = model.grads_memory;
+  const ChunkRange shard = zero_shard(g.size(), c.grid);
+  if (stage == 1) {
+    const auto start = std::chrono::steady_clock::now();
+    reduce_scatter(zero, f32(g.data(), g.size()), f32(g.data() + shard.offset, shard.count),
+                   ReduceOp::kSum, c.policy(1));
+    add_time(c, start);
+    return;
+  }
+  // Stage 2: slices of bucket_floats of every shard; the largest shard is rank 0's.
+  const size_t largest = chunk_range(g.size(), zero.size(), 0).count;
+  std::vector<float> packed;
+  uint64_t bucket = 0;
+  for (size_t lo = 0; lo < largest; lo += bucket_floats, ++bucket) {
+    packed.clear();
+    size_t mine = 0;
+    for (int r = 0; r < zero.size(); ++r) {
+      const ChunkRange sr = chunk_range(g.size(), zero.size(), r);
+      const size_t n = lo < sr.count ? std::min(bucket_floats, sr.count - lo) : 0;
+      if (n > 0)
+        packed.insert(packed.end(), g.data() + sr.offset + lo, g.data() + sr.offset + lo + n);
+      if (r == zero.rank()) mine = n;
+    }
+    if (chunk_range(packed.size(), zero.size(), zero.rank()).count != mine) {
+      throw InvalidArgument(tagged("train:zero", "bucket ", bucket, " does not split by shards"));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    // This rank's slice (none once its shard is used up: a smaller shard or an empty one).
+    float* slice = mine > 0 ? g.data() + shard.offset + lo : nullptr;
+    reduce_scatter(zero, f32(packed.data(), packed.size()), f32(slice, mine), ReduceOp::kSum,
+                   c.policy(bucket + 1));
+    add_time(c, start);
+  }
+}
+
+void allgather_parameters(GPT& model, TrainComm& c) {
+  const Communicator& zero = c.grid.zero();
+  if (zero.size() == 1) return;
+  std::vector<float>& p = model.params_memory;
+  // allgather takes equal blocks: each shard travels padded to the largest (rank 0's).
+  const size_t block = chunk_range(p.size(), zero.size(), 0).count;
+  std::vector<float> all(block * zero.size(), 0.0f);
+  const ChunkRange shard = zero_shard(p.size(), c.grid);
+  float* mine = all.data() + block * zero.rank();
+  std::copy_n(p.data() + shard.offset, shard.count, mine);
+  const auto start = std::chrono::steady_clock::now();
+  allgather(zero, ConstTensorView{DType::kF32, block, mine}, f32(all.data(), all.size()),
+            c.policy(1));
+  add_time(c, start);
+  for (int r = 0; r < zero.size(); ++r) {
+    const ChunkRange sr = chunk_range(p.size(), zero.size(), r);
+    std::copy_n(all.data() + block * r, sr.count, p.data() + sr.offset);
+  }
+}
+
+}  // namespace hycc::train

@@ -1,0 +1,87 @@
+// The distributed training loop: one model part per rank of a dp x tp x pp grid, the 1F1B
+// pipeline (pipeline.h), tensor-parallel reductions, data-parallel bucketed allreduce or ZeRO
+// 1/2 (grad_sync.h), global-norm clipping across all groups, AdamW on this rank's range, and
+// checkpoints of each rank's part and shard. With dp = tp = pp = 1 it computes what Trainer
+// computes. Every byte goes through hycc; the policy engine decides the compression.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adamw.h"
+#include "data.h"
+#include "gpt_model.h"
+#include "hycc/grid.h"
+#include "hycc/policy_engine.h"
+#include "lr_schedule.h"
+#include "train_comm.h"
+#include "trainer.h"
+
+namespace hycc::train {
+
+struct ParallelConfig {
+  int zero = 0;          // ZeRO stage 0, 1 or 2
+  double bucket_mb = 4;  // data-parallel / ZeRO-2 bucket size in MiB of float32 gradients
+};
+
+struct ParallelStepResult {
+  StepResult step;          // loss: the global batch's mean, identical on every rank
+  double comm_seconds = 0;  // this rank's time inside hycc calls during the step
+};
+
+class ParallelTrainer {
+ public:
+  // Collective over grid.world(). train and val must outlive the trainer; val may be null.
+  ParallelTrainer(const TrainConfig& config, const ParallelConfig& parallel,
+                  const ParallelGrid& grid, PolicyEngine& engine, const TextData& train,
+                  const TextData* val);
+
+  // One optimizer step; collective over the world.
+  ParallelStepResult train_step();
+  // Mean validation loss, identical on every rank; collective.
+  float evaluate();
+
+  int step() const { return step_; }
+  const GPT& model() const { return model_; }
+  TrainComm& comm() { return comm_; }
+
+  // This rank's part and shard: checkpoint_path(dir, part, dp_rank), with the state of the
+  // engine's gradient compressors as extra bytes.
+  std::string checkpoint_file(const std::string& dir) const;
+  void save(const std::string& dir);
+  void load(const std::string& dir);
+
+ private:
+  TrainConfig config_;
+  ParallelConfig parallel_;
+  const ParallelGrid& grid_;
+  PolicyEngine& engine_;
+  const TextData& train_;
+  const TextData* val_;
+  TrainComm comm_;
+  HyccTensorParallel tp_;
+  GPT model_;
+  std::vector<GPTActs> acts_;
+  ChunkRange range_;  // the optimizer's floats of the flat buffer
+  AdamW optimizer_;
+  // ZeRO: the fp32 master values of this rank's shard. After the parameter allgather the part
+  // holds what the zero_param policy delivered (e.g. bf16-rounded), identical on every rank,
+  // and computes with it; AdamW updates the master values.
+  std::vector<float> master_;
+  LrSchedule schedule_;
+  int step_ = 0;
+};
+
+// Checks the parallel layout against the configuration (batch divisible by dp x micro-batches,
+// heads by tp, at least one layer per stage, ...); InvalidArgument naming the flag otherwise.
+void check_parallel_config(const TrainConfig& config, const ParallelConfig& parallel,
+                           const GridShape& shape);
+
+// The gradient compressors' state of every gradient rule of the engine's policy, as one blob,
+// and back (checkpoints).
+std::vector<std::byte> save_compressor_state(PolicyEngine& engine);
+void load_compressor_state(PolicyEngine& engine, const std::vector<std::byte>& blob);
+
+}  // namespace hycc::train
