@@ -37,9 +37,11 @@ test-sanitize: deps data
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests hycc-train hycc-sim
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_'
 
-# The main job. Until the trainer exists: the codec benchmark on 64 MiB of gaussian data.
-demo: build
-	$(BUILD)/bin/hycc-bench codec
+# The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid
+# trained for the same steps on 8 ranks (DP2 x TP2 x PP2), on the emulated cluster as root,
+# report in report/ (loss curves, throughput, compression statistics, commands).
+demo: build data
+	tools/experiment --out report
 
 bench-codec: build
 	$(BUILD)/bin/hycc-bench codec --json $(BUILD)/codec-bench.json

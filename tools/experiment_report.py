@@ -36,18 +36,20 @@ def summarize(name, rows):
     s = steady(rows)
     comm = statistics.mean(r["comm_s"] for r in s)
     compute = statistics.mean(r["compute_s"] for r in s)
+    step_s = statistics.median(r["step_s"] for r in s)
     vals = [(r["step"], r["val_loss"]) for r in rows if r.get("val_loss") is not None]
     return {
         "policy": name,
         "steps": rows[-1]["step"],
         "tokens_per_s": statistics.median(r["tokens_per_s"] for r in s),
+        "step_s": step_s,
         "comm_s": comm,
         "compute_s": compute,
         "comm_share": comm / (comm + compute) if comm + compute > 0 else 0.0,
         "final_loss": rows[-1]["loss"],
         "final_val_loss": vals[-1][1] if vals else None,
         "val_losses": vals,
-        "compression": rows[-1].get("compression"),
+        "compression": rows[-1].get("stats"),
     }
 
 
@@ -88,12 +90,12 @@ def compression_table(runs):
         if not c:
             continue
         lines.append(f"\n**{run['policy']}** (all ranks, whole run)\n")
-        lines.append("| dimension | operation | calls | MB before | MB after | ratio |")
+        lines.append("| dimension | calls | compressed | MB before | MB after | ratio |")
         lines.append("|---|---|---|---|---|---|")
-        for e in c.get("entries", []):
+        for dim, e in c.items():
             lines.append(
-                f"| {e['dimension']} | {e['operation']} | {e['calls']} | "
-                f"{e['raw_bytes'] / 1e6:.1f} | {e['wire_bytes'] / 1e6:.1f} | {e['ratio']:.2f} |")
+                f"| {dim} | {e['calls']} | {e['compressed_calls']} | {e['raw_bytes'] / 1e6:.1f} | "
+                f"{e['wire_bytes'] / 1e6:.1f} | {e['ratio']:.2f} |")
     return "\n".join(lines) if lines else "\n(no statistics in the JSON lines)\n"
 
 
@@ -111,25 +113,34 @@ def main():
         write_dat(a.out, n, rows)
         runs.append(summarize(n, rows))
     base = next((r for r in runs if r["policy"] == "baseline"), runs[0])
+    calibration = f"{a.out}/calibration-shm.jsonl"
+    shm_step = None
+    if os.path.exists(calibration):
+        shm_step = statistics.median(r["step_s"] for r in steady(load_run(calibration)))
     for r in runs:
         r["speedup"] = r["tokens_per_s"] / base["tokens_per_s"]
         if r["final_val_loss"] is not None and base["final_val_loss"]:
             r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
     note = plot(a.out, names)
     with open(f"{a.out}/summary.json", "w") as f:
-        json.dump({"network": a.network, "runs": runs}, f, indent=2)
+        json.dump({"network": a.network, "shm_step_s": shm_step, "runs": runs}, f, indent=2)
 
     md = ["# hycc: the hybrid-compression experiment", ""]
-    md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 128, 4 heads, sequence 64, "
-              "byte vocabulary; global batch 32 in 4 micro-batches; DP2 x TP2 x PP2 on 8 ranks.")
+    md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 256, 4 heads, sequence 64, "
+              "byte vocabulary; global batch 32 in 2 micro-batches; DP2 x TP2 x PP2 on 8 ranks.")
     if a.network.startswith("shared"):
         md.append("\nOn shared memory the network is free, so compression cannot speed training "
                   "up here: throughput gains need a bandwidth-limited network (run as root for "
                   "tools/netemu).")
-    md.append(f"\nCommunication share of the baseline step: {base['comm_share'] * 100:.0f}% "
-              f"(time inside hycc calls, rank 0).\n")
+    if shm_step is not None:
+        share = 1.0 - shm_step / base["step_s"]
+        md.append(f"\nCommunication share of the baseline step: {share * 100:.0f}% "
+                  f"(1 - {shm_step:.3f} s on shared memory / {base['step_s']:.3f} s on this "
+                  "network, median step times of baseline runs).\n")
+    md.append("The comm columns are the time ranks spent inside hycc calls, waiting for their "
+              "peers included (pipeline bubbles, and ranks sharing the machine's cores).\n")
     md.append("![loss curves](loss.png)\n" if note is None else f"({note})\n")
-    md.append("| policy | tokens/s | speedup | compute s/step | comm s/step | comm share | "
+    md.append("| policy | tokens/s | speedup | step s | compute s/step | comm s/step | "
               "final val loss | gap to baseline |")
     md.append("|---|---|---|---|---|---|---|---|")
     for r in runs:
@@ -137,9 +148,8 @@ def main():
         val = "-" if r["final_val_loss"] is None else "%.4f" % r["final_val_loss"]
         gap_text = "-" if gap is None else "%+.2f%%" % (gap * 100)
         md.append(
-            f"| {r['policy']} | {r['tokens_per_s']:.0f} | {r['speedup']:.2f}x | "
-            f"{r['compute_s']:.3f} | {r['comm_s']:.3f} | {r['comm_share'] * 100:.0f}% | "
-            f"{val} | {gap_text} |")
+            f"| {r['policy']} | {r['tokens_per_s']:.0f} | {r['speedup']:.2f}x | {r['step_s']:.3f} | "
+            f"{r['compute_s']:.3f} | {r['comm_s']:.3f} | {val} | {gap_text} |")
     md.append("\nTokens/s: median over the steps after the first tenth, without evaluation steps.")
     md.append("\n## Compression statistics\n" + compression_table(runs))
     with open(f"{a.out}/commands.txt") as f:
