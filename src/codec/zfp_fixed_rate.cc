@@ -40,8 +40,27 @@ size_t FixedRateWriter::finish() {
   return static_cast<size_t>(out_ - begin_);
 }
 
+// load_block, reading whole words where 24 bytes are left.
+BlockBits FixedRateReader::fetch() const {
+  const uint64_t at = pos_ >> 3;
+  if (at + 24 > bytes_) return load_block(in_, bytes_, pos_, block_bits_);
+  uint64_t w[3];
+  std::memcpy(w, in_ + at, 24);  // little-endian hosts only, as the stream layer
+  const auto shift = static_cast<uint32_t>(pos_ & 7);
+  BlockBits b;
+  b.lo = shift == 0 ? w[0] : (w[0] >> shift) | (w[1] << (64 - shift));
+  b.hi = shift == 0 ? w[1] : (w[1] >> shift) | (w[2] << (64 - shift));
+  if (block_bits_ < 64) {
+    b.lo &= (uint64_t{1} << block_bits_) - 1;
+    b.hi = 0;
+  } else if (block_bits_ < 128) {
+    b.hi &= (uint64_t{1} << (block_bits_ - 64)) - 1;
+  }
+  return b;
+}
+
 void FixedRateReader::read(float* values, size_t n) {
-  const BlockBits bits = load_block(in_, bytes_, pos_, block_bits_);
+  const BlockBits bits = fetch();
   pos_ += block_bits_;
   if (n == kBlockValues) {
     decode_block(bits, block_bits_, values);

@@ -51,6 +51,8 @@ class FixedRateReader {
   uint64_t consumed_bytes() const { return (pos_ + 7) / 8; }
 
  private:
+  BlockBits fetch() const;
+
   const uint8_t* in_;
   uint64_t bytes_;
   uint32_t block_bits_;
