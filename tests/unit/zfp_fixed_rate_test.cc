@@ -163,6 +163,40 @@ INSTANTIATE_TEST_SUITE_P(EveryRate, ZfpFixedRateVsLibzfp, ::testing::ValuesIn(al
                            return "bits" + std::to_string(param_info.param);
                          });
 
+// The CUDA encoder's assembly (codec/cuda/zfp_kernels.cu), run on the CPU: each warp ORs its 32
+// blocks into a span of block_bits words with or_into_span and writes the span's bytes that
+// fall inside the stream. The result must be the CPU writer's stream.
+TEST(ZfpFixedRate, WarpSpanAssemblyGivesTheSameStream) {
+  for (uint32_t block_bits = codec::zfp::kMinBlockBits; block_bits <= codec::zfp::kMaxBlockBits;
+       ++block_bits) {
+    for (size_t count : {size_t{1}, size_t{127}, size_t{128}, size_t{4 * 32 * 3 + 17}}) {
+      const std::vector<float> values = make_data(DataKind::kLaplace, count, block_bits);
+      const std::vector<uint8_t> expected = our_compress(block_bits, values);
+      std::vector<uint8_t> out(expected.size(), 0xee);
+      const size_t blocks = (count + 3) / 4;
+      for (size_t warp = 0; warp * 32 < blocks; ++warp) {
+        std::vector<uint32_t> span(block_bits, 0);
+        for (uint32_t lane = 0; lane < 32 && warp * 32 + lane < blocks; ++lane) {
+          const size_t begin = (warp * 32 + lane) * 4;
+          float x[4];
+          const auto n = static_cast<uint32_t>(std::min<size_t>(4, count - begin));
+          std::memcpy(x, values.data() + begin, n * 4);
+          if (n < 4) codec::zfp::pad_partial_block(x, n);
+          codec::zfp::BlockBits bits;
+          codec::zfp::encode_block(x, block_bits, bits);
+          codec::zfp::or_into_span(bits, lane, block_bits,
+                                   [&span](uint32_t w, uint32_t v) { span.at(w) |= v; });
+        }
+        const size_t span_at = warp * block_bits * 4;
+        for (size_t i = 0; i < size_t{block_bits} * 4 && span_at + i < out.size(); ++i) {
+          out[span_at + i] = static_cast<uint8_t>(span[i / 4] >> (8 * (i % 4)));
+        }
+      }
+      ASSERT_EQ(out, expected) << "block_bits " << block_bits << ", count " << count;
+    }
+  }
+}
+
 // Random garbage decodes the same way in both (zfp reads any bit pattern as some block).
 TEST(ZfpFixedRate, GarbageDecodesLikeLibzfp) {
   std::mt19937_64 rng(3);

@@ -73,6 +73,11 @@ struct KeyRange {
     lo = key < lo ? key : lo;
     hi = key > hi ? key : hi;
   }
+  // The range of the union (parallel reductions: an empty range is the identity).
+  HYCC_HD void merge(int32_t other_lo, int32_t other_hi) {
+    lo = other_lo < lo ? other_lo : lo;
+    hi = other_hi > hi ? other_hi : hi;
+  }
 };
 
 // Smallest and largest order_key of x[0, n).

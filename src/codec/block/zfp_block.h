@@ -283,4 +283,23 @@ HYCC_HD inline BlockBits load_block(const uint8_t* data, uint64_t size, uint64_t
   return b;
 }
 
+// ORs the bits of block `lane` (0..31) of a run of 32 blocks into `span`, the run's
+// block_bits 32-bit words (bit i of the run is bit i % 32 of word i / 32, little-endian: the
+// stream's bytes): or_word(w, bits) ORs bits into word w. The 32 blocks of a warp start at a
+// word boundary of the stream and fill exactly block_bits words, so warps never share a word.
+template <class OrWord>
+HYCC_HD inline void or_into_span(const BlockBits& bits, uint32_t lane, uint32_t block_bits,
+                                 OrWord or_word) {
+  const uint32_t words[4] = {static_cast<uint32_t>(bits.lo), static_cast<uint32_t>(bits.lo >> 32),
+                             static_cast<uint32_t>(bits.hi), static_cast<uint32_t>(bits.hi >> 32)};
+  const uint32_t at = lane * block_bits, shift = at % 32;
+  for (uint32_t k = 0; k < 4 && 32 * k < block_bits; ++k) {
+    if (words[k] == 0) continue;
+    const uint32_t w = at / 32 + k;
+    or_word(w, words[k] << shift);
+    // The bits shifted out are past the block's end (zero) when w is the span's last word.
+    if (shift != 0 && w + 1 < block_bits) or_word(w + 1, words[k] >> (32 - shift));
+  }
+}
+
 }  // namespace hycc::codec::zfp
