@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 struct CUstream_st;
 
@@ -16,6 +17,9 @@ bool device_codecs_built();
 
 // Number of CUDA devices usable by this process (0 without CUDA, driver or device).
 int device_count();
+
+// Name and memory of the current device, e.g. "NVIDIA H200, 139.8 GiB, sm_90".
+std::string device_description();
 
 // A device allocation (cudaMalloc), freed on destruction. Move-only.
 class DeviceBuffer {

@@ -1,6 +1,7 @@
 // hycc/device.h with CUDA.
 #include <cuda_runtime.h>
 
+#include <string>
 #include <utility>
 
 #include "codec/cuda/device_util.cuh"
@@ -17,6 +18,15 @@ int device_count() {
     return 0;
   }
   return n;
+}
+
+std::string device_description() {
+  int device = 0;
+  HYCC_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp p{};
+  HYCC_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return detail::concat(p.name, ", ", static_cast<double>(p.totalGlobalMem) / (1u << 30),
+                        " GiB, sm_", p.major, p.minor);
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
