@@ -35,7 +35,9 @@ int run_codec_bench_device(const CodecBenchOptions& o) {
   if (!device_codecs_built()) {
     throw Unavailable(tagged("bench", "--device cuda: this hycc-bench was built without CUDA"));
   }
-  if (device_count() == 0) throw Unavailable(tagged("bench", "--device cuda: no CUDA device"));
+  if (device_count() == 0) {
+    throw Unavailable(tagged("bench", "--device cuda: ", device_unavailable_reason()));
+  }
   const DType dtype = parse_dtype(o.dtype);
   const std::vector<std::string>& specs = o.codecs.empty() ? kDeviceCodecs : o.codecs;
   std::vector<CodecConfig> configs;

@@ -18,6 +18,10 @@ bool device_codecs_built();
 // Number of CUDA devices usable by this process (0 without CUDA, driver or device).
 int device_count();
 
+// Why device_count() is 0 ("built without CUDA", CUDA's error string such as an insufficient
+// driver), or "" if there is a device.
+std::string device_unavailable_reason();
+
 // Name and memory of the current device, e.g. "NVIDIA H200, 139.8 GiB, sm_90".
 std::string device_description();
 

@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   if (hycc::device_count() == 0) {
-    std::printf("hycc_gpu_tests: no CUDA device, skipped\n");
+    std::printf("hycc_gpu_tests: %s; skipped\n", hycc::device_unavailable_reason().c_str());
     return 77;
   }
   ::testing::InitGoogleTest(&argc, argv);

@@ -20,6 +20,16 @@ int device_count() {
   return n;
 }
 
+std::string device_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return detail::concat("no CUDA device: ", cudaGetErrorString(e));
+  }
+  return n == 0 ? "no CUDA device" : "";
+}
+
 std::string device_description() {
   int device = 0;
   HYCC_CUDA_CHECK(cudaGetDevice(&device));

@@ -17,6 +17,7 @@ namespace {
 
 bool device_codecs_built() { return false; }
 int device_count() { return 0; }
+std::string device_unavailable_reason() { return "hycc was built without CUDA"; }
 std::string device_description() { unavailable(); }
 
 DeviceBuffer::DeviceBuffer(size_t) { unavailable(); }
