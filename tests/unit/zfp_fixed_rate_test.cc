@@ -163,9 +163,10 @@ INSTANTIATE_TEST_SUITE_P(EveryRate, ZfpFixedRateVsLibzfp, ::testing::ValuesIn(al
                            return "bits" + std::to_string(param_info.param);
                          });
 
-// The CUDA encoder's assembly (codec/cuda/zfp_kernels.cu), run on the CPU: each warp ORs its 32
-// blocks into a span of block_bits words with or_into_span and writes the span's bytes that
-// fall inside the stream. The result must be the CPU writer's stream.
+// The CUDA kernels' data movement (codec/cuda/zfp_kernels.cu), run on the CPU: each warp ORs its
+// 32 blocks into a span of block_bits words with or_into_span and writes the span's bytes that
+// fall inside the stream, which must give the CPU writer's stream; decoding loads the span and
+// takes each block from it, which must give the CPU reader's values.
 TEST(ZfpFixedRate, WarpSpanAssemblyGivesTheSameStream) {
   for (uint32_t block_bits = codec::zfp::kMinBlockBits; block_bits <= codec::zfp::kMaxBlockBits;
        ++block_bits) {
@@ -193,6 +194,27 @@ TEST(ZfpFixedRate, WarpSpanAssemblyGivesTheSameStream) {
         }
       }
       ASSERT_EQ(out, expected) << "block_bits " << block_bits << ", count " << count;
+
+      // The decoder's mirror: the warp's span loaded from the stream, each lane's block taken
+      // from the span's bytes.
+      const std::vector<float> decoded = our_decompress(block_bits, expected, count);
+      for (size_t warp = 0; warp * 32 < blocks; ++warp) {
+        std::vector<uint8_t> span(size_t{block_bits} * 4, 0);
+        const size_t span_at = warp * block_bits * 4;
+        for (size_t i = 0; i < span.size() && span_at + i < expected.size(); ++i) {
+          span[i] = expected[span_at + i];
+        }
+        for (uint32_t lane = 0; lane < 32 && warp * 32 + lane < blocks; ++lane) {
+          const codec::zfp::BlockBits bits = codec::zfp::load_block(
+              span.data(), span.size(), uint64_t{lane} * block_bits, block_bits);
+          float x[4];
+          codec::zfp::decode_block(bits, block_bits, x);
+          const size_t begin = (warp * 32 + lane) * 4;
+          for (size_t i = 0; i < 4 && begin + i < count; ++i) {
+            ASSERT_EQ(std::memcmp(&x[i], &decoded[begin + i], 4), 0) << block_bits << " " << begin;
+          }
+        }
+      }
     }
   }
 }
