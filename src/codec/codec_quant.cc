@@ -83,17 +83,7 @@ uint32_t load_u32(const uint8_t* p) {
 void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 // Where the areas of a payload start, for a given element count.
-struct Layout {
-  size_t blocks = 0;
-  size_t codes_at = 0;  // = size of the header area
-  size_t raw_at = 0;    // = size of the fixed area
-
-  Layout(size_t count, size_t block, int bits) {
-    blocks = (count + block - 1) / block;
-    codes_at = blocks * kHeaderBytes;
-    raw_at = codes_at + round_up8(count) / 8 * static_cast<size_t>(bits);
-  }
-};
+using Layout = quant::PayloadLayout;
 
 // Smallest and largest order_key of x[0, n). Baseline x86-64 (SSE2) has no packed 32-bit
 // min/max, so a clone for x86-64-v3 (AVX2) is picked at load time where the CPU has it: about

@@ -23,6 +23,41 @@ inline constexpr size_t kHeaderBytes = 8;            // f32 min + f32 scale per 
 
 HYCC_HD inline constexpr size_t round_up8(size_t n) { return (n + 7) / 8 * 8; }
 
+// Where the areas of a payload of `count` elements start, and where block b's pieces go. The
+// headers and codes form a fixed area; raw block k (the k-th raw one) starts k * block elements
+// into the raw area, so a parallel encoder or decoder places every block from its ordinal alone.
+struct PayloadLayout {
+  uint64_t count = 0;
+  uint64_t block = 0;
+  uint64_t blocks = 0;
+  uint64_t codes_at = 0;  // = size of the header area
+  uint64_t raw_at = 0;    // = size of the fixed area
+  int bits = 8;
+
+  HYCC_HD PayloadLayout(uint64_t n, uint64_t block_size, int code_bits)
+      : count(n), block(block_size), bits(code_bits) {
+    blocks = (count + block - 1) / block;
+    codes_at = blocks * kHeaderBytes;
+    raw_at = codes_at + round_up8(count) / 8 * static_cast<uint64_t>(bits);
+  }
+  // Elements of block b (only the last block can be shorter).
+  HYCC_HD uint64_t elements(uint64_t b) const {
+    return b * block + block <= count ? block : count - b * block;
+  }
+  HYCC_HD uint64_t header_offset(uint64_t b) const { return b * kHeaderBytes; }
+  HYCC_HD uint64_t codes_offset(uint64_t b) const {
+    return codes_at + b * block / 8 * static_cast<uint64_t>(bits);
+  }
+  HYCC_HD uint64_t raw_offset(uint64_t ordinal, uint64_t elem_bytes) const {
+    return raw_at + ordinal * block * elem_bytes;
+  }
+  // Elements in the raw area for `raw_blocks` raw blocks, the last block among them or not.
+  HYCC_HD uint64_t raw_elements(uint64_t raw_blocks, bool last_is_raw) const {
+    if (raw_blocks == 0) return 0;
+    return raw_blocks * block - (last_is_raw ? block - elements(blocks - 1) : 0);
+  }
+};
+
 // How one block is quantized, or that it is stored raw.
 struct BlockQuant {
   bool raw = true;

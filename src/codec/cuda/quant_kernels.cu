@@ -17,29 +17,12 @@ namespace hycc::codec::cuda {
 namespace {
 
 using quant::BlockQuant;
-using quant::kHeaderBytes;
 using quant::kRawMarker;
 using quant::round_up8;
 
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 
-struct Geometry {
-  uint64_t count = 0;
-  uint64_t block = 0;
-  uint64_t blocks = 0;
-  uint64_t codes_at = 0;
-  uint64_t raw_at = 0;
-  int bits = 8;
-
-  Geometry(uint64_t n, uint64_t block_size, int b) : count(n), block(block_size), bits(b) {
-    blocks = (count + block - 1) / block;
-    codes_at = blocks * kHeaderBytes;
-    raw_at = codes_at + round_up8(count) / 8 * static_cast<uint64_t>(bits);
-  }
-  __device__ uint64_t elements(uint64_t b) const {
-    return b * block + block <= count ? block : count - b * block;
-  }
-};
+using Geometry = quant::PayloadLayout;
 
 struct DeviceQuant {
   float min, scale, inv_scale;
@@ -93,8 +76,8 @@ __global__ void encode_kernel(Geometry g, const void* in, DType dtype, const Dev
   if (b >= g.blocks) return;
   const uint64_t begin = b * g.block, n = g.elements(b), n8 = round_up8(n);
   const size_t elem = dtype_size(dtype);
-  uint8_t* header = out + b * kHeaderBytes;
-  uint8_t* codes = out + g.codes_at + begin / 8 * static_cast<uint64_t>(kBits);
+  uint8_t* header = out + g.header_offset(b);
+  uint8_t* codes = out + g.codes_offset(b);
   const DeviceQuant dq = quants[b];
   if (dq.raw) {
     if (lane == 0) {
@@ -104,7 +87,7 @@ __global__ void encode_kernel(Geometry g, const void* in, DType dtype, const Dev
     const uint64_t code_bytes = n8 / 8 * kBits;
     for (uint64_t i = lane; i < code_bytes; i += kWarp) codes[i] = 0;
     const auto* src = static_cast<const uint8_t*>(in) + begin * elem;
-    uint8_t* dst = out + g.raw_at + uint64_t{ordinals[b]} * g.block * elem;
+    uint8_t* dst = out + g.raw_offset(ordinals[b], elem);
     for (uint64_t i = lane; i < n * elem; i += kWarp) dst[i] = src[i];
     return;
   }
@@ -132,7 +115,7 @@ __global__ void check_kernel(Geometry g, const uint8_t* payload, float max_code,
                              uint32_t* raw_flags, uint32_t* error) {
   const uint64_t b = uint64_t{blockIdx.x} * kThreads + threadIdx.x;
   if (b >= g.blocks) return;
-  const uint8_t* header = payload + b * kHeaderBytes;
+  const uint8_t* header = payload + g.header_offset(b);
   const uint32_t scale_bits = load_u32(header + 4);
   raw_flags[b] = scale_bits == kRawMarker ? 1u : 0u;
   if (scale_bits == kRawMarker) return;
@@ -151,16 +134,16 @@ __global__ void decode_kernel(Geometry g, const uint8_t* payload, const uint32_t
   if (b >= g.blocks) return;
   const uint64_t begin = b * g.block, n = g.elements(b), n8 = round_up8(n);
   const size_t elem = dtype_size(dtype);
-  const uint8_t* header = payload + b * kHeaderBytes;
+  const uint8_t* header = payload + g.header_offset(b);
   if (load_u32(header + 4) == kRawMarker) {
     if (lane == 0 && load_u32(header) != ordinals[b]) atomicOr(error, 2u);
-    const uint8_t* src = payload + g.raw_at + uint64_t{ordinals[b]} * g.block * elem;
+    const uint8_t* src = payload + g.raw_offset(ordinals[b], elem);
     auto* dst = static_cast<uint8_t*>(out) + begin * elem;
     for (uint64_t i = lane; i < n * elem; i += kWarp) dst[i] = src[i];
     return;
   }
   const float lo = bits_to_f32(load_u32(header)), scale = bits_to_f32(load_u32(header + 4));
-  const uint8_t* codes = payload + g.codes_at + begin / 8 * static_cast<uint64_t>(kBits);
+  const uint8_t* codes = payload + g.codes_offset(b);
   const auto store = [out, dtype, begin, n](size_t i, float v) {
     if (i < n) store_float(v, out, dtype, begin + i);
   };
@@ -261,12 +244,6 @@ struct Scratch {
   }
 };
 
-uint64_t raw_elements(const Geometry& g, std::pair<uint64_t, bool> raw) {
-  if (raw.first == 0) return 0;
-  const uint64_t last_n = g.count - (g.blocks - 1) * g.block;
-  return raw.first * g.block - (raw.second ? g.block - last_n : 0);
-}
-
 }  // namespace
 
 size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint64_t seed,
@@ -282,7 +259,8 @@ size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint
   pick_encode(p.bits, p.stochastic)<<<grid, kThreads, 0, stream>>>(
       g, in.data, in.dtype, s.quants, s.ordinals, quant::noise_key(seed), out);
   HYCC_CUDA_CHECK(cudaGetLastError());
-  return g.raw_at + raw_elements(g, s.raw_count(g.blocks, stream)) * dtype_size(in.dtype);
+  const auto [raw_blocks, last_is_raw] = s.raw_count(g.blocks, stream);
+  return g.raw_at + g.raw_elements(raw_blocks, last_is_raw) * dtype_size(in.dtype);
 }
 
 void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_bytes,
@@ -307,7 +285,8 @@ void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_b
                                                                       s.raw_flags, s.result);
   HYCC_CUDA_CHECK(cudaGetLastError());
   s.scan(g.blocks, stream);
-  const uint64_t raw = raw_elements(g, s.raw_count(g.blocks, stream));
+  const auto [raw_blocks, last_is_raw] = s.raw_count(g.blocks, stream);
+  const uint64_t raw = g.raw_elements(raw_blocks, last_is_raw);
   uint32_t error = 0;
   copy_to_host(&error, s.result, 4, stream);
   if (error != 0) corrupt("a block header has an invalid min or scale");
