@@ -136,7 +136,80 @@ std::vector<std::byte> replay_device_encoder(int bits, size_t block, bool stocha
   return out;
 }
 
-TEST(QuantBlock, ReplayedDeviceEncoderWritesTheCpuPayload) {
+// codec/cuda/quant_kernels.cu's decoder on a valid payload: raw flags from the headers, ordinals
+// by exclusive scan, then every block from its offsets.
+std::vector<float> replay_device_decoder(int bits, size_t block, std::span<const std::byte> payload,
+                                         DType dtype, size_t count) {
+  namespace q = codec::quant;
+  const q::PayloadLayout g(count, block, bits);
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+  std::vector<uint32_t> ordinals(g.blocks);
+  uint32_t raw_blocks = 0;
+  for (size_t b = 0; b < g.blocks; ++b) {
+    uint32_t scale_bits;
+    std::memcpy(&scale_bits, p + g.header_offset(b) + 4, 4);
+    ordinals[b] = raw_blocks;
+    raw_blocks += scale_bits == q::kRawMarker ? 1 : 0;
+  }
+  const size_t elem = dtype_size(dtype);
+  test::Buffer out(dtype, count);
+  std::vector<float> block_values(block);
+  for (size_t b = 0; b < g.blocks; ++b) {
+    const size_t begin = b * block, n = g.elements(b), n8 = q::round_up8(n);
+    float lo, scale;
+    std::memcpy(&lo, p + g.header_offset(b), 4);
+    std::memcpy(&scale, p + g.header_offset(b) + 4, 4);
+    uint32_t scale_bits;
+    std::memcpy(&scale_bits, &scale, 4);
+    if (scale_bits == q::kRawMarker) {
+      std::memcpy(static_cast<uint8_t*>(out.data()) + begin * elem,
+                  p + g.raw_offset(ordinals[b], elem), n * elem);
+      continue;
+    }
+    float* y = block_values.data();
+    const auto store = [y, n](size_t i, float v) {
+      if (i < n) y[i] = v;
+    };
+    const uint8_t* codes = p + g.codes_offset(b);
+    const auto word = [&](auto bits_constant) {
+      constexpr int kBits = decltype(bits_constant)::value;
+      const size_t len = n8 / q::Packing<kBits>::kPer;
+      for (size_t j = 0; j < len; ++j) q::dequantize_word<kBits>(codes, len, j, lo, scale, store);
+    };
+    switch (bits) {
+      case 1:
+        word(std::integral_constant<int, 1>{});
+        break;
+      case 2:
+        word(std::integral_constant<int, 2>{});
+        break;
+      case 3:
+        word(std::integral_constant<int, 3>{});
+        break;
+      case 4:
+        word(std::integral_constant<int, 4>{});
+        break;
+      case 5:
+        word(std::integral_constant<int, 5>{});
+        break;
+      case 6:
+        word(std::integral_constant<int, 6>{});
+        break;
+      case 7:
+        word(std::integral_constant<int, 7>{});
+        break;
+      default:
+        word(std::integral_constant<int, 8>{});
+        break;
+    }
+    codec::store_from_float(y, n, out.view(), begin);
+  }
+  std::vector<float> result(count * elem / 4 + 1, 0.0f);
+  std::memcpy(result.data(), out.data(), count * elem);
+  return result;
+}
+
+TEST(QuantBlock, ReplayedDeviceCodecMatchesTheCpuCodec) {
   std::vector<float> values = test::data_with_specials(3001, 8);
   values.back() = NAN;  // the last, partial block is raw
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
@@ -153,6 +226,14 @@ TEST(QuantBlock, ReplayedDeviceEncoderWritesTheCpuPayload) {
           const std::vector<std::byte> got =
               replay_device_encoder(bits, block, stochastic, in.view(), 7);
           ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end()))
+              << spec << " " << dtype_name(dtype);
+          test::Buffer cpu_out(dtype, values.size());
+          decompress(stream, cpu_out.view());
+          std::vector<float> cpu_bits(values.size() * dtype_size(dtype) / 4 + 1, 0.0f);
+          std::memcpy(cpu_bits.data(), cpu_out.data(), values.size() * dtype_size(dtype));
+          const std::vector<float> replayed =
+              replay_device_decoder(bits, block, expected, dtype, values.size());
+          ASSERT_EQ(std::memcmp(replayed.data(), cpu_bits.data(), cpu_bits.size() * 4), 0)
               << spec << " " << dtype_name(dtype);
         }
       }
