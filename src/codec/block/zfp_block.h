@@ -36,9 +36,9 @@ struct BlockBits {
 };
 
 // Appends bits to a BlockBits; the caller never writes past bit 128.
-class BlockWriter {
+class BlockBitWriter {
  public:
-  HYCC_HD explicit BlockWriter(BlockBits& bits) : bits_(bits) {}
+  HYCC_HD explicit BlockBitWriter(BlockBits& bits) : bits_(bits) {}
   // Writes the low n (<= 64) bits of value.
   HYCC_HD void put(uint64_t value, uint32_t n) {
     if (n == 0) return;
@@ -59,9 +59,9 @@ class BlockWriter {
 };
 
 // Reads bits from a BlockBits; reading past bit 128 gives zeros.
-class BlockReader {
+class BlockBitReader {
  public:
-  HYCC_HD explicit BlockReader(const BlockBits& bits) : bits_(bits) {}
+  HYCC_HD explicit BlockBitReader(const BlockBits& bits) : bits_(bits) {}
   // Reads n (<= 32) bits.
   HYCC_HD uint32_t take(uint32_t n) {
     if (n == 0) return 0;
@@ -165,7 +165,7 @@ HYCC_HD inline void inverse_lift(int32_t* p) {
 }
 
 // Encodes the bit planes of u[0..4) with at most `budget` bits (zfp's encode_few_ints).
-HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, BlockWriter& out) {
+HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, BlockBitWriter& out) {
   uint32_t bits = budget;
   uint32_t n = 0;  // values found significant so far: their plane bits go verbatim
   for (uint32_t k = 32; bits != 0 && k-- > 0;) {
@@ -191,7 +191,7 @@ HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, BlockW
 }
 
 // Decodes bit planes written by encode_bit_planes with the same budget (zfp's decode_ints).
-HYCC_HD inline void decode_bit_planes(BlockReader& in, uint32_t budget, uint32_t* u) {
+HYCC_HD inline void decode_bit_planes(BlockBitReader& in, uint32_t budget, uint32_t* u) {
   for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
   uint32_t bits = budget;
   uint32_t n = 0;
@@ -216,7 +216,7 @@ HYCC_HD inline void decode_bit_planes(BlockReader& in, uint32_t budget, uint32_t
 
 // Encodes 4 finite floats into exactly block_bits (9..128) bits; `out` starts zeroed.
 HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits& out) {
-  BlockWriter writer(out);
+  BlockBitWriter writer(out);
   const int emax = block_exponent(x);
   const auto biased = static_cast<uint32_t>(emax + 127);
   if (biased == 0) return;  // a single 0 bit, then zero padding
@@ -234,7 +234,7 @@ HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits&
 
 // Decodes a block of block_bits (9..128) bits into 4 floats.
 HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float* x) {
-  BlockReader reader(in);
+  BlockBitReader reader(in);
   if (!reader.take(1)) {
     for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
     return;
