@@ -9,10 +9,11 @@
 // into a regular stream.
 //
 // Device codecs: "none", "bf16", "fp16", "quant" (both roundings, stochastic rounding draws the
-// same noise as the CPU) and "zfp:rate=R"; device_supports() says which. In this build
-// without CUDA (see device_codecs_built()) every function but the queries throws Unavailable.
-// Buffers are plain device allocations (cudaMalloc). Calls are stream-ordered but return only
-// when the payload size is known (they synchronize on `stream`).
+// same noise as the CPU) and "zfp:rate=R"; device_supports() says which. In a build without
+// CUDA (see device_codecs_built()) every function but the queries throws Unavailable. Buffers
+// are plain device allocations (cudaMalloc). Calls are stream-ordered but return only when the
+// payload size is known (they synchronize on `stream`). zfp inputs holding NaN or infinities are
+// encoded on the host from a copy (exception or raw layout), and such payloads decoded there.
 #pragma once
 
 #include <cstddef>
@@ -28,13 +29,14 @@ bool device_supports(const CodecConfig& config);
 
 // Compresses `in` (device memory) into the payload at `out` (device memory, at least
 // config.codec().max_payload_bytes(in.dtype, in.count) bytes); returns the payload size.
-// Throws InvalidArgument for an unsupported codec or a short `out`, Unavailable without CUDA or
-// device, CommError never; CUDA failures are Unavailable with the CUDA error string.
+// Throws InvalidArgument for an unsupported codec or a short `out`; Unavailable without CUDA or
+// device, and for CUDA failures (with CUDA's error string).
 size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
                      const CompressOptions& options = {}, DeviceStream stream = nullptr);
 
 // Decodes a payload (device memory) into `out` (device memory) whose dtype and count are those
-// the payload was encoded from. Throws CorruptStream for a malformed payload.
+// the payload was encoded from. Throws CorruptStream for a malformed payload (`out` may then be
+// partly written), InvalidArgument and Unavailable as encode_device.
 void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
                    TensorView out, DeviceStream stream = nullptr);
 
