@@ -46,12 +46,16 @@ std::vector<float> read_floats(const std::string& path, size_t max_count) {
   return v;
 }
 
-std::vector<float> load_data(const CodecBenchOptions& o) {
+}  // namespace
+
+std::vector<float> load_bench_data(const CodecBenchOptions& o, size_t count) {
   if (o.data == "gaussian" || o.data == "laplace" || o.data == "smooth") {
-    return make_data(parse_data_kind(o.data), o.count, o.seed);
+    return make_data(parse_data_kind(o.data), count, o.seed);
   }
-  return read_floats(o.data, o.count);
+  return read_floats(o.data, count);
 }
+
+namespace {
 
 // 8-byte aligned storage for tensors and streams.
 struct AlignedBytes {
@@ -61,11 +65,8 @@ struct AlignedBytes {
   size_t size;
 };
 
-struct ErrorStats {
-  double max_abs = 0, rmse = 0, rel_l2 = 0;
-};
+}  // namespace
 
-// Errors of `decoded` against `reference` over the finite reference values.
 ErrorStats measure_error(const std::vector<float>& reference, const std::vector<float>& decoded) {
   ErrorStats e;
   double sq = 0, ref_sq = 0;
@@ -83,17 +84,20 @@ ErrorStats measure_error(const std::vector<float>& reference, const std::vector<
   return e;
 }
 
-}  // namespace
-
 CLI::App* add_codec_command(CLI::App& app, CodecBenchOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "codec", "Compression ratio, speed (single thread) and error of codecs, with memcpy");
   cmd->add_option("--data", o.data,
                   "gaussian | laplace | smooth | FILE (raw little-endian float32)")
       ->capture_default_str();
-  cmd->add_option("--count", o.count, "number of values (a FILE may hold fewer)")
-      ->capture_default_str()
+  cmd->add_option("--count", o.count,
+                  "number of values (a FILE may hold fewer); default 2^24 on the CPU, 256 MiB "
+                  "of the dtype on a device")
       ->check(CLI::Range(size_t{1}, size_t{1} << 32));
+  cmd->add_option("--device", o.device,
+                  "cpu (one thread) | cuda (device buffers, needs a CUDA build and a GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--dtype", o.dtype, "element type the data is converted to: f32 | bf16 | f16")
       ->capture_default_str();
   cmd->add_option(
@@ -108,12 +112,13 @@ CLI::App* add_codec_command(CLI::App& app, CodecBenchOptions& o) {
 }
 
 int run_codec_bench(const CodecBenchOptions& o) {
+  if (o.device == "cuda") return run_codec_bench_device(o);
   const DType dtype = parse_dtype(o.dtype);
   const std::vector<std::string>& specs = o.codecs.empty() ? kDefaultCodecs : o.codecs;
   std::vector<CodecConfig> configs;
   for (const auto& s : specs) configs.push_back(CodecConfig::parse(s));  // fail before timing
 
-  const std::vector<float> values = load_data(o);
+  const std::vector<float> values = load_bench_data(o, o.count != 0 ? o.count : size_t{1} << 24);
   const size_t count = values.size();
   AlignedBytes input_storage(count * dtype_size(dtype));
   const TensorView input{dtype, count, input_storage.data()};

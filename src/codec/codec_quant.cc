@@ -45,11 +45,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <numeric>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "codec/block/quant_block.h"
 #include "codec/float_io.h"
 #include "codec/params_io.h"
 #include "codec/registry.h"
@@ -63,8 +63,10 @@ constexpr std::string_view kHelp =
     "bits=1..8 (default 8), block=8..65536, multiple of 8 (default 64), "
     "round=nearest|stochastic (default nearest)";
 constexpr int kMaxBlock = 65536;
-constexpr uint32_t kRawMarker = 0xffffffffu;  // scale field of a raw block
-constexpr size_t kHeaderBytes = 8;            // f32 min + f32 scale per block
+using quant::BlockQuant;
+using quant::kHeaderBytes;
+using quant::kRawMarker;
+using quant::round_up8;
 
 // Function multiversioning (GCC on x86-64) for integer-only loops; elsewhere a no-op.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -72,8 +74,6 @@ constexpr size_t kHeaderBytes = 8;            // f32 min + f32 scale per block
 #else
 #define HYCC_QUANT_X86_CLONES
 #endif
-
-size_t round_up8(size_t n) { return (n + 7) / 8 * 8; }
 
 uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
@@ -83,140 +83,37 @@ uint32_t load_u32(const uint8_t* p) {
 void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 // Where the areas of a payload start, for a given element count.
-struct Layout {
-  size_t blocks = 0;
-  size_t codes_at = 0;  // = size of the header area
-  size_t raw_at = 0;    // = size of the fixed area
-
-  Layout(size_t count, size_t block, int bits) {
-    blocks = (count + block - 1) / block;
-    codes_at = blocks * kHeaderBytes;
-    raw_at = codes_at + round_up8(count) / 8 * static_cast<size_t>(bits);
-  }
-};
-
-// How one block is quantized, or that it is stored raw.
-struct BlockQuant {
-  bool raw = true;
-  float min = 0;
-  float scale = 0;
-  float inv_scale = 0;  // max_code / range, 0 for a constant block so that every code is 0
-};
-
-// The largest decoded value of a block must be finite: checked by encoder and decoder alike.
-bool decodes_finite(float min, float scale, float max_code) {
-  return std::fabs(min + max_code * scale) <= FLT_MAX;
-}
-
-BlockQuant choose_quant(float lo, float hi, float max_code) {
-  BlockQuant q;
-  // +0.0f turns -0 into +0, so that a block's header does not depend on which zero is smaller.
-  lo += 0.0f;
-  hi += 0.0f;
-  const float range = hi - lo;
-  if (range > FLT_MAX) return q;
-  const float scale = range / max_code;
-  if (range != 0 && scale < FLT_MIN) return q;  // the inverse would overflow, precision is lost
-  if (!decodes_finite(lo, scale, max_code)) return q;
-  q.raw = false;
-  q.min = lo;
-  q.scale = scale;
-  q.inv_scale = range == 0 ? 0.0f : max_code / range;  // independent of the division above
-  return q;
-}
-
-// Maps a float to an int32 whose signed order is the order of the floats: -NaN < -inf < ... <
-// -0 < +0 < ... < +inf < +NaN. The compiler vectorizes integer min/max reductions (float ones
-// only with -ffast-math), and one pass then finds the range and any non-finite value.
-int32_t order_key(float v) {
-  const auto b = std::bit_cast<int32_t>(v);
-  return b ^ ((b >> 31) & 0x7fffffff);  // negative floats: reverse the magnitude order
-}
-float from_order_key(int32_t key) { return std::bit_cast<float>(key ^ ((key >> 31) & 0x7fffffff)); }
-
-struct KeyRange {
-  int32_t lo = INT32_MAX, hi = INT32_MIN;
-};
+using Layout = quant::PayloadLayout;
 
 // Smallest and largest order_key of x[0, n). Baseline x86-64 (SSE2) has no packed 32-bit
 // min/max, so a clone for x86-64-v3 (AVX2) is picked at load time where the CPU has it: about
 // 2x on this loop, and integer code gives the same result in every clone.
-HYCC_QUANT_X86_CLONES KeyRange key_range(const float* x, size_t n) {
-  KeyRange r;
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t key = order_key(x[i]);
-    r.lo = std::min(r.lo, key);
-    r.hi = std::max(r.hi, key);
-  }
-  return r;
+HYCC_QUANT_X86_CLONES quant::KeyRange key_range(const float* x, size_t n) {
+  return quant::key_range(x, n);
 }
 
 // Quantization of the block x[0, n), n >= 1; raw if it holds NaN or an infinity.
 BlockQuant scan_block(const float* x, size_t n, float max_code) {
-  const KeyRange keys = key_range(x, n);
-  if (keys.lo <= order_key(-INFINITY) || keys.hi >= order_key(INFINITY)) return {};
-  return choose_quant(from_order_key(keys.lo), from_order_key(keys.hi), max_code);
+  return quant::quant_from_keys(key_range(x, n), max_code);
 }
-
-// The word of the segment layout for a bit width: kPer codes in kBytes bytes.
-template <int kBits>
-struct Packing {
-  static constexpr int kPer = 8 / std::gcd(kBits, 8);
-  static constexpr int kBytes = kBits / std::gcd(kBits, 8);
-  static constexpr uint32_t kMask = (1u << kBits) - 1;
-  using Word = std::conditional_t<kPer * kBits <= 32, uint32_t, uint64_t>;
-};
 
 // Writes the codes of x[0, n8) in the segment layout; noise is used by stochastic rounding only.
 template <int kBits, bool kStochastic>
 void quantize_block(const float* x, size_t n8, const BlockQuant& q, const float* noise,
                     uint8_t* codes) {
-  using P = Packing<kBits>;
-  using Word = typename P::Word;
-  const size_t len = n8 / P::kPer;
-  const float lo = q.min, inv_scale = q.inv_scale;
+  const size_t len = n8 / quant::Packing<kBits>::kPer;
+  const auto noise_of = [noise](size_t i) { return noise[i]; };
   for (size_t j = 0; j < len; ++j) {
-    Word word = 0;
-    for (int r = 0; r < P::kPer; ++r) {
-      const size_t i = static_cast<size_t>(r) * len + j;
-      // 0 <= t <= max_code * (1 + 2^-23): x - lo rounds to at most the block's range, and
-      // range * (max_code / range) carries two roundings.
-      const float t = (x[i] - lo) * inv_scale;
-      uint32_t code;
-      if constexpr (kStochastic) {
-        const auto down = static_cast<int32_t>(t);        // floor, as t >= 0
-        const float frac = t - static_cast<float>(down);  // exact
-        const int32_t up = down + static_cast<int32_t>(noise[i] < frac);
-        code = static_cast<uint32_t>(std::min(up, static_cast<int32_t>(P::kMask)));
-      } else {
-        // Adding 2^23 leaves ulp 1: the float add rounds t to nearest even and the integer lands
-        // in the low mantissa bits. t < max_code + 1/2 needs no clamp.
-        code = std::bit_cast<uint32_t>(t + 0x1p23f) & P::kMask;
-      }
-      word |= static_cast<Word>(code) << (r * kBits);
-    }
-    for (int m = 0; m < P::kBytes; ++m) {
-      codes[static_cast<size_t>(m) * len + j] = static_cast<uint8_t>(word >> (8 * m));
-    }
+    quant::quantize_word<kBits, kStochastic>(x, len, j, q, noise_of, codes);
   }
 }
 
 // Decodes n8 codes of the segment layout into y[0, n8).
 template <int kBits>
 void dequantize_block(const uint8_t* codes, size_t n8, float lo, float scale, float* y) {
-  using P = Packing<kBits>;
-  using Word = typename P::Word;
-  const size_t len = n8 / P::kPer;
-  for (size_t j = 0; j < len; ++j) {
-    Word word = 0;
-    for (int m = 0; m < P::kBytes; ++m) {
-      word |= static_cast<Word>(codes[static_cast<size_t>(m) * len + j]) << (8 * m);
-    }
-    for (int r = 0; r < P::kPer; ++r) {
-      const auto code = static_cast<int32_t>((word >> (r * kBits)) & P::kMask);
-      y[static_cast<size_t>(r) * len + j] = lo + static_cast<float>(code) * scale;
-    }
-  }
+  const size_t len = n8 / quant::Packing<kBits>::kPer;
+  const auto store = [y](size_t i, float v) { y[i] = v; };
+  for (size_t j = 0; j < len; ++j) quant::dequantize_word<kBits>(codes, len, j, lo, scale, store);
 }
 
 using QuantizeFn = void (*)(const float*, size_t, const BlockQuant&, const float*, uint8_t*);
@@ -238,14 +135,9 @@ constexpr std::array<Kernels, 9> kKernels = {
     kernels_for<5>(), kernels_for<6>(), kernels_for<7>(), kernels_for<8>(),
 };
 
-// Uniform noise of stochastic rounding for elements first.. first + n: 24 random bits per element
-// from a counter-based hash of (seed, element index), so the value of an element depends on
-// nothing else (not on the block size, nor on how the work is split).
+// Noise of stochastic rounding for elements first.. first + n (quant::stochastic_noise).
 void stochastic_noise(uint64_t seed_key, size_t first, size_t n, float* noise) {
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t h = splitmix64(seed_key + first + i);
-    noise[i] = static_cast<float>(h >> 40) * 0x1p-24f;
-  }
+  for (size_t i = 0; i < n; ++i) noise[i] = quant::stochastic_noise(seed_key, first + i);
 }
 
 class QuantCodec final : public Codec {
@@ -297,7 +189,7 @@ size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
   const auto* src = static_cast<const uint8_t*>(in.data);
   const Kernels& kernels = kKernels[static_cast<size_t>(bits_)];
   const QuantizeFn quantize = stochastic_ ? kernels.stochastic : kernels.nearest;
-  const uint64_t seed_key = splitmix64(options.seed);
+  const uint64_t seed_key = quant::noise_key(options.seed);
   const float top = max_code();
 
   // Float copy of a block (16-bit inputs, or a last block padded to a multiple of 8).
@@ -364,7 +256,7 @@ void QuantCodec::decode(std::span<const std::byte> payload_span, TensorView out)
     }
     const float lo = std::bit_cast<float>(min_bits), scale = std::bit_cast<float>(scale_bits);
     const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
-    if (!(std::fabs(lo) <= FLT_MAX) || !scale_ok || !decodes_finite(lo, scale, top)) {
+    if (!(std::fabs(lo) <= FLT_MAX) || !scale_ok || !quant::decodes_finite(lo, scale, top)) {
       corrupt(detail::concat("block ", b, " has an invalid min ", lo, " or scale ", scale));
     }
   }

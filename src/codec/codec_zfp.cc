@@ -1,4 +1,7 @@
 // "zfp": lossy compression by libzfp (https://zfp.io) of the tensor as a 1-D zfp_type_float field.
+// Fixed-rate streams are written and read by our own coder (codec/zfp_fixed_rate.h, the
+// per-block code the CUDA kernels share), which tests/unit/zfp_fixed_rate_test.cc proves
+// bit-identical to libzfp; fixed-accuracy mode runs libzfp itself.
 //
 // Specs: zfp:rate=R      fixed-rate, R bits per value, 0 < R <= 32; zfp applies
 //                         max(round(4 R), 9) / 4, so the canonical spec shows a multiple of 0.25.
@@ -54,6 +57,7 @@
 #include "codec/float_io.h"
 #include "codec/params_io.h"
 #include "codec/registry.h"
+#include "codec/zfp_fixed_rate.h"
 #include "hycc/error.h"
 
 namespace hycc::codec {
@@ -319,13 +323,24 @@ class ZfpCodec final : public Codec {
     return static_cast<size_t>(std::max(with_exceptions, raw_layout_bytes(dtype, count)));
   }
 
+  // Fixed-rate streams come from our own coder (codec/zfp_fixed_rate.h, identical streams),
+  // fixed-accuracy ones from libzfp.
   size_t encode(ConstTensorView in, std::span<std::byte> out,
                 const CompressOptions&) const override {
     if (in.count == 0) return 0;
-    const uint64_t cap = exception_cap(in.count);
-    std::vector<uint64_t> positions;  // of the non-finite values, at most `cap`
+    if (mode_ == Mode::kFixedRate) {
+      zfp::FixedRateWriter writer(out.data(), rate_block_bits_);
+      return encode_with(writer, in, out);
+    }
     const ZfpStreamPtr zfp = open_zfp(/*for_decoding=*/false);
     BlockWriter writer(zfp.get(), out);
+    return encode_with(writer, in, out);
+  }
+  // Writes the bitstream with `writer`, then the exception section or the raw layout.
+  template <class Writer>
+  size_t encode_with(Writer& writer, ConstTensorView in, std::span<std::byte> out) const {
+    const uint64_t cap = exception_cap(in.count);
+    std::vector<uint64_t> positions;  // of the non-finite values, at most `cap`
     std::array<float, kChunkValues> chunk;
     for (size_t begin = 0; begin < in.count; begin += kChunkValues) {
       const size_t n = std::min(kChunkValues, in.count - begin);
@@ -466,7 +481,16 @@ class ZfpCodec final : public Codec {
   // Decodes all out.count values from the bitstream at the start of `part`; returns its length.
   uint64_t decode_bitstream(zfp_stream* zfp, std::span<const std::byte> part,
                             TensorView out) const {
+    if (mode_ == Mode::kFixedRate) {
+      zfp::FixedRateReader reader(part.data(), part.size(), rate_block_bits_);
+      return decode_with(reader, part, out);
+    }
     BlockReader reader(zfp, part, max_block_bits());
+    return decode_with(reader, part, out);
+  }
+
+  template <class Reader>
+  uint64_t decode_with(Reader& reader, std::span<const std::byte> part, TensorView out) const {
     std::array<float, kChunkValues> chunk;
     for (size_t begin = 0; begin < out.count; begin += kChunkValues) {
       const size_t n = std::min(kChunkValues, out.count - begin);

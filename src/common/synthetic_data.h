@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/host_device.h"
+
 namespace hycc {
 
 enum class DataKind {
@@ -22,7 +24,7 @@ std::vector<float> make_data(DataKind kind, size_t count, uint64_t seed = 1);
 
 // A counter-based random generator (SplitMix64): the i-th value of a stream depends only on
 // (seed, i), so results are reproducible regardless of how work is split.
-inline uint64_t splitmix64(uint64_t x) {
+HYCC_HD inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;

@@ -1,0 +1,43 @@
+// Codecs on GPU buffers (CUDA). No CUDA header is needed to include this file: a CUDA stream is
+// passed as DeviceStream, which is cudaStream_t (nullptr: the legacy default stream).
+//
+// The device functions write and read *payloads*: exactly the bytes that follow the 48-byte
+// header of the stream compress() writes for the same input, parameters and seed (compare with
+// stream_payload(compress(...))). The stream header's checksum is a sequential hash, which a GPU
+// cannot compute at memory speed, so a device payload carries no header: both sides know the
+// codec from the collective's arguments. frame_payload() turns a payload copied to the host
+// into a regular stream.
+//
+// Device codecs: "none", "bf16", "fp16", "quant" (both roundings, stochastic rounding draws the
+// same noise as the CPU) and "zfp:rate=R"; device_supports() says which. In a build without
+// CUDA (see device_codecs_built()) every function but the queries throws Unavailable. Buffers
+// are plain device allocations (cudaMalloc). Calls are stream-ordered but return only when the
+// payload size is known (they synchronize on `stream`). zfp inputs holding NaN or infinities are
+// encoded on the host from a copy (exception or raw layout), and such payloads decoded there.
+#pragma once
+
+#include <cstddef>
+
+#include "hycc/codec.h"
+#include "hycc/device.h"
+#include "hycc/dtype.h"
+
+namespace hycc {
+
+// True if `config` has a device implementation.
+bool device_supports(const CodecConfig& config);
+
+// Compresses `in` (device memory) into the payload at `out` (device memory, at least
+// config.codec().max_payload_bytes(in.dtype, in.count) bytes); returns the payload size.
+// Throws InvalidArgument for an unsupported codec or a short `out`; Unavailable without CUDA or
+// device, and for CUDA failures (with CUDA's error string).
+size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
+                     const CompressOptions& options = {}, DeviceStream stream = nullptr);
+
+// Decodes a payload (device memory) into `out` (device memory) whose dtype and count are those
+// the payload was encoded from. Throws CorruptStream for a malformed payload (`out` may then be
+// partly written), InvalidArgument and Unavailable as encode_device.
+void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
+                   TensorView out, DeviceStream stream = nullptr);
+
+}  // namespace hycc

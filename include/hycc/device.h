@@ -1,0 +1,60 @@
+// Minimal CUDA device-memory helpers for callers that do not include CUDA headers (tests,
+// benchmarks, applications): plain cudaMalloc buffers and synchronous copies. Without CUDA in
+// the build every function but device_count() throws Unavailable.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+struct CUstream_st;
+
+namespace hycc {
+
+using DeviceStream = CUstream_st*;  // a cudaStream_t; nullptr: the legacy default stream
+
+// True if this build of hycc has the CUDA code.
+bool device_codecs_built();
+
+// Number of CUDA devices usable by this process (0 without CUDA, driver or device).
+int device_count();
+
+// Why device_count() is 0 ("built without CUDA", CUDA's error string such as an insufficient
+// driver), or "" if there is a device.
+std::string device_unavailable_reason();
+
+// Name and memory of the current device, e.g. "NVIDIA H200, 139.8 GiB, sm_90".
+std::string device_description();
+
+// A device allocation (cudaMalloc), freed on destruction. Move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) {
+    o.data_ = nullptr;
+    o.bytes_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Synchronous copies (they wait for the default stream).
+void copy_to_device(void* device_dst, const void* host_src, size_t bytes);
+void copy_to_host(void* host_dst, const void* device_src, size_t bytes);
+// Device-to-device copy ordered on `stream`; returns without waiting.
+void copy_on_device(void* dst, const void* src, size_t bytes, DeviceStream stream = nullptr);
+// Waits for all work on the current device.
+void synchronize_device();
+// Sets every byte of a device range.
+void fill_device(void* device_dst, int byte, size_t bytes);
+
+}  // namespace hycc

@@ -1,0 +1,305 @@
+// zfp fixed-rate coding of one 1-D block of 4 floats, shared by the CPU codec and the CUDA
+// kernels: the same steps, in the same integer and float arithmetic, as libzfp 1.0's
+// zfp_encode_block_float_1 / zfp_decode_block_float_1 with zfp_stream_set_rate(R, zfp_type_float,
+// 1, zfp_false) (minbits = maxbits = B = max(round(4 R), 9), maxprec 64, minexp -1074):
+//   1. block-floating-point: emax = exponent of the largest |x| (frexp, clamped to -126; -127
+//      for an all-zero block, which is coded as a single 0 bit), then i = (int32)(x * 2^(30-emax))
+//      with float arithmetic, so a scale 2^(30-emax) beyond float's range is infinite as in zfp
+//      (and the conversion of an out-of-range product gives INT32_MIN, as x86's cvttss2si does:
+//      blocks whose largest magnitude is below 2^-97 come out as libzfp writes them on x86);
+//   2. the decorrelating lifting transform (fwd_lift), in wrapping 32-bit arithmetic;
+//   3. negabinary: u = (i + 0xaaaaaaaa) ^ 0xaaaaaaaa;
+//   4. embedded coding of the 32 bit planes from the top, each as its first n bits verbatim
+//      (n = values known to be significant) then unary group tests, until B bits are used.
+// A block takes exactly B bits (zero padded), so block b starts at bit b * B of the stream; bits
+// are numbered from the least significant bit of the first byte (zfp's order with byte words).
+// Decoding reverses the steps: x = float(i) * 2^(emax-30), float arithmetic (0 where 2^(emax-30)
+// underflows, as in zfp). Inputs must be finite: the codec replaces NaN and infinities first.
+#pragma once
+
+#include <cstdint>
+
+#include "codec/float_convert.h"
+#include "common/host_device.h"
+
+namespace hycc::codec::zfp {
+
+inline constexpr uint32_t kBlockValues = 4;
+inline constexpr uint32_t kMinBlockBits = 1 + 8;  // zero flag and exponent: zfp's floor for floats
+inline constexpr uint32_t kMaxBlockBits = 128;    // rate 32
+inline constexpr uint32_t kNegabinaryMask = 0xaaaaaaaau;
+
+// The bits of one block, least significant bit of lo first (at most 128).
+struct BlockBits {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+
+// Appends bits to a BlockBits; the caller never writes past bit 128.
+class BlockBitWriter {
+ public:
+  HYCC_HD explicit BlockBitWriter(BlockBits& bits) : bits_(bits) {}
+  // Writes the low n (<= 64) bits of value.
+  HYCC_HD void put(uint64_t value, uint32_t n) {
+    if (n == 0) return;
+    if (n < 64) value &= (uint64_t{1} << n) - 1;
+    if (pos_ < 64) {
+      bits_.lo |= value << pos_;
+      if (pos_ + n > 64) bits_.hi |= value >> (64 - pos_);
+    } else {
+      bits_.hi |= value << (pos_ - 64);
+    }
+    pos_ += n;
+  }
+  HYCC_HD uint32_t position() const { return pos_; }
+
+ private:
+  BlockBits& bits_;
+  uint32_t pos_ = 0;
+};
+
+// Reads bits from a BlockBits; reading past bit 128 gives zeros.
+class BlockBitReader {
+ public:
+  HYCC_HD explicit BlockBitReader(const BlockBits& bits) : bits_(bits) {}
+  // Reads n (<= 32) bits.
+  HYCC_HD uint32_t take(uint32_t n) {
+    if (n == 0) return 0;
+    uint64_t v;
+    if (pos_ < 64) {
+      v = bits_.lo >> pos_;
+      if (pos_ + n > 64) v |= bits_.hi << (64 - pos_);
+    } else {
+      v = pos_ < 128 ? bits_.hi >> (pos_ - 64) : 0;
+    }
+    pos_ += n;
+    return static_cast<uint32_t>(v & ((uint64_t{1} << n) - 1));
+  }
+
+ private:
+  const BlockBits& bits_;
+  uint32_t pos_ = 0;
+};
+
+// zfp_stream_set_rate's bits per block of 4 floats for a rate of R bits per value (1-D, unaligned).
+inline uint32_t rate_block_bits(double rate) {
+  const double bits = 4 * rate + 0.5;
+  const auto b = static_cast<uint32_t>(bits < 0 ? 0 : bits);
+  return b < kMinBlockBits ? kMinBlockBits : b;
+}
+
+// frexp's exponent of the largest magnitude, clamped to -126; -127 if every value is zero.
+HYCC_HD inline int block_exponent(const float* x) {
+  uint32_t max_abs = 0;
+  for (uint32_t i = 0; i < kBlockValues; ++i) {
+    const uint32_t a = f32_to_bits(x[i]) & 0x7fffffffu;
+    max_abs = a > max_abs ? a : max_abs;
+  }
+  if (max_abs == 0) return -127;
+  const int biased = static_cast<int>(max_abs >> 23);
+  return biased == 0 ? -126 : biased - 126;
+}
+
+// 2^e as a float, with float's overflow (infinity) and underflow (denormals, then 0): ldexpf(1, e).
+HYCC_HD inline float power_of_two(int e) {
+  if (e > 127) return bits_to_f32(0x7f800000u);
+  if (e >= -126) return bits_to_f32(static_cast<uint32_t>(e + 127) << 23);
+  if (e >= -149) return bits_to_f32(uint32_t{1} << (e + 149));
+  return 0.0f;
+}
+
+// (int32_t)v as x86's cvttss2si computes it: truncation, INT32_MIN for NaN and out of range.
+HYCC_HD inline int32_t truncate_like_x86(float v) {
+  if (!(v >= -2147483648.0f && v < 2147483648.0f)) return INT32_MIN;
+  return static_cast<int32_t>(v);
+}
+
+HYCC_HD inline int32_t shift_right(uint32_t v) { return static_cast<int32_t>(v) >> 1; }
+
+// zfp's forward lifting transform of a 4-vector, in wrapping 32-bit arithmetic.
+HYCC_HD inline void forward_lift(int32_t* p) {
+  auto x = static_cast<uint32_t>(p[0]), y = static_cast<uint32_t>(p[1]);
+  auto z = static_cast<uint32_t>(p[2]), w = static_cast<uint32_t>(p[3]);
+  x += w;
+  x = static_cast<uint32_t>(shift_right(x));
+  w -= x;
+  z += y;
+  z = static_cast<uint32_t>(shift_right(z));
+  y -= z;
+  x += z;
+  x = static_cast<uint32_t>(shift_right(x));
+  z -= x;
+  w += y;
+  w = static_cast<uint32_t>(shift_right(w));
+  y -= w;
+  w += static_cast<uint32_t>(shift_right(y));
+  y -= static_cast<uint32_t>(shift_right(w));
+  p[0] = static_cast<int32_t>(x);
+  p[1] = static_cast<int32_t>(y);
+  p[2] = static_cast<int32_t>(z);
+  p[3] = static_cast<int32_t>(w);
+}
+
+// zfp's inverse lifting transform of a 4-vector, in wrapping 32-bit arithmetic.
+HYCC_HD inline void inverse_lift(int32_t* p) {
+  auto x = static_cast<uint32_t>(p[0]), y = static_cast<uint32_t>(p[1]);
+  auto z = static_cast<uint32_t>(p[2]), w = static_cast<uint32_t>(p[3]);
+  y += static_cast<uint32_t>(shift_right(w));
+  w -= static_cast<uint32_t>(shift_right(y));
+  y += w;
+  w <<= 1;
+  w -= y;
+  z += x;
+  x <<= 1;
+  x -= z;
+  y += z;
+  z <<= 1;
+  z -= y;
+  w += x;
+  x <<= 1;
+  x -= w;
+  p[0] = static_cast<int32_t>(x);
+  p[1] = static_cast<int32_t>(y);
+  p[2] = static_cast<int32_t>(z);
+  p[3] = static_cast<int32_t>(w);
+}
+
+// Encodes the bit planes of u[0..4) with at most `budget` bits (zfp's encode_few_ints).
+HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, BlockBitWriter& out) {
+  uint32_t bits = budget;
+  uint32_t n = 0;  // values found significant so far: their plane bits go verbatim
+  for (uint32_t k = 32; bits != 0 && k-- > 0;) {
+    uint64_t x = 0;
+    for (uint32_t i = 0; i < kBlockValues; ++i) x += uint64_t{(u[i] >> k) & 1u} << i;
+    const uint32_t m = n < bits ? n : bits;
+    bits -= m;
+    out.put(x, m);
+    x >>= m;
+    for (; bits != 0 && n < kBlockValues; x >>= 1, ++n) {
+      --bits;
+      const bool any = x != 0;
+      out.put(any ? 1u : 0u, 1);
+      if (!any) break;  // the rest of the plane is zero
+      for (; bits != 0 && n < kBlockValues - 1; x >>= 1, ++n) {
+        --bits;
+        const uint32_t bit = static_cast<uint32_t>(x & 1u);
+        out.put(bit, 1);
+        if (bit) break;
+      }
+    }
+  }
+}
+
+// Decodes bit planes written by encode_bit_planes with the same budget (zfp's decode_ints).
+HYCC_HD inline void decode_bit_planes(BlockBitReader& in, uint32_t budget, uint32_t* u) {
+  for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
+  uint32_t bits = budget;
+  uint32_t n = 0;
+  for (uint32_t k = 32; bits != 0 && k-- > 0;) {
+    const uint32_t m = n < bits ? n : bits;
+    bits -= m;
+    uint64_t x = in.take(m);
+    while (n < kBlockValues && bits != 0) {
+      --bits;
+      if (!in.take(1)) break;  // negative group test: the rest of the plane is zero
+      while (n < kBlockValues - 1 && bits != 0) {
+        --bits;
+        if (in.take(1)) break;
+        ++n;
+      }
+      x += uint64_t{1} << n;
+      ++n;
+    }
+    for (uint32_t i = 0; x != 0; ++i, x >>= 1) u[i] += static_cast<uint32_t>(x & 1u) << k;
+  }
+}
+
+// Encodes 4 finite floats into exactly block_bits (9..128) bits; `out` starts zeroed.
+HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits& out) {
+  BlockBitWriter writer(out);
+  const int emax = block_exponent(x);
+  const auto biased = static_cast<uint32_t>(emax + 127);
+  if (biased == 0) return;  // a single 0 bit, then zero padding
+  writer.put(2 * biased + 1, kMinBlockBits);
+  const float scale = power_of_two(30 - emax);
+  int32_t ints[kBlockValues];
+  for (uint32_t i = 0; i < kBlockValues; ++i) ints[i] = truncate_like_x86(scale * x[i]);
+  forward_lift(ints);
+  uint32_t u[kBlockValues];
+  for (uint32_t i = 0; i < kBlockValues; ++i) {
+    u[i] = (static_cast<uint32_t>(ints[i]) + kNegabinaryMask) ^ kNegabinaryMask;
+  }
+  encode_bit_planes(u, block_bits - kMinBlockBits, writer);
+}
+
+// Decodes a block of block_bits (9..128) bits into 4 floats.
+HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float* x) {
+  BlockBitReader reader(in);
+  if (!reader.take(1)) {
+    for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
+    return;
+  }
+  const int emax = static_cast<int>(reader.take(8)) - 127;
+  uint32_t u[kBlockValues];
+  decode_bit_planes(reader, block_bits - kMinBlockBits, u);
+  int32_t ints[kBlockValues];
+  for (uint32_t i = 0; i < kBlockValues; ++i) {
+    ints[i] = static_cast<int32_t>((u[i] ^ kNegabinaryMask) - kNegabinaryMask);
+  }
+  inverse_lift(ints);
+  const float scale = power_of_two(emax - 30);
+  for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = scale * static_cast<float>(ints[i]);
+}
+
+// Pads a partial block of n (1..3) values as zfp does: x[1] = x[0], x[2] = x[1], x[3] = x[0].
+HYCC_HD inline void pad_partial_block(float* x, uint32_t n) {
+  if (n <= 1) x[1] = x[0];
+  if (n <= 2) x[2] = x[1];
+  if (n <= 3) x[3] = x[0];
+}
+
+// Little-endian load of up to 8 bytes of data[0, size) from byte `at` on, zeros past the end.
+HYCC_HD inline uint64_t load_bytes_le(const uint8_t* data, uint64_t size, uint64_t at) {
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < 8 && at + i < size; ++i) v |= uint64_t{data[at + i]} << (8 * i);
+  return v;
+}
+
+// n (1..64) bits of data[0, size) from bit `pos` on (zeros past the end).
+HYCC_HD inline uint64_t load_bits(const uint8_t* data, uint64_t size, uint64_t pos, uint32_t n) {
+  const uint64_t at = pos >> 3;
+  const uint32_t shift = static_cast<uint32_t>(pos & 7);
+  uint64_t v = load_bytes_le(data, size, at) >> shift;
+  if (shift + n > 64) v |= load_bytes_le(data, size, at + 8) << (64 - shift);
+  return n < 64 ? v & ((uint64_t{1} << n) - 1) : v;
+}
+
+// The block_bits bits of a stream starting at bit `pos`.
+HYCC_HD inline BlockBits load_block(const uint8_t* data, uint64_t size, uint64_t pos,
+                                    uint32_t block_bits) {
+  BlockBits b;
+  b.lo = load_bits(data, size, pos, block_bits < 64 ? block_bits : 64);
+  if (block_bits > 64) b.hi = load_bits(data, size, pos + 64, block_bits - 64);
+  return b;
+}
+
+// ORs the bits of block `lane` (0..31) of a run of 32 blocks into `span`, the run's
+// block_bits 32-bit words (bit i of the run is bit i % 32 of word i / 32, little-endian: the
+// stream's bytes): or_word(w, bits) ORs bits into word w. The 32 blocks of a warp start at a
+// word boundary of the stream and fill exactly block_bits words, so warps never share a word.
+template <class OrWord>
+HYCC_HD inline void or_into_span(const BlockBits& bits, uint32_t lane, uint32_t block_bits,
+                                 OrWord or_word) {
+  const uint32_t words[4] = {static_cast<uint32_t>(bits.lo), static_cast<uint32_t>(bits.lo >> 32),
+                             static_cast<uint32_t>(bits.hi), static_cast<uint32_t>(bits.hi >> 32)};
+  const uint32_t at = lane * block_bits, shift = at % 32;
+  for (uint32_t k = 0; k < 4 && 32 * k < block_bits; ++k) {
+    if (words[k] == 0) continue;
+    const uint32_t w = at / 32 + k;
+    or_word(w, words[k] << shift);
+    // The bits shifted out are past the block's end (zero) when w is the span's last word.
+    if (shift != 0 && w + 1 < block_bits) or_word(w + 1, words[k] >> (32 - shift));
+  }
+}
+
+}  // namespace hycc::codec::zfp

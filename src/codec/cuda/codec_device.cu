@@ -1,0 +1,187 @@
+// The device codec API (include/hycc/codec_device.h) with CUDA: parameter checks, dispatch to
+// the kernels, and the host fallbacks of zfp for tensors with NaN or infinities (exception and
+// raw layouts, rare in training data, are built by the CPU codec from a host copy).
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <vector>
+
+#include "codec/cuda/device_util.cuh"
+#include "codec/cuda/kernels.h"
+#include "codec/params_io.h"
+#include "codec/zfp_fixed_rate.h"
+#include "hycc/codec_device.h"
+
+namespace hycc {
+namespace {
+
+using codec::cuda::copy_to_host;
+
+constexpr uint8_t kZfpFixedRate = 1;  // codec_zfp.cc's Mode::kFixedRate in parameter byte 0
+
+[[noreturn]] void unsupported(const CodecConfig& config) {
+  throw InvalidArgument(tagged("codec:device", "codec '", config.spec(),
+                               "' has no device implementation; device codecs: none, bf16, fp16, ",
+                               "quant, zfp:rate=R"));
+}
+
+codec::cuda::QuantParams quant_params(const CodecConfig& config) {
+  const CodecParams p = config.codec().params();
+  return {codec::get_u8(p, 0), codec::get_u32(p, 4), codec::get_u8(p, 1) == 1};
+}
+
+uint32_t zfp_block_bits(const CodecConfig& config) {
+  return codec::get_u32(config.codec().params(), 4);
+}
+
+void require_device() {
+  if (device_count() == 0) {
+    throw Unavailable(tagged("codec:device", "no CUDA device available to this process"));
+  }
+}
+
+// The CPU codec on host copies: for payloads the kernels do not produce (zfp with non-finite
+// values).
+size_t encode_on_host(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
+                      const CompressOptions& options, cudaStream_t stream) {
+  std::vector<uint64_t> host_in((in.bytes() + 7) / 8);
+  copy_to_host(host_in.data(), in.data, in.bytes(), stream);
+  std::vector<std::byte> payload(out_bytes);
+  const size_t n = config.codec().encode({in.dtype, in.count, host_in.data()}, payload, options);
+  HYCC_CUDA_CHECK(cudaMemcpyAsync(out, payload.data(), n, cudaMemcpyHostToDevice, stream));
+  HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return n;
+}
+
+void decode_on_host(const CodecConfig& config, const void* payload, size_t payload_bytes,
+                    TensorView out, cudaStream_t stream) {
+  std::vector<std::byte> host_payload(payload_bytes);
+  copy_to_host(host_payload.data(), payload, payload_bytes, stream);
+  std::vector<uint64_t> host_out((out.bytes() + 7) / 8);
+  config.codec().decode(host_payload, {out.dtype, out.count, host_out.data()});
+  HYCC_CUDA_CHECK(
+      cudaMemcpyAsync(out.data, host_out.data(), out.bytes(), cudaMemcpyHostToDevice, stream));
+  HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace
+
+namespace codec::cuda {
+
+void* scratch(size_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+    ~Buffer() {
+      if (data != nullptr) cudaFree(data);
+    }
+  };
+  thread_local Buffer buffer;
+  if (bytes > buffer.bytes) {
+    if (buffer.data != nullptr) HYCC_CUDA_CHECK(cudaFree(buffer.data));
+    buffer.data = nullptr;
+    buffer.bytes = 0;
+    HYCC_CUDA_CHECK(cudaMalloc(&buffer.data, bytes));
+    buffer.bytes = bytes;
+  }
+  return buffer.data;
+}
+
+void copy_to_host(void* host, const void* device, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  HYCC_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
+  HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace codec::cuda
+
+bool device_supports(const CodecConfig& config) {
+  switch (config.id()) {
+    case CodecId::kNone:
+    case CodecId::kBF16:
+    case CodecId::kFP16:
+    case CodecId::kQuant:
+      return true;
+    case CodecId::kZfp:
+      return codec::get_u8(config.codec().params(), 0) == kZfpFixedRate;
+    default:
+      return false;
+  }
+}
+
+size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
+                     const CompressOptions& options, DeviceStream stream) {
+  if (!device_supports(config)) unsupported(config);
+  const size_t need = config.codec().max_payload_bytes(in.dtype, in.count);
+  if (out_bytes < need) {
+    throw InvalidArgument(tagged("codec:device", "output of ", out_bytes, " bytes, '",
+                                 config.spec(), "' needs up to ", need, " for ", in.count,
+                                 " elements"));
+  }
+  require_device();
+  auto* dst = static_cast<uint8_t*>(out);
+  switch (config.id()) {
+    case CodecId::kNone:
+      if (in.count != 0) {
+        HYCC_CUDA_CHECK(
+            cudaMemcpyAsync(out, in.data, in.bytes(), cudaMemcpyDeviceToDevice, stream));
+      }
+      HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+      return in.bytes();
+    case CodecId::kBF16:
+    case CodecId::kFP16:
+      codec::cuda::cast_encode(config.id() == CodecId::kBF16 ? DType::kBF16 : DType::kF16, in, out,
+                               stream);
+      HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+      return in.count * 2;
+    case CodecId::kQuant:
+      return codec::cuda::quant_encode(quant_params(config), in, dst, options.seed, stream);
+    default: {
+      const uint32_t block_bits = zfp_block_bits(config);
+      if (codec::cuda::zfp_encode(block_bits, in, dst, stream) != 0) {
+        return encode_on_host(config, in, out, out_bytes, options, stream);
+      }
+      return codec::zfp::fixed_rate_bytes(in.count, block_bits);
+    }
+  }
+}
+
+void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
+                   TensorView out, DeviceStream stream) {
+  if (!device_supports(config)) unsupported(config);
+  require_device();
+  const auto wrong_size = [&](size_t expected) {
+    throw CorruptStream(tagged("codec:" + config.spec(), "device decode: payload of ",
+                               payload_bytes, " bytes, expected ", expected));
+  };
+  const auto* src = static_cast<const uint8_t*>(payload);
+  switch (config.id()) {
+    case CodecId::kNone:
+      if (payload_bytes != out.bytes()) wrong_size(out.bytes());
+      if (out.count != 0) {
+        HYCC_CUDA_CHECK(
+            cudaMemcpyAsync(out.data, payload, out.bytes(), cudaMemcpyDeviceToDevice, stream));
+      }
+      break;
+    case CodecId::kBF16:
+    case CodecId::kFP16:
+      if (payload_bytes != out.count * 2) wrong_size(out.count * 2);
+      codec::cuda::cast_decode(config.id() == CodecId::kBF16 ? DType::kBF16 : DType::kF16, payload,
+                               out, stream);
+      break;
+    case CodecId::kQuant:
+      codec::cuda::quant_decode(quant_params(config), src, payload_bytes, out, stream);
+      break;
+    default: {
+      const uint32_t block_bits = zfp_block_bits(config);
+      if (payload_bytes != codec::zfp::fixed_rate_bytes(out.count, block_bits)) {
+        decode_on_host(config, payload, payload_bytes, out, stream);  // exceptions or raw layout
+        return;
+      }
+      codec::cuda::zfp_decode(block_bits, src, payload_bytes, out, stream);
+    }
+  }
+  HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace hycc

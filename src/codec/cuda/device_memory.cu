@@ -1,0 +1,76 @@
+// hycc/device.h with CUDA.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <utility>
+
+#include "codec/cuda/device_util.cuh"
+#include "hycc/device.h"
+
+namespace hycc {
+
+bool device_codecs_built() { return true; }
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the "no device" / "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+std::string device_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return detail::concat("no CUDA device: ", cudaGetErrorString(e));
+  }
+  return n == 0 ? "no CUDA device" : "";
+}
+
+std::string device_description() {
+  int device = 0;
+  HYCC_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp p{};
+  HYCC_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return detail::concat(p.name, ", ", static_cast<double>(p.totalGlobalMem) / (1u << 30),
+                        " GiB, sm_", p.major, p.minor);
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes != 0) HYCC_CUDA_CHECK(cudaMalloc(&data_, bytes));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(bytes_, o.bytes_);
+  return *this;
+}
+
+void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes != 0) HYCC_CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+}
+
+void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes != 0) HYCC_CUDA_CHECK(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
+}
+
+void copy_on_device(void* dst, const void* src, size_t bytes, DeviceStream stream) {
+  if (bytes != 0) {
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+  }
+}
+
+void synchronize_device() { HYCC_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void fill_device(void* device_dst, int byte, size_t bytes) {
+  if (bytes != 0) HYCC_CUDA_CHECK(cudaMemset(device_dst, byte, bytes));
+}
+
+}  // namespace hycc

@@ -1,0 +1,39 @@
+// Launchers of the CUDA codec kernels (src/codec/cuda/*.cu), called by codec_device.cu. All
+// pointers are device memory; every launcher is ordered on `stream`.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hycc/codec.h"
+#include "hycc/dtype.h"
+
+namespace hycc::codec::cuda {
+
+// "bf16"/"fp16": payload = count 16-bit values of `target`.
+void cast_encode(DType target, ConstTensorView in, void* out, cudaStream_t stream);
+void cast_decode(DType target, const void* payload, TensorView out, cudaStream_t stream);
+
+struct QuantParams {
+  int bits = 8;
+  size_t block = 64;
+  bool stochastic = false;
+};
+
+// "quant": returns the payload size.
+size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint64_t seed,
+                    cudaStream_t stream);
+// Throws CorruptStream where the payload is malformed (out may then be partly written).
+void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_bytes,
+                  TensorView out, cudaStream_t stream);
+
+// "zfp:rate=R", plain layout (every value finite): writes the fixed-rate bitstream and returns
+// the number of non-finite values met (then the payload is not valid: the caller falls back).
+uint64_t zfp_encode(uint32_t block_bits, ConstTensorView in, uint8_t* out, cudaStream_t stream);
+// Decodes a plain-layout payload of exactly fixed_rate_bytes(count, block_bits) bytes.
+void zfp_decode(uint32_t block_bits, const uint8_t* payload, size_t payload_bytes, TensorView out,
+                cudaStream_t stream);
+
+}  // namespace hycc::codec::cuda

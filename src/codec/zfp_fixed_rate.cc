@@ -1,0 +1,74 @@
+#include "codec/zfp_fixed_rate.h"
+
+#include <cstring>
+
+namespace hycc::codec::zfp {
+
+void FixedRateWriter::write(const float* values, size_t n) {
+  float block[kBlockValues];
+  const float* x = values;
+  if (n < kBlockValues) {
+    std::memcpy(block, values, n * sizeof(float));
+    pad_partial_block(block, static_cast<uint32_t>(n));
+    x = block;
+  }
+  BlockBits bits;
+  encode_block(x, block_bits_, bits);
+  append(bits.lo, block_bits_ < 64 ? block_bits_ : 64);
+  if (block_bits_ > 64) append(bits.hi, block_bits_ - 64);
+}
+
+void FixedRateWriter::append(uint64_t bits, uint32_t n) {
+  acc_ |= bits << fill_;
+  if (fill_ + n < 64) {
+    fill_ += n;
+    return;
+  }
+  std::memcpy(out_, &acc_, 8);  // little-endian hosts only, as the stream layer
+  out_ += 8;
+  const uint32_t used = 64 - fill_;
+  acc_ = used < 64 ? bits >> used : 0;
+  fill_ = fill_ + n - 64;
+}
+
+size_t FixedRateWriter::finish() {
+  const uint32_t tail = (fill_ + 7) / 8;
+  std::memcpy(out_, &acc_, tail);
+  out_ += tail;
+  acc_ = 0;
+  fill_ = 0;
+  return static_cast<size_t>(out_ - begin_);
+}
+
+// load_block, reading whole words where 24 bytes are left.
+BlockBits FixedRateReader::fetch() const {
+  const uint64_t at = pos_ >> 3;
+  if (at + 24 > bytes_) return load_block(in_, bytes_, pos_, block_bits_);
+  uint64_t w[3];
+  std::memcpy(w, in_ + at, 24);  // little-endian hosts only, as the stream layer
+  const auto shift = static_cast<uint32_t>(pos_ & 7);
+  BlockBits b;
+  b.lo = shift == 0 ? w[0] : (w[0] >> shift) | (w[1] << (64 - shift));
+  b.hi = shift == 0 ? w[1] : (w[1] >> shift) | (w[2] << (64 - shift));
+  if (block_bits_ < 64) {
+    b.lo &= (uint64_t{1} << block_bits_) - 1;
+    b.hi = 0;
+  } else if (block_bits_ < 128) {
+    b.hi &= (uint64_t{1} << (block_bits_ - 64)) - 1;
+  }
+  return b;
+}
+
+void FixedRateReader::read(float* values, size_t n) {
+  const BlockBits bits = fetch();
+  pos_ += block_bits_;
+  if (n == kBlockValues) {
+    decode_block(bits, block_bits_, values);
+    return;
+  }
+  float block[kBlockValues];
+  decode_block(bits, block_bits_, block);
+  std::memcpy(values, block, n * sizeof(float));
+}
+
+}  // namespace hycc::codec::zfp

@@ -1,0 +1,62 @@
+// Our own zfp fixed-rate coder for 1-D float fields (the per-block steps are in
+// codec/block/zfp_block.h, shared with the CUDA kernels): streams bit-identical to those libzfp
+// writes with zfp_stream_set_rate(R, zfp_type_float, 1, zfp_false) for the same finite input,
+// blocks of 4 values, a partial last block padded as zfp pads it, the stream flushed to whole
+// bytes (Debian's libzfp, 8-bit stream words). tests/unit/zfp_fixed_rate_test.cc compares both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/block/zfp_block.h"
+
+namespace hycc::codec::zfp {
+
+// Bytes of the stream of `count` values at block_bits bits per block of 4.
+inline uint64_t fixed_rate_bytes(uint64_t count, uint32_t block_bits) {
+  const uint64_t blocks = (count + kBlockValues - 1) / kBlockValues;
+  return blocks / 8 * block_bits + (blocks % 8 * block_bits + 7) / 8;
+}
+
+// Writes blocks one after the other into a buffer of at least fixed_rate_bytes bytes.
+class FixedRateWriter {
+ public:
+  FixedRateWriter(std::byte* out, uint32_t block_bits) : out_(out), block_bits_(block_bits) {}
+
+  // Encodes n (1..4) finite values; fewer than 4 are padded as zfp pads a partial block.
+  void write(const float* values, size_t n);
+  // Flushes the last bits; returns the stream length in bytes.
+  size_t finish();
+
+ private:
+  void append(uint64_t bits, uint32_t n);  // n <= 64, bits above n zero
+
+  std::byte* out_;
+  std::byte* const begin_ = out_;
+  uint32_t block_bits_;
+  uint64_t acc_ = 0;   // bits not yet stored, the next one in bit 0
+  uint32_t fill_ = 0;  // number of them, < 64
+};
+
+// Reads blocks one after the other from a stream of `bytes` bytes; never reads outside it
+// (bits past its end read as zeros).
+class FixedRateReader {
+ public:
+  FixedRateReader(const std::byte* in, size_t bytes, uint32_t block_bits)
+      : in_(reinterpret_cast<const uint8_t*>(in)), bytes_(bytes), block_bits_(block_bits) {}
+
+  // Decodes the next block into n (1..4) values.
+  void read(float* values, size_t n);
+  // Bytes up to the end of the last block read.
+  uint64_t consumed_bytes() const { return (pos_ + 7) / 8; }
+
+ private:
+  BlockBits fetch() const;
+
+  const uint8_t* in_;
+  uint64_t bytes_;
+  uint32_t block_bits_;
+  uint64_t pos_ = 0;
+};
+
+}  // namespace hycc::codec::zfp

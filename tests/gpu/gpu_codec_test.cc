@@ -1,0 +1,137 @@
+// Device codecs against the CPU codecs, their oracle: for every device codec, dtype and count the
+// device payload is bit-identical to the payload of the CPU stream (stochastic rounding included:
+// both draw the same seeded noise), the device decodes CPU payloads to the CPU's output bit for
+// bit, libzfp decodes the device's zfp streams, and malformed payloads are rejected.
+#include <gtest/gtest.h>
+#include <zfp.h>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "hycc/codec.h"
+#include "hycc/codec_device.h"
+#include "hycc/error.h"
+#include "test_util.h"
+
+namespace hycc {
+namespace {
+
+const char* const kSpecs[] = {
+    "none",
+    "bf16",
+    "fp16",
+    "quant:bits=8",
+    "quant:bits=4",
+    "quant:bits=1",
+    "quant:bits=3,block=72,round=stochastic",
+    "quant:bits=5,block=8",
+    "quant:bits=7,block=4096,round=stochastic",
+    "quant:bits=2,round=stochastic",
+    "quant:bits=6",
+    "zfp:rate=8",
+    "zfp:rate=2.25",
+    "zfp:rate=12.75",
+    "zfp:rate=16",
+    "zfp:rate=32",
+};
+const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+const size_t kCounts[] = {0, 1, 3, 4097, (size_t{1} << 20) + 3};
+
+enum class Data { kGaussian, kSpecials };
+
+using Param = std::tuple<const char*, DType, size_t, Data>;
+
+std::vector<std::byte> cpu_payload(const CodecConfig& config, ConstTensorView in, uint64_t seed) {
+  const std::vector<std::byte> stream = compress(config, in, CompressOptions{seed});
+  const std::span<const std::byte> payload = stream_payload(stream);
+  return {payload.begin(), payload.end()};
+}
+
+class DeviceCodec : public ::testing::TestWithParam<Param> {};
+
+TEST_P(DeviceCodec, MatchesTheCpuCodecBitForBit) {
+  const auto& [spec, dtype, count, data] = GetParam();
+  const CodecConfig config = CodecConfig::parse(spec);
+  ASSERT_TRUE(device_supports(config));
+  const std::vector<float> values = data == Data::kSpecials
+                                        ? test::data_with_specials(count, 5)
+                                        : make_data(DataKind::kGaussian, count, 5);
+  const test::Buffer in = test::Buffer::from_floats(dtype, values);
+  const std::vector<std::byte> expected = cpu_payload(config, in.view(), 42);
+
+  const size_t max_bytes = config.codec().max_payload_bytes(dtype, count);
+  DeviceBuffer d_in(in.view().bytes() + 1), d_payload(max_bytes + 1), d_out(in.view().bytes() + 1);
+  copy_to_device(d_in.data(), in.view().data, in.view().bytes());
+  const size_t n = encode_device(config, {dtype, count, d_in.data()}, d_payload.data(), max_bytes,
+                                 CompressOptions{42});
+  ASSERT_EQ(n, expected.size());
+  std::vector<std::byte> payload(n);
+  copy_to_host(payload.data(), d_payload.data(), n);
+  ASSERT_TRUE(payload == expected) << "device payload differs from the CPU payload";
+
+  // The device decodes the CPU payload exactly as the CPU does.
+  test::Buffer cpu_out(dtype, count), dev_out(dtype, count);
+  config.codec().decode(expected, cpu_out.view());
+  copy_to_device(d_payload.data(), expected.data(), expected.size());
+  decode_device(config, d_payload.data(), expected.size(), {dtype, count, d_out.data()});
+  copy_to_host(dev_out.data(), d_out.data(), dev_out.view().bytes());
+  EXPECT_TRUE(dev_out.bits_equal(cpu_out)) << "device decode differs from the CPU decode";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDeviceCodecs, DeviceCodec,
+                         ::testing::Combine(::testing::ValuesIn(kSpecs),
+                                            ::testing::ValuesIn(kDTypes),
+                                            ::testing::ValuesIn(kCounts),
+                                            ::testing::Values(Data::kGaussian, Data::kSpecials)));
+
+TEST(DeviceZfp, LibzfpDecodesTheDeviceStream) {
+  const size_t count = (size_t{1} << 20) + 1;
+  std::vector<float> values = make_data(DataKind::kSmooth, count, 9);
+  for (double rate : {2.25, 8.0, 13.0, 32.0}) {
+    const CodecConfig config = CodecConfig::parse("zfp:rate=" + std::to_string(rate));
+    const size_t max_bytes = config.codec().max_payload_bytes(DType::kF32, count);
+    DeviceBuffer d_in(count * 4), d_payload(max_bytes);
+    copy_to_device(d_in.data(), values.data(), count * 4);
+    const size_t n =
+        encode_device(config, {DType::kF32, count, d_in.data()}, d_payload.data(), max_bytes);
+    std::vector<uint64_t> stream((n + 7) / 8 + 2, 0);
+    copy_to_host(stream.data(), d_payload.data(), n);
+
+    std::vector<float> theirs(count);
+    zfp_stream* zfp = zfp_stream_open(nullptr);
+    zfp_stream_set_rate(zfp, rate, zfp_type_float, 1, zfp_false);
+    zfp_field* field = zfp_field_1d(theirs.data(), zfp_type_float, count);
+    bitstream* bits = stream_open(stream.data(), stream.size() * 8);
+    zfp_stream_set_bit_stream(zfp, bits);
+    zfp_stream_rewind(zfp);
+    EXPECT_NE(zfp_decompress(zfp, field), 0u);
+    stream_close(bits);
+    zfp_field_free(field);
+    zfp_stream_close(zfp);
+
+    std::vector<float> ours(count);
+    decompress(compress(config, ConstTensorView{DType::kF32, count, values.data()}),
+               TensorView{DType::kF32, count, ours.data()});
+    EXPECT_EQ(std::memcmp(theirs.data(), ours.data(), count * 4), 0) << rate;
+  }
+}
+
+TEST(DeviceCodecErrors, RejectsMalformedPayloadsAndUnsupportedCodecs) {
+  const size_t count = 1000;
+  DeviceBuffer d_payload(1 << 16), d_out(count * 4);
+  fill_device(d_payload.data(), 0xff, 1 << 16);
+  const TensorView out{DType::kF32, count, d_out.data()};
+  const CodecConfig quant = CodecConfig::parse("quant:bits=4");
+  EXPECT_THROW(decode_device(quant, d_payload.data(), 10, out), CorruptStream);
+  const size_t fixed = quant.codec().max_payload_bytes(DType::kF32, count) - count * 4;
+  EXPECT_THROW(decode_device(quant, d_payload.data(), fixed, out), CorruptStream);
+  EXPECT_THROW(decode_device(CodecConfig::parse("bf16"), d_payload.data(), 7, out), CorruptStream);
+  EXPECT_THROW(decode_device(CodecConfig::parse("mpc"), d_payload.data(), 7, out), InvalidArgument);
+  EXPECT_THROW(encode_device(CodecConfig::parse("zfp:rate=8"), out, d_payload.data(), 10),
+               InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hycc
