@@ -57,17 +57,18 @@ def plot(out, names):
     if shutil.which("gnuplot") is None:
         return "gnuplot is not installed (Debian: gnuplot-nox): no loss.png"
     data = []
-    for n in names:
-        data.append(f"'{out}/{n}.jsonl.dat' using 1:2 with lines lw 1.5 title '{n} (train)'")
-        data.append(f"'{out}/{n}.jsonl.dat' using 1:3 with points pt 7 ps 1.2 notitle")
+    for i, n in enumerate(names, start=1):
+        data.append(f"'{out}/{n}.jsonl.dat' using 1:2 with lines lw 1.5 lc {i} title '{n} (train)'")
+        data.append(f"'{out}/{n}.jsonl.dat' using 1:3 with linespoints pt 7 ps 1.2 lc {i} "
+                    f"title '{n} (validation)'")
     script = f"""set terminal pngcairo size 900,560 font ',11'
 set output '{out}/loss.png'
 set xlabel 'optimizer step'
 set ylabel 'loss (nats per byte)'
-set title 'GPT on the Brown corpus, DP2 x TP2 x PP2: training loss (lines), validation (points)'
+set title 'GPT on the Brown corpus, DP2 x TP2 x PP2 on 8 ranks'
 set grid
 set key top right
-set datafile missing 'NaN'
+set datafile missing 'NaN'\nset yrange [2.2:3.2]
 plot {', '.join(data)}
 """
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
