@@ -88,7 +88,8 @@ TEST(PolicyEngine, HybridRunsTheGradientCompressorOnDp) {
     worst = std::max(worst, double(std::fabs(out[i] - exact_sum(i, dp.size()) / float(dp.size()))));
   }
   EXPECT_LT(worst, 16.0 / 15.0 * dp.size() + 1e-3);
-  const StatsEntry* e = engine.stats().find(Dimension::kDp, Operation::kAllreduce);
+  const CommStats stats = engine.stats();
+  const StatsEntry* e = stats.find(Dimension::kDp, Operation::kAllreduce);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->calls, 1u);
   if (dp.size() > 1) {
@@ -238,7 +239,8 @@ TEST(PolicyEngine, SendFollowsThePolicyAndRecvNeedsNone) {
   std::vector<float> x(n, 1.0f / 3.0f);
   if (pp.rank() == 0) {
     send(pp, view(x), 1, 5, o);
-    const StatsEntry* e = engine.stats().find(Dimension::kPp, Operation::kSendRecv);
+    const CommStats stats = engine.stats();
+    const StatsEntry* e = stats.find(Dimension::kPp, Operation::kSendRecv);
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->compressed_calls, 1u);
     EXPECT_GT(e->ratio(), 1.9);
