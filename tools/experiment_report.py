@@ -45,7 +45,6 @@ def summarize(name, rows):
         "step_s": step_s,
         "comm_s": comm,
         "compute_s": compute,
-        "comm_share": comm / (comm + compute) if comm + compute > 0 else 0.0,
         "final_loss": rows[-1]["loss"],
         "final_val_loss": vals[-1][1] if vals else None,
         "val_losses": vals,

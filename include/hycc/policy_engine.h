@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -111,7 +112,7 @@ class PolicyEngine {
   CommStats stats_;
   std::map<std::string, std::unique_ptr<GradCompressor>> compressors_;
   std::map<std::pair<Dimension, Operation>, uint64_t> compressed_calls_;
-  std::map<std::string, bool> explained_;
+  std::set<std::string> explained_;  // decisions already explained (HYCC_LOG=decisions)
 };
 
 }  // namespace hycc

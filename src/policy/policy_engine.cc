@@ -232,7 +232,7 @@ void PolicyEngine::log_decision(const Communicator& comm, Operation op, size_t b
                           (bytes < decision.threshold_bytes ? ":below" : ":above");
   {
     const std::lock_guard<std::mutex> lock(*mutex_);
-    if (!explained_.emplace(key, true).second) return;
+    if (!explained_.insert(key).second) return;
   }
   std::fprintf(options_.log_file, "[hycc] rank %d %s", world_rank(),
                policy_.explain(d, op, bytes).c_str());
