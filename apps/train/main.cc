@@ -254,6 +254,8 @@ int main(int argc, char** argv) {
   t.seed = 1337;
 
   CLI::App app{"hycc-train " HYCC_VERSION ": reference GPT trainer (byte-level, Brown corpus)"};
+  // An option given twice takes its last value, so scripts can append overrides to fixed flags.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--dp", o.shape.dp, "data-parallel ranks")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
