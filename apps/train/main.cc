@@ -57,9 +57,8 @@ std::string format_duration(double seconds) {
 
 // --policy, else HYCC_POLICY, else baseline; HYCC_LOG and HYCC_SAMPLE_ERROR in both cases.
 PolicyEngine make_engine(const std::string& policy) {
-  PolicyEngine env = PolicyEngine::from_environment("baseline");
-  if (policy.empty()) return env;
-  return PolicyEngine(Policy::load(policy), env.options());
+  if (policy.empty()) return PolicyEngine::from_environment("baseline");
+  return PolicyEngine(Policy::load(policy), EngineOptions::from_environment());
 }
 
 // Cumulative statistics of all ranks per dimension (operations summed).
