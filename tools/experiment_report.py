@@ -19,7 +19,9 @@ def load_run(path):
         for line in f:
             line = line.strip()
             if line:
-                rows.append(json.loads(line))
+                row = json.loads(line)
+                if "step" in row:  # not a line that describes the run
+                    rows.append(row)
     if not rows:
         sys.exit(f"experiment_report: {path} has no steps")
     return rows
@@ -48,8 +50,31 @@ def summarize(name, rows):
         "final_loss": rows[-1]["loss"],
         "final_val_loss": vals[-1][1] if vals else None,
         "val_losses": vals,
-        "compression": rows[-1].get("stats"),
+        "compression": total_stats(rows),
     }
+
+
+def total_stats(rows):
+    """The statistics of the whole run. Each hycc-train process counts from zero, so a run resumed
+    from a checkpoint (tools/experiment --rounds) restarts its cumulative counts: the last row of
+    each process's segment is added up."""
+    total, last = {}, None
+    for r in rows + [None]:
+        stats = r.get("stats") if r else None
+        # Within a process every step adds calls; a new process starts again from one step's.
+        restarted = bool(stats) and last is not None and all(
+            e["calls"] <= last.get(d, {}).get("calls", 0) for d, e in stats.items())
+        if last is not None and (r is None or restarted):
+            for dim, e in last.items():
+                t = total.setdefault(dim, {k: 0 for k in
+                                           ("calls", "compressed_calls", "raw_bytes", "wire_bytes")})
+                for k in t:
+                    t[k] += e[k]
+        if stats is not None:
+            last = stats
+    for t in total.values():
+        t["ratio"] = t["raw_bytes"] / t["wire_bytes"] if t["wire_bytes"] else 1.0
+    return total or None
 
 
 def plot(out, names):
