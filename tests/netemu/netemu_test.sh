@@ -135,6 +135,32 @@ check "allreduce busbw ${busbw:-?} Mbit/s is at most 1.3 x $RATE_MBIT" within "$
 check "point-to-point ${p2p:-?} Mbit/s is at most 1.3 x $RATE_MBIT" within "$p2p"
 check "run $name left nothing behind" nothing_left "$name"
 
+echo "== 1b. nodes of 2 ranks (--ranks-per-host 2): placement, and shared memory inside a node"
+rc=0
+timeout 120 "$NETEMU" run --stats --hosts 2 --ranks-per-host 2 --rate "$RATE" -- "$PROBE" 4 0 \
+  >"$TMP/out1b" 2>"$TMP/err1b" || rc=$?
+sed 's/^/  | /' "$TMP/out1b"
+name=$(run_name_of "$TMP/err1b")
+check "netemu exits 0 (got $rc)" test "$rc" -eq 0
+check "allreduce result is exact" grep -q '^allreduce_check OK' "$TMP/out1b"
+host_of() { awk -v r="$1" '$1 == "rank" && $2 == r { print $6 }' "$TMP/out1b"; }
+same_node() { [[ -n $(host_of "$1") && $(host_of "$1") == $(host_of "$2") ]]; }
+check "ranks 0 and 1 share a host" same_node 0 1
+check "ranks 2 and 3 share a host" same_node 2 3
+check "ranks 1 and 2 are on different hosts" eval '! same_node 1 2'
+check "run $name left nothing behind" nothing_left "$name"
+# One host of 2 ranks: a 16 MiB allreduce between them must not touch the link (tc counts what
+# the host sent: only Open MPI's start-up chatter with nobody, well under 1 MiB).
+rc=0
+timeout 120 "$NETEMU" run --stats --hosts 1 --ranks-per-host 2 --rate "$RATE" -- "$PROBE" 16 0 \
+  >"$TMP/out1c" 2>"$TMP/err1c" || rc=$?
+name=$(run_name_of "$TMP/err1c")
+sent=$(awk '/stats host 0/ { print $6 }' "$TMP/err1c")
+check "netemu exits 0 (got $rc)" test "$rc" -eq 0
+check "two ranks of one host exchange 16 MiB over shared memory (link carried ${sent:-?} bytes)" \
+  test "${sent:-999999999}" -lt $((1024 * 1024))
+check "run $name left nothing behind" nothing_left "$name"
+
 echo "== 2. a failing program: exit code propagated, nothing left"
 rc=0
 # shellcheck disable=SC2016 # expanded by the rank's shell
@@ -227,6 +253,12 @@ if command -v setpriv >/dev/null && as_nobody test -x "$NETEMU"; then
 else
   echo "SKIP: cannot run as nobody here (setpriv missing or $NETEMU unreadable)"
 fi
+
+echo "== 7. a bad --ranks-per-host is refused before anything is made"
+rc=0
+"$NETEMU" run --hosts 2 --ranks-per-host 0 --rate "$RATE" -- true >"$TMP/out7" 2>&1 || rc=$?
+refused_k() { [[ $rc -eq 125 ]] && grep -q 'ranks-per-host must be' "$TMP/out7"; }
+check "exits 125 (got $rc) naming the option" refused_k
 
 if ((failures == 0)); then
   echo "netemu_test: all checks passed"
