@@ -36,8 +36,9 @@ struct Options {
   std::string inter_bandwidth, intra_bandwidth, inter_latency, intra_latency;
   std::string recompute, overlap_dp, dtype;
   std::string json, sweep, csv, plot;
-  std::vector<std::string> measured;  // hycc-train --json files to validate against
-  std::string calibration;            // the baseline run on shared memory
+  std::vector<std::string> measured;     // hycc-train --json files to validate against
+  std::string calibration;               // the baseline run on shared memory
+  std::string calibrate_on = "step";  // step | compute (CalibrationBasis)
   bool no_plot = false, list = false;
 };
 
@@ -94,7 +95,9 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
                      "(tools/experiment's calibration-shm.jsonl) that gives the compute speed"));
   }
   check_fit(model, cluster, layout);
-  const Calibration calibration = calibrate(load_measured_run(o.calibration), model, layout);
+  const Calibration calibration = calibrate(
+      load_measured_run(o.calibration), model, cluster, layout,
+      o.calibrate_on == "step" ? CalibrationBasis::kStepTime : CalibrationBasis::kComputeTime);
   std::vector<MeasuredRun> runs;
   for (const auto& path : o.measured) runs.push_back(load_measured_run(path));
   const PolicyLookup policy_of = [&](const RunDescription& run) {
@@ -257,6 +260,11 @@ int main(int argc, char** argv) {
       ->expected(1, -1);
   app.add_option("--calibration", o.calibration,
                  "with --measured: a baseline hycc-train run on shared memory (compute speed)");
+  app.add_option("--calibrate-on", o.calibrate_on,
+                 "with --measured: the calibration run's median compute_s (compute) or step "
+                 "time (step: the model of that run reproduces it)")
+      ->check(CLI::IsMember({"compute", "step"}))
+      ->capture_default_str();
   app.add_flag("--list", o.list, "list the built-in experiments, models, clusters, ...");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -43,22 +43,51 @@ std::string pass_text(bool pass) { return pass ? "pass" : "FAIL"; }
 
 }  // namespace
 
+const char* calibration_basis_name(CalibrationBasis b) {
+  return b == CalibrationBasis::kComputeTime ? "compute" : "step";
+}
+
 Calibration calibrate(const MeasuredRun& run, const ModelConfig& model,
-                      const LayoutConfig& layout) {
+                      const ClusterConfig& cluster, const LayoutConfig& layout,
+                      CalibrationBasis basis) {
   if (run.run.policy != "baseline" || run.run.emulated) {
     throw InvalidArgument(tagged("sim", "calibration run ", run.source, " is ", run.run.label(),
                                  "; the compute speed is calibrated on a baseline run on shared "
                                  "memory (tools/experiment's calibration-shm.jsonl)"));
   }
   check_grid(run.run, layout);
-  if (run.compute_s <= 0) {
-    throw InvalidArgument(tagged("sim", "calibration run ", run.source, " has no compute time"));
-  }
   Calibration c;
   c.source = run.source;
-  c.compute_s = run.compute_s;
+  c.basis = basis;
   c.flops_per_rank_step = flops_per_rank_step(model, layout);
-  c.gpu_flops = c.flops_per_rank_step / c.compute_s;
+  c.measured_s = basis == CalibrationBasis::kComputeTime ? run.compute_s : run.step_s;
+  if (c.measured_s <= 0) {
+    throw InvalidArgument(tagged("sim", "calibration run ", run.source, " has no ",
+                                 calibration_basis_name(basis), " time"));
+  }
+  if (basis == CalibrationBasis::kComputeTime) {
+    c.gpu_flops = c.flops_per_rank_step / c.measured_s;
+  } else {
+    // The calibration run's own cluster: every rank on one node. Its iteration is linear in the
+    // compute time per flop, iteration = a / R + b; two speeds near the answer give a and b.
+    ClusterConfig one_node = cluster;
+    one_node.nodes = 1;
+    one_node.gpus_per_node = run.run.ranks;
+    const auto iteration_at = [&](double flops) {
+      one_node.gpu_flops = flops;
+      return simulate(model, one_node, layout, SimPolicy::baseline()).time.iteration;
+    };
+    const double guess = c.flops_per_rank_step / c.measured_s;
+    const double slow = iteration_at(guess), fast = iteration_at(2 * guess);
+    const double a = 2 * guess * (slow - fast), b = slow - a / guess;
+    if (c.measured_s <= b) {
+      throw InvalidArgument(
+          tagged("sim", "calibration run ", run.source, ": step time ", c.measured_s,
+                 " s is not above the model's communication on shared memory, ", b, " s"));
+    }
+    c.gpu_flops = a / (c.measured_s - b);
+  }
+  c.compute_s = c.flops_per_rank_step / c.gpu_flops;
   return c;
 }
 
@@ -155,10 +184,12 @@ bool all_pass(const std::vector<RunValidation>& rows) {
 std::string validation_table(const Calibration& calibration, const std::vector<RunValidation>& rows,
                              const ValidationCriteria& criteria) {
   std::string s = format(
-      "# calibration: %s: median compute %.4g s per step, model %.4g Gflop per rank and step -> "
-      "%.4g Gflop/s per rank\n",
-      calibration.source.c_str(), calibration.compute_s, calibration.flops_per_rank_step / 1e9,
-      calibration.gpu_flops / 1e9);
+      "# calibration on the %s time: %s: median %s %.4g s per step, model %.4g Gflop per rank "
+      "and step -> %.4g Gflop/s per rank, compute %.4g s per step\n",
+      calibration_basis_name(calibration.basis), calibration.source.c_str(),
+      calibration.basis == CalibrationBasis::kComputeTime ? "compute_s" : "step_s",
+      calibration.measured_s, calibration.flops_per_rank_step / 1e9, calibration.gpu_flops / 1e9,
+      calibration.compute_s);
   s += format(
       "# medians of the steps after the first tenth, evaluation steps left out; pass: iteration "
       "within %.0f%%, speedup over the baseline at the same rate within %.2g\n",
@@ -222,6 +253,8 @@ nlohmann::json validation_json(const Calibration& calibration,
                                const ValidationCriteria& criteria) {
   nlohmann::json j;
   j["calibration"] = {{"source", calibration.source},
+                      {"basis", calibration_basis_name(calibration.basis)},
+                      {"measured_s", calibration.measured_s},
                       {"compute_s", calibration.compute_s},
                       {"flops_per_rank_step", calibration.flops_per_rank_step},
                       {"flops_per_s_per_rank", calibration.gpu_flops}};

@@ -25,17 +25,34 @@ struct ValidationCriteria {
   double max_speedup_error = 0.10;  // |predicted - measured| speedup over the baseline
 };
 
-// The compute speed of one rank: the model's training flops of one rank per step over the
-// median measured compute time of a baseline run on shared memory (no network).
+// What the compute speed of one rank is calibrated on, in a baseline run on shared memory.
+enum class CalibrationBasis {
+  // The median compute_s (step time less the rank's time inside hycc calls, largest over the
+  // ranks): R = flops_per_rank_step / compute_s.
+  kComputeTime,
+  // The median step time: R such that the model of the calibration run itself (every rank on one
+  // node, the intra-node links) predicts its measured step time. On a machine with fewer cores
+  // than ranks the step is the CPU's time for everyone's compute, and a rank waiting for a core
+  // inside an MPI call counts as comm_s, not compute_s.
+  kStepTime,
+};
+const char* calibration_basis_name(CalibrationBasis b);  // "compute" or "step"
+
+// The compute speed of one rank, from a baseline run on shared memory (no network).
 struct Calibration {
   std::string source;
-  double compute_s = 0;            // median compute_s of the run, seconds per step
+  CalibrationBasis basis = CalibrationBasis::kComputeTime;
+  double measured_s = 0;           // the median compute_s or step_s the speed comes from
   double flops_per_rank_step = 0;  // flops_per_token x b m s / (tp pp), flop
-  double gpu_flops = 0;            // flop/s per rank = flops_per_rank_step / compute_s
+  double gpu_flops = 0;            // flop/s per rank
+  double compute_s = 0;            // the model's compute per step at that speed, m c (s)
 };
 
-// Throws InvalidArgument unless `run` is a baseline run on shared memory with the layout's grid.
-Calibration calibrate(const MeasuredRun& run, const ModelConfig& model, const LayoutConfig& layout);
+// Throws InvalidArgument unless `run` is a baseline run on shared memory with the layout's grid
+// (and, for kStepTime, a step time above the model's communication on shared memory).
+Calibration calibrate(const MeasuredRun& run, const ModelConfig& model,
+                      const ClusterConfig& cluster, const LayoutConfig& layout,
+                      CalibrationBasis basis = CalibrationBasis::kComputeTime);
 
 // Throws InvalidArgument naming the first field in which `run` differs from the model, the
 // cluster (hosts, ranks per node) or the layout (grid, ZeRO, micro-batches): a prediction for
