@@ -10,7 +10,7 @@ work=$(mktemp -d /tmp/hycc-dropin.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi=(mpirun -n "$ranks" --oversubscribe --mca btl_vader_single_copy_mechanism none)
-# Relative error allowed under hybrid: 4-bit quantization with error feedback on dp/zero
+# Relative error allowed under hybrid: 6-bit quantization with error feedback on dp/zero
 # gradients, summed over the ring's hops (at most p / 15 of the largest value); bf16 elsewhere.
 bound=0.3
 # Without compression: float32 rounding of the sums only.
