@@ -37,8 +37,8 @@ struct Options {
   std::string recompute, overlap_dp, dtype;
   std::string json, sweep, csv, plot;
   std::vector<std::string> measured;     // hycc-train --json files to validate against
-  std::string calibration;               // the baseline run on shared memory
-  std::string calibrate_on = "step";  // step | compute (CalibrationBasis)
+  std::vector<std::string> calibration;  // baseline runs on shared memory
+  std::string calibrate_on = "step";     // step | compute (CalibrationBasis)
   bool no_plot = false, list = false;
 };
 
@@ -95,8 +95,10 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
                      "(tools/experiment's calibration-shm.jsonl) that gives the compute speed"));
   }
   check_fit(model, cluster, layout);
+  std::vector<MeasuredRun> calibration_runs;
+  for (const auto& path : o.calibration) calibration_runs.push_back(load_measured_run(path));
   const Calibration calibration = calibrate(
-      load_measured_run(o.calibration), model, cluster, layout,
+      calibration_runs, model, cluster, layout,
       o.calibrate_on == "step" ? CalibrationBasis::kStepTime : CalibrationBasis::kComputeTime);
   std::vector<MeasuredRun> runs;
   for (const auto& path : o.measured) runs.push_back(load_measured_run(path));
@@ -258,8 +260,11 @@ int main(int argc, char** argv) {
                  "hycc-train --json files of runs on tools/netemu (one per policy and rate): "
                  "compare the model with them")
       ->expected(1, -1);
-  app.add_option("--calibration", o.calibration,
-                 "with --measured: a baseline hycc-train run on shared memory (compute speed)");
+  app.add_option(
+         "--calibration", o.calibration,
+         "with --measured: baseline hycc-train runs on shared memory (compute speed; several: "
+         "the median of their medians)")
+      ->expected(1, -1);
   app.add_option("--calibrate-on", o.calibrate_on,
                  "with --measured: the calibration run's median compute_s (compute) or step "
                  "time (step: the model of that run reproduces it)")

@@ -47,22 +47,27 @@ const char* calibration_basis_name(CalibrationBasis b) {
   return b == CalibrationBasis::kComputeTime ? "compute" : "step";
 }
 
-Calibration calibrate(const MeasuredRun& run, const ModelConfig& model,
+Calibration calibrate(const std::vector<MeasuredRun>& runs, const ModelConfig& model,
                       const ClusterConfig& cluster, const LayoutConfig& layout,
                       CalibrationBasis basis) {
-  if (run.run.policy != "baseline" || run.run.emulated) {
-    throw InvalidArgument(tagged("sim", "calibration run ", run.source, " is ", run.run.label(),
-                                 "; the compute speed is calibrated on a baseline run on shared "
-                                 "memory (tools/experiment's calibration-shm.jsonl)"));
-  }
-  check_grid(run.run, layout);
+  if (runs.empty()) throw InvalidArgument(tagged("sim", "no calibration run"));
   Calibration c;
-  c.source = run.source;
+  std::vector<double> medians;
+  for (const MeasuredRun& run : runs) {
+    if (run.run.policy != "baseline" || run.run.emulated) {
+      throw InvalidArgument(tagged("sim", "calibration run ", run.source, " is ", run.run.label(),
+                                   "; the compute speed is calibrated on a baseline run on shared "
+                                   "memory (tools/experiment's calibration-shm.jsonl)"));
+    }
+    check_grid(run.run, layout);
+    medians.push_back(basis == CalibrationBasis::kComputeTime ? run.compute_s : run.step_s);
+    c.source += (c.source.empty() ? "" : ", ") + run.source;
+  }
   c.basis = basis;
   c.flops_per_rank_step = flops_per_rank_step(model, layout);
-  c.measured_s = basis == CalibrationBasis::kComputeTime ? run.compute_s : run.step_s;
+  c.measured_s = median(medians);
   if (c.measured_s <= 0) {
-    throw InvalidArgument(tagged("sim", "calibration run ", run.source, " has no ",
+    throw InvalidArgument(tagged("sim", "calibration ", c.source, " has no ",
                                  calibration_basis_name(basis), " time"));
   }
   if (basis == CalibrationBasis::kComputeTime) {
@@ -72,7 +77,7 @@ Calibration calibrate(const MeasuredRun& run, const ModelConfig& model,
     // compute time per flop, iteration = a / R + b; two speeds near the answer give a and b.
     ClusterConfig one_node = cluster;
     one_node.nodes = 1;
-    one_node.gpus_per_node = run.run.ranks;
+    one_node.gpus_per_node = runs.front().run.ranks;
     const auto iteration_at = [&](double flops) {
       one_node.gpu_flops = flops;
       return simulate(model, one_node, layout, SimPolicy::baseline()).time.iteration;
@@ -81,9 +86,9 @@ Calibration calibrate(const MeasuredRun& run, const ModelConfig& model,
     const double slow = iteration_at(guess), fast = iteration_at(2 * guess);
     const double a = 2 * guess * (slow - fast), b = slow - a / guess;
     if (c.measured_s <= b) {
-      throw InvalidArgument(
-          tagged("sim", "calibration run ", run.source, ": step time ", c.measured_s,
-                 " s is not above the model's communication on shared memory, ", b, " s"));
+      throw InvalidArgument(tagged("sim", "calibration ", c.source, ": step time ", c.measured_s,
+                                   " s is not above the model's communication on shared memory, ",
+                                   b, " s"));
     }
     c.gpu_flops = a / (c.measured_s - b);
   }

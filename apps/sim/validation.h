@@ -38,19 +38,21 @@ enum class CalibrationBasis {
 };
 const char* calibration_basis_name(CalibrationBasis b);  // "compute" or "step"
 
-// The compute speed of one rank, from a baseline run on shared memory (no network).
+// The compute speed of one rank, from baseline runs on shared memory (no network).
 struct Calibration {
-  std::string source;
+  std::string source;  // the runs' files, comma-separated
   CalibrationBasis basis = CalibrationBasis::kComputeTime;
-  double measured_s = 0;           // the median compute_s or step_s the speed comes from
+  // The median compute_s or step_s the speed comes from; with several runs, the median of
+  // their medians (runs spread over a session average the load of a shared machine).
+  double measured_s = 0;
   double flops_per_rank_step = 0;  // flops_per_token x b m s / (tp pp), flop
   double gpu_flops = 0;            // flop/s per rank
   double compute_s = 0;            // the model's compute per step at that speed, m c (s)
 };
 
-// Throws InvalidArgument unless `run` is a baseline run on shared memory with the layout's grid
-// (and, for kStepTime, a step time above the model's communication on shared memory).
-Calibration calibrate(const MeasuredRun& run, const ModelConfig& model,
+// Throws InvalidArgument unless every run is a baseline run on shared memory with the layout's
+// grid (and, for kStepTime, the step time is above the model's communication on shared memory).
+Calibration calibrate(const std::vector<MeasuredRun>& runs, const ModelConfig& model,
                       const ClusterConfig& cluster, const LayoutConfig& layout,
                       CalibrationBasis basis = CalibrationBasis::kComputeTime);
 

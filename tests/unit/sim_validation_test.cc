@@ -111,8 +111,8 @@ struct Experiment {
 
 TEST(SimValidation, CalibrationIsFlopsPerRankOverComputeTime) {
   const Experiment e;
-  const Calibration c =
-      calibrate(load_measured_run(fixture("calibration-shm.jsonl")), e.model, e.cluster, e.layout);
+  const Calibration c = calibrate({load_measured_run(fixture("calibration-shm.jsonl"))}, e.model,
+                                  e.cluster, e.layout);
   // b m s = 8 x 2 x 64 tokens per replica and step, over tp x pp = 4 ranks.
   const double flops = training_flops_per_token(e.model, false) * 8 * 2 * 64 / 4;
   EXPECT_DOUBLE_EQ(c.flops_per_rank_step, flops);
@@ -120,7 +120,7 @@ TEST(SimValidation, CalibrationIsFlopsPerRankOverComputeTime) {
   EXPECT_NEAR(c.gpu_flops, flops / 0.2, 1e-3);
   // On the step time: the model of the calibration run (8 ranks on one node) reproduces its
   // median step of 0.5 s.
-  const Calibration s = calibrate(load_measured_run(fixture("calibration-shm.jsonl")), e.model,
+  const Calibration s = calibrate({load_measured_run(fixture("calibration-shm.jsonl"))}, e.model,
                                   e.cluster, e.layout, CalibrationBasis::kStepTime);
   EXPECT_NEAR(s.measured_s, 0.5, 1e-12);
   ClusterConfig one_node = e.cluster;
@@ -130,9 +130,17 @@ TEST(SimValidation, CalibrationIsFlopsPerRankOverComputeTime) {
   EXPECT_NEAR(simulate(e.model, one_node, e.layout, SimPolicy::baseline()).time.iteration, 0.5,
               1e-9);
   EXPECT_NEAR(s.compute_s, s.flops_per_rank_step / s.gpu_flops, 1e-12);
+  // Several runs: the median of their medians (here 0.5 s, 0.5 s and a slower 0.8 s).
+  MeasuredRun slower = load_measured_run(fixture("calibration-shm.jsonl"));
+  slower.step_s = 0.8;
+  const MeasuredRun run = load_measured_run(fixture("calibration-shm.jsonl"));
+  const Calibration three =
+      calibrate({run, slower, run}, e.model, e.cluster, e.layout, CalibrationBasis::kStepTime);
+  EXPECT_NEAR(three.measured_s, 0.5, 1e-12);
+  EXPECT_NEAR(three.gpu_flops, s.gpu_flops, 1e-6 * s.gpu_flops);
   // Only a baseline on shared memory calibrates.
   EXPECT_NE(testing::invalid_message([&] {
-              calibrate(load_measured_run(fixture("baseline-100mbit.jsonl")), e.model, e.cluster,
+              calibrate({load_measured_run(fixture("baseline-100mbit.jsonl"))}, e.model, e.cluster,
                         e.layout);
             }).find("calibrated on a baseline run on shared memory"),
             std::string::npos);
@@ -149,8 +157,8 @@ SimPolicy fixture_policy(const RunDescription& run) {
 
 TEST(SimValidation, PredictsEachRunAtItsRateAndComparesSpeedups) {
   const Experiment e;
-  const Calibration c =
-      calibrate(load_measured_run(fixture("calibration-shm.jsonl")), e.model, e.cluster, e.layout);
+  const Calibration c = calibrate({load_measured_run(fixture("calibration-shm.jsonl"))}, e.model,
+                                  e.cluster, e.layout);
   const std::vector<MeasuredRun> runs = {load_measured_run(fixture("baseline-100mbit.jsonl")),
                                          load_measured_run(fixture("hybrid-100mbit.jsonl"))};
   const auto rows = validate(e.model, e.cluster, e.layout, c, runs, fixture_policy);
@@ -182,8 +190,8 @@ TEST(SimValidation, PredictsEachRunAtItsRateAndComparesSpeedups) {
 
 TEST(SimValidation, PassCriteriaAreInclusiveBounds) {
   const Experiment e;
-  const Calibration c =
-      calibrate(load_measured_run(fixture("calibration-shm.jsonl")), e.model, e.cluster, e.layout);
+  const Calibration c = calibrate({load_measured_run(fixture("calibration-shm.jsonl"))}, e.model,
+                                  e.cluster, e.layout);
   std::vector<MeasuredRun> runs = {load_measured_run(fixture("baseline-100mbit.jsonl")),
                                    load_measured_run(fixture("hybrid-100mbit.jsonl"))};
   const auto first = validate(e.model, e.cluster, e.layout, c, runs, fixture_policy);
@@ -209,8 +217,8 @@ TEST(SimValidation, PassCriteriaAreInclusiveBounds) {
 
 TEST(SimValidation, RejectsRunsOfAnotherSetupAndRepeats) {
   const Experiment e;
-  const Calibration c =
-      calibrate(load_measured_run(fixture("calibration-shm.jsonl")), e.model, e.cluster, e.layout);
+  const Calibration c = calibrate({load_measured_run(fixture("calibration-shm.jsonl"))}, e.model,
+                                  e.cluster, e.layout);
   MeasuredRun other = load_measured_run(fixture("baseline-100mbit.jsonl"));
   other.run.hosts = 8;
   other.run.ranks_per_node = 1;
