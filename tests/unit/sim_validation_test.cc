@@ -75,7 +75,7 @@ TEST(SimMeasured, FixtureRunsHaveTheTrainersTraffic) {
   EXPECT_DOUBLE_EQ(r.traffic.at("tp").calls, 16);
   EXPECT_DOUBLE_EQ(r.traffic.at("tp").message_bytes, 524288);
   EXPECT_DOUBLE_EQ(r.traffic.at("dp").message_bytes, 3461120);
-  EXPECT_NEAR(r.traffic.at("dp").ratio, 6.4, 1e-6);
+  EXPECT_NEAR(r.traffic.at("dp").ratio, 4.571, 1e-6);
 }
 
 TEST(SimMeasured, ErrorsNameTheFileAndLine) {
@@ -151,7 +151,7 @@ SimPolicy fixture_policy(const RunDescription& run) {
   if (run.policy == "baseline") return SimPolicy::baseline();
   return SimPolicy::parse_figures(
       "name = \"hybrid\"\n[default]\ncodec = \"bf16\"\nratio = 2.0\n"
-      "[dp]\ncodec = \"ef+quant\"\nratio = 6.4\n",
+      "[dp]\ncodec = \"ef+quant\"\nratio = 4.571\n",
       "fixture-hybrid.toml");
 }
 
