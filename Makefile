@@ -25,7 +25,8 @@ build: configure
 
 # Every test: the Release suite, then the same suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer (without the exhaustive 2^32-pattern test, too slow there, and
-# without the emulated-cluster tests, which test the scripts and the network, not memory).
+# without the emulated-cluster tests and the experiment's smoke test, which test scripts and the
+# network, not memory).
 test: test-release test-sanitize
 
 test-release: build data
@@ -35,7 +36,7 @@ test-sanitize: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYCC_SANITIZE=ON \
 	  -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests hycc-train hycc-sim
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_'
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment'
 
 # The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid
 # trained for the same steps on 8 ranks (DP2 x TP2 x PP2), on the emulated cluster as root,

@@ -99,6 +99,14 @@ def compression_table(runs):
     return "\n".join(lines) if lines else "\n(no statistics in the JSON lines)\n"
 
 
+def load_averages(path):
+    """[(run, load average)] from tools/experiment's load.txt; [] when absent."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [tuple(line.split()[:2]) for line in f if len(line.split()) >= 2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -123,7 +131,8 @@ def main():
             r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
     note = plot(a.out, names)
     with open(f"{a.out}/summary.json", "w") as f:
-        json.dump({"network": a.network, "shm_step_s": shm_step, "runs": runs}, f, indent=2)
+        json.dump({"network": a.network, "shm_step_s": shm_step, "runs": runs,
+                   "load_average": dict(load_averages(f"{a.out}/load.txt"))}, f, indent=2)
 
     md = ["# hycc: the hybrid-compression experiment", ""]
     md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 256, 4 heads, sequence 64, "
@@ -137,6 +146,14 @@ def main():
         md.append(f"\nCommunication share of the baseline step: {share * 100:.0f}% "
                   f"(1 - {shm_step:.3f} s on shared memory / {base['step_s']:.3f} s on this "
                   "network, median step times of baseline runs).\n")
+        if share <= 0:
+            md.append("**The shared-memory calibration ran slower than the baseline on the "
+                      "emulated network: the machine was busy with other work. Rerun on an idle "
+                      "machine; the throughput figures below are not comparable.**\n")
+    load = load_averages(f"{a.out}/load.txt")
+    if load:
+        md.append("Machine load (1-minute load average before each run, on "
+                  f"{os.cpu_count()} cores): " + ", ".join(f"{n} {v}" for n, v in load) + ".\n")
     md.append("The comm columns are the time ranks spent inside hycc calls, waiting for their "
               "peers included (pipeline bubbles, and ranks sharing the machine's cores).\n")
     md.append("![loss curves](loss.png)\n" if note is None else f"({note})\n")

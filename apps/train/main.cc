@@ -58,9 +58,8 @@ std::string format_duration(double seconds) {
 
 // --policy, else HYCC_POLICY, else baseline; HYCC_LOG and HYCC_SAMPLE_ERROR in both cases.
 PolicyEngine make_engine(const std::string& policy) {
-  PolicyEngine env = PolicyEngine::from_environment("baseline");
-  if (policy.empty()) return env;
-  return PolicyEngine(Policy::load(policy), env.options());
+  if (policy.empty()) return PolicyEngine::from_environment("baseline");
+  return PolicyEngine(Policy::load(policy), EngineOptions::from_environment());
 }
 
 // Cumulative statistics of all ranks per dimension (operations summed).
@@ -313,6 +312,8 @@ int main(int argc, char** argv) {
   t.seed = 1337;
 
   CLI::App app{"hycc-train " HYCC_VERSION ": reference GPT trainer (byte-level, Brown corpus)"};
+  // An option given twice takes its last value, so scripts can append overrides to fixed flags.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--dp", o.shape.dp, "data-parallel ranks")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

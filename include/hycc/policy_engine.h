@@ -64,6 +64,10 @@ struct EngineOptions {
   LogOptions log;
   uint64_t sample_error_every = 0;  // see HYCC_SAMPLE_ERROR
   std::FILE* log_file = stderr;     // where calls, decisions and the summary go
+
+  // HYCC_LOG and HYCC_SAMPLE_ERROR (HYCC_POLICY is not read). Throws InvalidArgument naming the
+  // variable for a bad value.
+  static EngineOptions from_environment();
 };
 
 class PolicyEngine {

@@ -98,12 +98,17 @@ PolicyEngine::~PolicyEngine() = default;
 PolicyEngine::PolicyEngine(PolicyEngine&&) noexcept = default;
 PolicyEngine& PolicyEngine::operator=(PolicyEngine&&) noexcept = default;
 
-PolicyEngine PolicyEngine::from_environment(std::string_view fallback) {
+EngineOptions EngineOptions::from_environment() {
   EngineOptions options;
   if (const char* log = std::getenv("HYCC_LOG")) options.log = LogOptions::parse(log);
   if (const char* n = std::getenv("HYCC_SAMPLE_ERROR")) {
     options.sample_error_every = parse_count("HYCC_SAMPLE_ERROR", n);
   }
+  return options;
+}
+
+PolicyEngine PolicyEngine::from_environment(std::string_view fallback) {
+  EngineOptions options = EngineOptions::from_environment();
   return PolicyEngine(Policy::from_environment(fallback), std::move(options));
 }
 

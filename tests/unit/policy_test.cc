@@ -267,5 +267,19 @@ TEST(PolicyEngine, FromEnvironmentReadsEveryVariable) {
   ::unsetenv("HYCC_SAMPLE_ERROR");
 }
 
+// A caller that chooses the policy itself (hycc-train --policy) reads only the logging variables:
+// a bad HYCC_POLICY must not stop it.
+TEST(PolicyEngine, OptionsFromEnvironmentIgnoreThePolicyVariable) {
+  ::setenv("HYCC_POLICY", "no-such-policy", 1);
+  ::setenv("HYCC_LOG", "summary", 1);
+  ::setenv("HYCC_SAMPLE_ERROR", "3", 1);
+  const EngineOptions o = EngineOptions::from_environment();
+  EXPECT_TRUE(o.log.summary);
+  EXPECT_EQ(o.sample_error_every, 3u);
+  ::unsetenv("HYCC_POLICY");
+  ::unsetenv("HYCC_LOG");
+  ::unsetenv("HYCC_SAMPLE_ERROR");
+}
+
 }  // namespace
 }  // namespace hycc
