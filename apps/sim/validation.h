@@ -43,7 +43,7 @@ struct Calibration {
   std::string source;  // the runs' files, comma-separated
   CalibrationBasis basis = CalibrationBasis::kComputeTime;
   // The median compute_s or step_s the speed comes from; with several runs, the median of
-  // their medians (runs spread over a session average the load of a shared machine).
+  // their medians (runs spread over time average the load of a shared machine).
   double measured_s = 0;
   double flops_per_rank_step = 0;  // flops_per_token x b m s / (tp pp), flop
   double gpu_flops = 0;            // flop/s per rank
