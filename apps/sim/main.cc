@@ -37,7 +37,7 @@ struct Options {
   std::string recompute, overlap_dp, dtype;
   std::string json, sweep, csv, plot;
   std::vector<std::string> measured;     // hycc-train --json files to validate against
-  std::vector<std::string> calibration;  // baseline runs on shared memory
+  std::vector<std::string> calibration;  // baseline runs: shared memory or netemu at 10gbit
   std::string calibrate_on = "step";     // step | compute (CalibrationBasis)
   bool no_plot = false, list = false;
 };
@@ -91,8 +91,8 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
   if (o.calibration.empty()) {
     throw hycc::InvalidArgument(
         hycc::tagged("sim",
-                     "--measured needs --calibration FILE: a baseline run on shared memory "
-                     "(tools/experiment's calibration-shm.jsonl) that gives the compute speed"));
+                     "--measured needs --calibration FILE: a baseline run that gives the compute "
+                     "speed (tools/experiment's calibration-fast.jsonl or calibration-shm.jsonl)"));
   }
   check_fit(model, cluster, layout);
   std::vector<MeasuredRun> calibration_runs;
@@ -262,8 +262,8 @@ int main(int argc, char** argv) {
       ->expected(1, -1);
   app.add_option(
          "--calibration", o.calibration,
-         "with --measured: baseline hycc-train runs on shared memory (compute speed; several: "
-         "the median of their medians)")
+         "with --measured: baseline hycc-train runs, on shared memory or on netemu at a rate "
+         "far above the validated ones (compute speed; several: the median of their speeds)")
       ->expected(1, -1);
   app.add_option("--calibrate-on", o.calibrate_on,
                  "with --measured: the calibration run's median compute_s (compute) or step "

@@ -47,51 +47,73 @@ const char* calibration_basis_name(CalibrationBasis b) {
   return b == CalibrationBasis::kComputeTime ? "compute" : "step";
 }
 
+namespace {
+
+// The cluster a calibration run ran on: every rank on one node (shared memory), or the cluster
+// at the run's netemu rate.
+ClusterConfig cluster_of_run(const RunDescription& run, const ModelConfig& model,
+                             const ClusterConfig& cluster, const LayoutConfig& layout) {
+  ClusterConfig c = cluster;
+  if (run.emulated) {
+    check_run_matches(run, model, cluster, layout);
+    c.inter_node.bandwidth = run.rate_bits_per_s / 8;
+  } else {
+    c.nodes = 1;
+    c.gpus_per_node = run.ranks;
+  }
+  return c;
+}
+
+// The speed at which the model of `run` (its own cluster, the baseline) predicts its median
+// step. The iteration is linear in the compute time per flop, iteration = a / R + b, with b the
+// communication; two speeds near the answer give a and b, and R = a / (step - b).
+double speed_from_step(const MeasuredRun& run, const ModelConfig& model,
+                       const ClusterConfig& cluster, const LayoutConfig& layout,
+                       double flops_per_step) {
+  ClusterConfig own = cluster_of_run(run.run, model, cluster, layout);
+  const auto iteration_at = [&](double flops) {
+    own.gpu_flops = flops;
+    return simulate(model, own, layout, SimPolicy::baseline()).time.iteration;
+  };
+  const double guess = flops_per_step / run.step_s;
+  const double slow = iteration_at(guess), fast = iteration_at(2 * guess);
+  const double a = 2 * guess * (slow - fast), b = slow - a / guess;
+  if (run.step_s <= b) {
+    throw InvalidArgument(tagged("sim", "calibration run ", run.source, ": step time ", run.step_s,
+                                 " s is not above the model's communication there, ", b, " s"));
+  }
+  return a / (run.step_s - b);
+}
+
+}  // namespace
+
 Calibration calibrate(const std::vector<MeasuredRun>& runs, const ModelConfig& model,
                       const ClusterConfig& cluster, const LayoutConfig& layout,
                       CalibrationBasis basis) {
   if (runs.empty()) throw InvalidArgument(tagged("sim", "no calibration run"));
   Calibration c;
-  std::vector<double> medians;
-  for (const MeasuredRun& run : runs) {
-    if (run.run.policy != "baseline" || run.run.emulated) {
-      throw InvalidArgument(tagged("sim", "calibration run ", run.source, " is ", run.run.label(),
-                                   "; the compute speed is calibrated on a baseline run on shared "
-                                   "memory (tools/experiment's calibration-shm.jsonl)"));
-    }
-    check_grid(run.run, layout);
-    medians.push_back(basis == CalibrationBasis::kComputeTime ? run.compute_s : run.step_s);
-    c.source += (c.source.empty() ? "" : ", ") + run.source;
-  }
   c.basis = basis;
   c.flops_per_rank_step = flops_per_rank_step(model, layout);
-  c.measured_s = median(medians);
-  if (c.measured_s <= 0) {
-    throw InvalidArgument(tagged("sim", "calibration ", c.source, " has no ",
-                                 calibration_basis_name(basis), " time"));
-  }
-  if (basis == CalibrationBasis::kComputeTime) {
-    c.gpu_flops = c.flops_per_rank_step / c.measured_s;
-  } else {
-    // The calibration run's own cluster: every rank on one node. Its iteration is linear in the
-    // compute time per flop, iteration = a / R + b; two speeds near the answer give a and b.
-    ClusterConfig one_node = cluster;
-    one_node.nodes = 1;
-    one_node.gpus_per_node = runs.front().run.ranks;
-    const auto iteration_at = [&](double flops) {
-      one_node.gpu_flops = flops;
-      return simulate(model, one_node, layout, SimPolicy::baseline()).time.iteration;
-    };
-    const double guess = c.flops_per_rank_step / c.measured_s;
-    const double slow = iteration_at(guess), fast = iteration_at(2 * guess);
-    const double a = 2 * guess * (slow - fast), b = slow - a / guess;
-    if (c.measured_s <= b) {
-      throw InvalidArgument(tagged("sim", "calibration ", c.source, ": step time ", c.measured_s,
-                                   " s is not above the model's communication on shared memory, ",
-                                   b, " s"));
+  std::vector<double> measured, speeds;
+  for (const MeasuredRun& run : runs) {
+    if (run.run.policy != "baseline") {
+      throw InvalidArgument(tagged("sim", "calibration run ", run.source, " is ", run.run.label(),
+                                   "; the compute speed is calibrated on baseline runs"));
     }
-    c.gpu_flops = a / (c.measured_s - b);
+    check_grid(run.run, layout);
+    const double s = basis == CalibrationBasis::kComputeTime ? run.compute_s : run.step_s;
+    if (s <= 0) {
+      throw InvalidArgument(tagged("sim", "calibration run ", run.source, " has no ",
+                                   calibration_basis_name(basis), " time"));
+    }
+    measured.push_back(s);
+    speeds.push_back(basis == CalibrationBasis::kComputeTime
+                         ? c.flops_per_rank_step / s
+                         : speed_from_step(run, model, cluster, layout, c.flops_per_rank_step));
+    c.source += (c.source.empty() ? "" : ", ") + run.source;
   }
+  c.measured_s = median(measured);
+  c.gpu_flops = median(speeds);
   c.compute_s = c.flops_per_rank_step / c.gpu_flops;
   return c;
 }

@@ -25,33 +25,37 @@ struct ValidationCriteria {
   double max_speedup_error = 0.10;  // |predicted - measured| speedup over the baseline
 };
 
-// What the compute speed of one rank is calibrated on, in a baseline run on shared memory.
+// What the compute speed of one rank is calibrated on, in a baseline run: on shared memory, or on
+// the emulated cluster at a rate far above the validated ones (tools/experiment's
+// calibration-shm.jsonl and calibration-fast.jsonl).
 enum class CalibrationBasis {
   // The median compute_s (step time less the rank's time inside hycc calls, largest over the
   // ranks): R = flops_per_rank_step / compute_s.
   kComputeTime,
-  // The median step time: R such that the model of the calibration run itself (every rank on one
-  // node, the intra-node links) predicts its measured step time. On a machine with fewer cores
+  // The median step time: R such that the model of the calibration run itself (on shared memory
+  // every rank on one node, on netemu the cluster at the run's rate) predicts its median step. On a
+  // machine with fewer cores
   // than ranks the step is the CPU's time for everyone's compute, and a rank waiting for a core
   // inside an MPI call counts as comm_s, not compute_s.
   kStepTime,
 };
 const char* calibration_basis_name(CalibrationBasis b);  // "compute" or "step"
 
-// The compute speed of one rank, from baseline runs on shared memory (no network).
+// The compute speed of one rank, from baseline runs (never a run being validated).
 struct Calibration {
   std::string source;  // the runs' files, comma-separated
   CalibrationBasis basis = CalibrationBasis::kComputeTime;
-  // The median compute_s or step_s the speed comes from; with several runs, the median of
-  // their medians (runs spread over time average the load of a shared machine).
+  // The median compute_s or step_s of the run; with several runs the median of theirs, and the
+  // speed is the median of the runs' speeds (runs spread over time average the load of a shared
+  // machine).
   double measured_s = 0;
   double flops_per_rank_step = 0;  // flops_per_token x b m s / (tp pp), flop
   double gpu_flops = 0;            // flop/s per rank
   double compute_s = 0;            // the model's compute per step at that speed, m c (s)
 };
 
-// Throws InvalidArgument unless every run is a baseline run on shared memory with the layout's
-// grid (and, for kStepTime, the step time is above the model's communication on shared memory).
+// Throws InvalidArgument unless every run is a baseline with the layout's grid (on netemu, also the
+// cluster's placement) and, for kStepTime, its step time is above the model's communication.
 Calibration calibrate(const std::vector<MeasuredRun>& runs, const ModelConfig& model,
                       const ClusterConfig& cluster, const LayoutConfig& layout,
                       CalibrationBasis basis = CalibrationBasis::kComputeTime);

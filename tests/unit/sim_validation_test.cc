@@ -138,12 +138,21 @@ TEST(SimValidation, CalibrationIsFlopsPerRankOverComputeTime) {
       calibrate({run, slower, run}, e.model, e.cluster, e.layout, CalibrationBasis::kStepTime);
   EXPECT_NEAR(three.measured_s, 0.5, 1e-12);
   EXPECT_NEAR(three.gpu_flops, s.gpu_flops, 1e-6 * s.gpu_flops);
-  // Only a baseline on shared memory calibrates.
+  // Only baselines calibrate.
   EXPECT_NE(testing::invalid_message([&] {
-              calibrate({load_measured_run(fixture("baseline-100mbit.jsonl"))}, e.model, e.cluster,
+              calibrate({load_measured_run(fixture("hybrid-100mbit.jsonl"))}, e.model, e.cluster,
                         e.layout);
-            }).find("calibrated on a baseline run on shared memory"),
+            }).find("calibrated on baseline runs"),
             std::string::npos);
+  // A baseline on netemu calibrates with its own cluster: the model at its rate reproduces it.
+  const MeasuredRun on_netemu = load_measured_run(fixture("baseline-100mbit.jsonl"));
+  const Calibration n =
+      calibrate({on_netemu}, e.model, e.cluster, e.layout, CalibrationBasis::kStepTime);
+  ClusterConfig at_rate = e.cluster;
+  at_rate.inter_node.bandwidth = 1e8 / 8;
+  at_rate.gpu_flops = n.gpu_flops;
+  EXPECT_NEAR(simulate(e.model, at_rate, e.layout, SimPolicy::baseline()).time.iteration, 1.5,
+              1e-9);
 }
 
 // A policy lookup that knows the fixtures' policies: baseline, and hybrid as fixed figures.
