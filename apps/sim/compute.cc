@@ -23,17 +23,26 @@ double embedding_parameters(const ModelConfig& m) {
   return double(m.vocabulary) * double(m.hidden);
 }
 
+double position_parameters(const ModelConfig& m) {
+  return m.learned_positions ? double(m.sequence) * double(m.hidden) : 0.0;
+}
+
 double total_parameters(const ModelConfig& m) {
   return double(m.layers) * layer_parameters(m) + 2.0 * double(m.hidden) +
-         (m.tied_embeddings ? 1.0 : 2.0) * embedding_parameters(m);
+         (m.tied_embeddings ? 1.0 : 2.0) * embedding_parameters(m) + position_parameters(m);
+}
+
+double embedding_parameters_per_gpu(const ModelConfig& m, const LayoutConfig& l) {
+  return embedding_parameters(m) / (m.vocab_parallel_embedding ? double(l.tp) : 1.0);
 }
 
 double parameters_per_gpu(const ModelConfig& m, const LayoutConfig& l) {
-  const double layers = double(m.layers / l.pp) * layer_parameters(m);
+  const double layers = double(m.layers / l.pp) * layer_parameters(m) / double(l.tp);
   // With pp = 1 the only stage holds both embeddings (one when tied); otherwise the first and
-  // the last stage hold one each (tied: both hold the shared one).
+  // the last stage hold one each (tied: both hold the shared one). The first stage also holds
+  // the position embedding, whole on every tp rank.
   const double embeddings = l.pp == 1 && !m.tied_embeddings ? 2.0 : 1.0;
-  return (layers + embeddings * embedding_parameters(m)) / double(l.tp);
+  return layers + embeddings * embedding_parameters_per_gpu(m, l) + position_parameters(m);
 }
 
 double forward_flops_per_token(const ModelConfig& m) {

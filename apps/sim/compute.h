@@ -10,10 +10,17 @@ namespace hycc::sim {
 double layer_parameters(const ModelConfig& m);
 // One embedding matrix, V x h.
 double embedding_parameters(const ModelConfig& m);
-// Every parameter: the layers, the final layer norm (2 h) and one (tied) or two embeddings.
+// A learned position embedding, s x h; 0 without one.
+double position_parameters(const ModelConfig& m);
+// Every parameter: the layers, the final layer norm (2 h), one (tied) or two embeddings and the
+// position embedding.
 double total_parameters(const ModelConfig& m);
-// Parameters held by one GPU of the largest pipeline stage (a stage with an embedding) divided
-// by tp: what its gradient reduction and ZeRO parameter gather carry.
+// One GPU's share of an embedding matrix: V h / tp when split by vocabulary, else V h.
+double embedding_parameters_per_gpu(const ModelConfig& m, const LayoutConfig& l);
+// Parameters held by one GPU of the largest pipeline stage (the first: an embedding and the
+// position embedding): its layers / tp, its embedding share and the position embedding. What
+// its gradient reduction and ZeRO parameter gather carry. (The layers' biases and layer norms
+// that tp replicates are counted as split: 6 h per layer, under 0.2% of the tiny model.)
 double parameters_per_gpu(const ModelConfig& m, const LayoutConfig& l);
 
 // Floating-point operations per token of one forward pass, flop:

@@ -45,7 +45,8 @@ const char* axis_name(Axis a) {
 ModelConfig parse_model(std::string_view toml, std::string source) {
   const TomlFields f(toml, std::move(source));
   f.require_known({"name", "description", "layers", "hidden", "heads", "sequence", "vocabulary",
-                   "ffn_hidden", "tied_embeddings", "parallel_residual"});
+                   "ffn_hidden", "tied_embeddings", "parallel_residual", "learned_positions",
+                   "vocab_parallel_embedding"});
   ModelConfig m;
   m.name = f.text("name", f.source());
   m.layers = f.integer("layers", 1, kMaxDim);
@@ -56,6 +57,8 @@ ModelConfig parse_model(std::string_view toml, std::string source) {
   m.ffn_hidden = f.integer("ffn_hidden", 1, kMaxDim, 4 * m.hidden);
   m.tied_embeddings = f.boolean("tied_embeddings", true);
   m.parallel_residual = f.boolean("parallel_residual", false);
+  m.learned_positions = f.boolean("learned_positions", false);
+  m.vocab_parallel_embedding = f.boolean("vocab_parallel_embedding", true);
   if (m.hidden % m.heads != 0) {
     f.fail("heads", detail::concat("hidden ", m.hidden, " is not a multiple of heads ", m.heads));
   }
@@ -75,9 +78,10 @@ ClusterConfig parse_cluster(std::string_view toml, std::string source) {
     const toml::table* t = f.table().get_as<toml::table>(key);
     if (t == nullptr) f.fail(key, detail::concat("missing table [", key, "]"));
     const TomlFields lf(*t, f.source(), std::string(key));
-    lf.require_known({"bandwidth", "latency"});
+    lf.require_known({"bandwidth", "latency", "efficiency"});
     out.bandwidth = lf.bandwidth("bandwidth");
     out.latency = lf.duration("latency");
+    out.efficiency = lf.number("efficiency", 0.01, 1.0, 1.0);
     if (out.bandwidth <= 0) lf.fail("bandwidth", "bandwidth must be above 0");
   };
   link("intra_node", c.intra_node);

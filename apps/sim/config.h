@@ -26,12 +26,22 @@ struct ModelConfig {
   // Attention and MLP read the same input and add their outputs before one reduction (GPT-J,
   // GPT-NeoX): one tensor-parallel allreduce per layer in the forward pass instead of two.
   bool parallel_residual = false;
+  // A learned position embedding (s x h, on the first stage, not split by tensor parallelism),
+  // as GPT-2; false: rotary or none, no parameters.
+  bool learned_positions = false;
+  // Tensor parallelism splits the token embedding by vocabulary rows (Megatron-LM); false: every
+  // tp rank holds it whole (hycc-train), so its gradient travels whole.
+  bool vocab_parallel_embedding = true;
 };
 
 // A link class: the links between GPUs of one node, or the network between nodes.
 struct LinkClass {
   double bandwidth = 0;  // bytes/s per direction: per GPU within a node, per node between nodes
   double latency = 0;    // seconds per message (alpha)
+  // Share of `bandwidth` that carries the messages' bytes (the rest: protocol headers, e.g. TCP/IP
+  // in Ethernet frames on a link shaped by its frame rate); 1 when the bandwidth is a goodput.
+  double efficiency = 1;
+  double goodput() const { return bandwidth * efficiency; }  // message bytes/s
 };
 
 struct ClusterConfig {

@@ -78,7 +78,7 @@ IterationResult simulate(const ModelConfig& model, const ClusterConfig& cluster,
   DimensionTraffic& embedding = dim(Dimension::kEmbedding);
   embedding.calls = model.tied_embeddings && layout.pp > 1 ? 1 : 0;
   embedding.message_bytes =
-      embedding.calls > 0 ? embedding_parameters(model) / double(layout.tp) * elem : 0;
+      embedding.calls > 0 ? embedding_parameters_per_gpu(model, layout) * elem : 0;
   price(embedding, embedding_groups(layout), Pattern::kRing, cluster, policy, layout.dtype);
 
   // Compute: the flops of one micro-batch spread over the tp x pp GPUs of a pipeline.

@@ -14,16 +14,18 @@
 #include "experiment.h"
 #include "hycc/config.h"
 #include "hycc/error.h"
+#include "measured_run.h"
 #include "report.h"
 #include "sweep.h"
 #include "toml_fields.h"
+#include "validation.h"
 
 namespace {
 
 using namespace hycc::sim;
 
 struct Options {
-  std::string experiment = "neox20b";
+  std::string experiment;  // empty: neox20b, or tiny-netemu with --measured
   std::string model, cluster, layout;
   std::vector<std::string> policies, codec_json;
   long nodes = 0, gpus_per_node = 0, tp = 0, pp = 0, dp = 0, zero = -1;
@@ -34,6 +36,9 @@ struct Options {
   std::string inter_bandwidth, intra_bandwidth, inter_latency, intra_latency;
   std::string recompute, overlap_dp, dtype;
   std::string json, sweep, csv, plot;
+  std::vector<std::string> measured;     // hycc-train --json files to validate against
+  std::vector<std::string> calibration;  // baseline runs: shared memory or netemu at 10gbit
+  std::string calibrate_on = "step";     // step | compute (CalibrationBasis)
   bool no_plot = false, list = false;
 };
 
@@ -80,12 +85,55 @@ void list_configs() {
   std::printf("\n");
 }
 
+// --measured: the model against hycc-train runs on tools/netemu (docs/sim.md, "Validation").
+int validate_measured(const Options& o, const ModelConfig& model, const ClusterConfig& cluster,
+                      LayoutConfig layout, const CodecTable& codecs) {
+  if (o.calibration.empty()) {
+    throw hycc::InvalidArgument(
+        hycc::tagged("sim",
+                     "--measured needs --calibration FILE: a baseline run that gives the compute "
+                     "speed (tools/experiment's calibration-fast.jsonl or calibration-shm.jsonl)"));
+  }
+  check_fit(model, cluster, layout);
+  std::vector<MeasuredRun> calibration_runs;
+  for (const auto& path : o.calibration) calibration_runs.push_back(load_measured_run(path));
+  const Calibration calibration = calibrate(
+      calibration_runs, model, cluster, layout,
+      o.calibrate_on == "step" ? CalibrationBasis::kStepTime : CalibrationBasis::kComputeTime);
+  std::vector<MeasuredRun> runs;
+  for (const auto& path : o.measured) runs.push_back(load_measured_run(path));
+  const PolicyLookup policy_of = [&](const RunDescription& run) {
+    SimPolicy p = load_policy(run.policy_source.empty() ? run.policy : run.policy_source, codecs);
+    p.scale_codec_throughput(o.free_codec ? HUGE_VAL : o.codec_scale);
+    return p;
+  };
+  const auto rows = validate(model, cluster, layout, calibration, runs, policy_of);
+  std::printf("# hycc-sim %s: validation against measured hycc-train runs\n", HYCC_VERSION);
+  ClusterConfig shown = cluster;
+  shown.gpu_flops = calibration.gpu_flops;
+  std::printf("%s", describe_setup(model, shown, layout,
+                                   rows.empty() ? IterationResult{} : rows.front().prediction)
+                        .c_str());
+  std::printf("# inter-node bandwidth: each run's netemu rate per host link and direction\n#\n");
+  std::printf("%s", validation_table(calibration, rows, {}).c_str());
+  std::printf("#\n# message size and compression ratio per dimension, model vs statistics\n");
+  std::printf("%s", traffic_check_table(rows).c_str());
+  if (!o.json.empty()) {
+    hycc::bench::write_json(o.json, validation_json(calibration, rows, {}));
+    std::printf("# wrote %s\n", o.json.c_str());
+  }
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.list) {
     list_configs();
     return 0;
   }
-  const ExperimentSpec spec = load_experiment(o.experiment);
+  const std::string experiment = !o.experiment.empty() ? o.experiment
+                                 : o.measured.empty()  ? "neox20b"
+                                                       : "tiny-netemu";
+  const ExperimentSpec spec = load_experiment(experiment);
   const ModelConfig model = load_model(o.model.empty() ? spec.model : o.model);
   ClusterConfig cluster = load_cluster(o.cluster.empty() ? spec.cluster : o.cluster);
   LayoutConfig layout = load_layout(o.layout.empty() ? spec.layout : o.layout);
@@ -98,6 +146,8 @@ int run(const Options& o) {
     policies.push_back(load_policy(p, codecs));
     policies.back().scale_codec_throughput(o.free_codec ? HUGE_VAL : o.codec_scale);
   }
+
+  if (!o.measured.empty()) return validate_measured(o, model, cluster, layout, codecs);
 
   if (!o.sweep.empty()) {
     const SweepSpec sweep = parse_sweep(o.sweep);
@@ -161,8 +211,8 @@ int main(int argc, char** argv) {
                ": iteration time of 3D-parallel LLM training under compression policies"};
   Options o;
   app.add_option("--preset,--experiment", o.experiment,
-                 "experiment: a built-in name (--list) or a TOML file")
-      ->capture_default_str();
+                 "experiment: a built-in name (--list) or a TOML file (default neox20b; "
+                 "tiny-netemu with --measured)");
   app.add_option("--model", o.model,
                  "model: built-in name or TOML file (overrides the experiment's)");
   app.add_option("--cluster", o.cluster, "cluster: built-in name or TOML file");
@@ -206,6 +256,20 @@ int main(int argc, char** argv) {
   app.add_option("--csv", o.csv, "sweep CSV file (default hycc-sim-KEY.csv)");
   app.add_option("--plot", o.plot, "sweep PNG file (default: the CSV's name with .png)");
   app.add_flag("--no-plot", o.no_plot, "sweep without the plot");
+  app.add_option("--measured", o.measured,
+                 "hycc-train --json files of runs on tools/netemu (one per policy and rate): "
+                 "compare the model with them")
+      ->expected(1, -1);
+  app.add_option(
+         "--calibration", o.calibration,
+         "with --measured: baseline hycc-train runs, on shared memory or on netemu at a rate "
+         "far above the validated ones (compute speed; several: the median of their speeds)")
+      ->expected(1, -1);
+  app.add_option("--calibrate-on", o.calibrate_on,
+                 "with --measured: the calibration run's median compute_s (compute) or step "
+                 "time (step: the model of that run reproduces it)")
+      ->check(CLI::IsMember({"compute", "step"}))
+      ->capture_default_str();
   app.add_flag("--list", o.list, "list the built-in experiments, models, clusters, ...");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -64,10 +64,10 @@ GroupLinks links_of(const std::vector<std::vector<long>>& groups, Pattern patter
     out.flows_per_node = std::max(out.flows_per_node, flows);
   if (out.flows_per_node > 0) {
     out.kind = LinkKind::kInterNode;
-    out.bandwidth = c.inter_node.bandwidth / double(out.flows_per_node);
+    out.bandwidth = c.inter_node.goodput() / double(out.flows_per_node);
     out.latency = c.inter_node.latency;
   } else {
-    out.bandwidth = c.intra_node.bandwidth;
+    out.bandwidth = c.intra_node.goodput();
     out.latency = c.intra_node.latency;
   }
   return out;

@@ -30,12 +30,16 @@ std::string describe_setup(const ModelConfig& model, const ClusterConfig& cluste
       "%.4g %s parameters\n",
       model.name.c_str(), model.layers, model.hidden, model.heads, model.sequence, model.vocabulary,
       n >= 1e9 ? n / 1e9 : n / 1e6, n >= 1e9 ? "B" : "M");
+  const auto payload = [](const LinkClass& l) {
+    return l.efficiency < 1 ? format(" (x %.3g payload)", l.efficiency) : std::string();
+  };
   s += format(
       "# cluster %s: %ld nodes x %ld GPUs, %.4g TFLOPS achieved per GPU; intra-node "
-      "%.3g GB/s per GPU, %.3g us; inter-node %.3g GB/s per node, %.3g us\n",
+      "%.3g GB/s per GPU%s, %.3g us; inter-node %.3g GB/s per node%s, %.3g us\n",
       cluster.name.c_str(), cluster.nodes, cluster.gpus_per_node, cluster.gpu_flops / 1e12,
-      cluster.intra_node.bandwidth / 1e9, cluster.intra_node.latency * 1e6,
-      cluster.inter_node.bandwidth / 1e9, cluster.inter_node.latency * 1e6);
+      cluster.intra_node.bandwidth / 1e9, payload(cluster.intra_node).c_str(),
+      cluster.intra_node.latency * 1e6, cluster.inter_node.bandwidth / 1e9,
+      payload(cluster.inter_node).c_str(), cluster.inter_node.latency * 1e6);
   s += format(
       "# layout %s: tp %ld x pp %ld x dp %ld (ranks %s,%s,%s), ZeRO-%d, %s, micro-batch "
       "%ld x %ld micro-batches = global batch %.0f, recompute %s, dp overlap %s\n",
@@ -127,8 +131,10 @@ nlohmann::json to_json(const ModelConfig& model, const ClusterConfig& cluster,
                   {"gpu_tflops", cluster.gpu_flops / 1e12},
                   {"intra_node_bytes_per_s", cluster.intra_node.bandwidth},
                   {"intra_node_latency_s", cluster.intra_node.latency},
+                  {"intra_node_efficiency", cluster.intra_node.efficiency},
                   {"inter_node_bytes_per_s", cluster.inter_node.bandwidth},
-                  {"inter_node_latency_s", cluster.inter_node.latency}};
+                  {"inter_node_latency_s", cluster.inter_node.latency},
+                  {"inter_node_efficiency", cluster.inter_node.efficiency}};
   j["layout"] = {{"name", layout.name},
                  {"tp", layout.tp},
                  {"pp", layout.pp},

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,60 @@ nlohmann::ordered_json dimension_stats(const CommStats& all) {
   return out;
 }
 
+// Ranks that share this rank's node (MPI's shared-memory split), as Open MPI sees the hosts.
+int ranks_per_node(const Communicator& world) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(world.mpi(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int size = 1;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
+}
+
+// The network the run saw: tools/netemu's NETEMU_* variables (docs/netemu.md), or null.
+nlohmann::ordered_json network_of_environment() {
+  const char* bits = std::getenv("NETEMU_RATE_BITS");
+  if (bits == nullptr || *bits == '\0') return nullptr;
+  const auto text = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v == nullptr ? "" : v);
+  };
+  nlohmann::ordered_json n = {{"emulator", "netemu"},
+                              {"rate", text("NETEMU_RATE")},
+                              {"rate_bits_per_s", std::strtod(bits, nullptr)},
+                              {"delay", text("NETEMU_DELAY")}};
+  if (const char* hosts = std::getenv("NETEMU_HOSTS")) n["hosts"] = std::atoi(hosts);
+  if (const char* per_host = std::getenv("NETEMU_RANKS_PER_HOST")) {
+    n["ranks_per_host"] = std::atoi(per_host);
+  }
+  return n;
+}
+
+// What a reader needs to know of the run (docs/training.md, "run"): written once, in the first
+// JSON line of the process.
+nlohmann::ordered_json run_description(const Options& o, const GPTConfig& m,
+                                       const PolicyEngine& engine, int node_ranks) {
+  return {{"policy", engine.policy().name()},
+          {"policy_source", o.policy.empty() ? std::string() : o.policy},
+          {"dp", o.shape.dp},
+          {"tp", o.shape.tp},
+          {"pp", o.shape.pp},
+          {"zero", o.parallel.zero},
+          {"bucket_mb", o.parallel.bucket_mb},
+          {"layers", m.num_layers},
+          {"hidden", m.channels},
+          {"heads", m.num_heads},
+          {"vocabulary", m.vocab_size},
+          {"seq", o.train.seq},
+          {"batch", o.train.batch},
+          {"micro_batches", o.train.micro_batches},
+          {"steps", o.train.steps},
+          {"eval_every", o.eval_every},
+          {"ranks", o.shape.size()},
+          {"ranks_per_node", node_ranks},
+          {"network", network_of_environment()}};
+}
+
 // The largest (comm seconds, step seconds) over the world, exactly (uncompressed allgather).
 void max_over_ranks(const Communicator& world, double comm, double step, double* max_comm,
                     double* max_compute, double* max_step) {
@@ -145,6 +200,8 @@ void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEng
   }
 
   const GPTConfig& m = trainer.model().config;
+  const int node_ranks = ranks_per_node(world);
+  bool described = false;
   if (root) {
     std::printf(
         "hycc-train: %d layers, hidden %d, %d heads; batch %d x %d tokens in %d micro-batches; "
@@ -194,6 +251,8 @@ void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEng
                                      {"step_s", step_s},         {"comm_s", comm_s},
                                      {"compute_s", compute_s},   {"stats", dimension_stats(all)}};
       if (!std::isnan(val_loss)) line["val_loss"] = val_loss;
+      if (!described) line["run"] = run_description(o, m, engine, node_ranks);
+      described = true;
       json << line.dump() << '\n' << std::flush;
     }
   }

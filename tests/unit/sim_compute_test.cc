@@ -32,6 +32,22 @@ TEST(SimCompute, PerGpuParametersFollowTheStages) {
   EXPECT_DOUBLE_EQ(parameters_per_gpu(untied, l), 4 * 872 + 2 * 128);
 }
 
+TEST(SimCompute, TinyMatchesTheTrainersParameters) {
+  const ModelConfig m = load_model("tiny");
+  LayoutConfig l = load_layout("tiny-dp2-tp2-pp2");
+  // hycc-train's GPT, h 256: a layer holds 12 h^2 + 13 h = 789760; wte 256 x 256, wpe 64 x 256,
+  // final layer norm 2 h: 4 x 789760 + 65536 + 16384 + 512.
+  EXPECT_DOUBLE_EQ(total_parameters(m), 3241472);
+  // Stage 0 of tp 2 x pp 2: its 2 layers split over tp (789760), wte whole (65536: tp
+  // replicates it), wpe (16384). The trainer holds 873216 there: it also keeps the layers'
+  // layer norms and row-parallel biases whole (6 h x 2 layers / 2 = 1536 more).
+  EXPECT_DOUBLE_EQ(parameters_per_gpu(m, l), 871680);
+  EXPECT_DOUBLE_EQ(embedding_parameters_per_gpu(m, l), 65536);
+  ModelConfig split = m;
+  split.vocab_parallel_embedding = true;
+  EXPECT_DOUBLE_EQ(embedding_parameters_per_gpu(split, l), 32768);
+}
+
 TEST(SimCompute, NeoX20BMatchesItsPublishedSize) {
   const ModelConfig m = load_model("neox20b");
   // GPT-NeoX-20B: 20,554,567,680 parameters (Black et al. 2022).

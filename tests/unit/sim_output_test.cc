@@ -56,7 +56,7 @@ TEST(SimOutput, CodecScaleAndFreeCodec) {
 TEST(SimOutput, ExperimentFromAFile) {
   const std::string path =
       write_temp("sim_experiment.toml",
-                 "model = \"tiny\"\ncluster = \"netemu-1gbit\"\nlayout = \"tiny-dp2-tp2-pp2\"\n");
+                 "model = \"tiny\"\ncluster = \"netemu-4x2\"\nlayout = \"tiny-dp2-tp2-pp2\"\n");
   const ExperimentSpec e = load_experiment(path);
   EXPECT_EQ(e.model, "tiny");
   EXPECT_EQ(e.policies, std::vector<std::string>{"baseline"});

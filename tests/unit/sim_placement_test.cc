@@ -1,6 +1,7 @@
 // Performance model: rank order, groups and the link class their placement gives.
 #include <gtest/gtest.h>
 
+#include "experiment.h"
 #include "placement.h"
 #include "sim_test_util.h"
 
@@ -69,6 +70,24 @@ TEST(SimPlacement, NeoXDataParallelRingsShareTheNode) {
   EXPECT_EQ(dp.flows_per_node, 2);
   EXPECT_EQ(links_of(groups_of(l, Axis::kPp), Pattern::kChain, c).flows_per_node, 4);
   EXPECT_EQ(links_of(groups_of(l, Axis::kTp), Pattern::kRing, c).kind, LinkKind::kIntraNode);
+}
+
+// The experiment on tools/netemu --hosts 4 --ranks-per-host 2: tp pairs share a node; dp, pp and
+// the embedding cross nodes, and both ranks of a node send at once, so each flow gets half of the
+// host link (payload share 0.955 of the rate).
+TEST(SimPlacement, TwoRanksShareTheHostLinkOfTheExperiment) {
+  const ClusterConfig c = load_cluster("netemu-4x2");
+  const LayoutConfig l = load_layout("tiny-dp2-tp2-pp2");
+  const GroupLinks tp = links_of(groups_of(l, Axis::kTp), Pattern::kRing, c);
+  EXPECT_EQ(tp.kind, LinkKind::kIntraNode);
+  const double flow = 100e6 / 8 * 0.955 / 2;  // bytes/s
+  for (const GroupLinks& g : {links_of(groups_of(l, Axis::kDp), Pattern::kRing, c),
+                              links_of(groups_of(l, Axis::kPp), Pattern::kChain, c),
+                              links_of(embedding_groups(l), Pattern::kRing, c)}) {
+    EXPECT_EQ(g.kind, LinkKind::kInterNode);
+    EXPECT_EQ(g.flows_per_node, 2);
+    EXPECT_DOUBLE_EQ(g.bandwidth, flow);
+  }
 }
 
 }  // namespace
