@@ -162,12 +162,14 @@ struct BlockSummary {
   int32_t last = 0;   // q of the last value: the next block's carry if this one is coded
   int32_t q_min = 0;  // range of q over positions >= lead
   int32_t q_max = 0;
-  int32_t d_min = 0;  // range of q_i - q_{i-1} over positions > lead (empty: d_min > d_max)
+  int32_t d_min = 0;  // range of q_i - q_{i-1} over positions > lead, with 0 if lead > 0
+                      // (empty, d_min > d_max, for a single value)
   int32_t d_max = 0;
 };
 
 // Summarizes the quanta q[0, n) of a block (|q| < 2^30 where coded) and its outlier mask; gives
-// the non-leading outliers the quantum of their predecessor, in q.
+// the non-leading outliers the quantum of their predecessor, in q (and the leading ones, for
+// now, the first coded quantum).
 HYCC_HD inline BlockSummary summarize(int32_t* q, uint64_t outliers, uint32_t n) {
   BlockSummary s;
   s.n = n;
@@ -180,18 +182,25 @@ HYCC_HD inline BlockSummary summarize(int32_t* q, uint64_t outliers, uint32_t n)
     const uint32_t i = s.lead + countr_zero64(m);
     q[i] = q[i - 1];
   }
+  // The leading outliers take the first coded quantum for now (block_values() gives them the
+  // carry): the ranges below then start at position 0, a loop that vectorizes, and the zero
+  // deltas this adds are in every plan with leading outliers anyway. Locals, not the fields of
+  // s: the compiler cannot tell that s (the caller's return slot) does not alias q.
+  for (size_t i = 0; i < s.lead; ++i) q[i] = q[s.lead];
+  int32_t q_min = q[0], q_max = q[0], d_min = INT32_MAX, d_max = INT32_MIN;
+  for (size_t i = 1; i < n; ++i) {
+    const int32_t d = q[i] - q[i - 1];
+    q_min = q[i] < q_min ? q[i] : q_min;
+    q_max = q[i] > q_max ? q[i] : q_max;
+    d_min = d < d_min ? d : d_min;
+    d_max = d > d_max ? d : d_max;
+  }
   s.first = q[s.lead];
   s.last = q[n - 1];
-  s.q_min = s.q_max = s.first;
-  s.d_min = INT32_MAX;
-  s.d_max = INT32_MIN;
-  for (uint32_t i = s.lead + 1; i < n; ++i) {
-    const int32_t d = q[i] - q[i - 1];
-    s.q_min = q[i] < s.q_min ? q[i] : s.q_min;
-    s.q_max = q[i] > s.q_max ? q[i] : s.q_max;
-    s.d_min = d < s.d_min ? d : s.d_min;
-    s.d_max = d > s.d_max ? d : s.d_max;
-  }
+  s.q_min = q_min;
+  s.q_max = q_max;
+  s.d_min = d_min;
+  s.d_max = d_max;
   return s;
 }
 
@@ -263,13 +272,13 @@ HYCC_HD inline bool coded_for_any_carry(const BlockSummary& s, uint32_t elem_byt
 // mode, q_{-1} = carry). Gives the leading outliers the carry, in q.
 HYCC_HD inline void block_values(const BlockPlan& p, const BlockSummary& s, int32_t carry,
                                  int32_t* q, uint32_t* values) {
-  for (uint32_t i = 0; i < s.lead; ++i) q[i] = carry;
+  for (size_t i = 0; i < s.lead; ++i) q[i] = carry;
   const uint32_t base = static_cast<uint32_t>(p.base);
   if (p.delta) {
     values[0] = static_cast<uint32_t>(q[0] - carry) - base;
-    for (uint32_t i = 1; i < s.n; ++i) values[i] = static_cast<uint32_t>(q[i] - q[i - 1]) - base;
+    for (size_t i = 1; i < s.n; ++i) values[i] = static_cast<uint32_t>(q[i] - q[i - 1]) - base;
   } else {
-    for (uint32_t i = 0; i < s.n; ++i) values[i] = static_cast<uint32_t>(q[i]) - base;
+    for (size_t i = 0; i < s.n; ++i) values[i] = static_cast<uint32_t>(q[i]) - base;
   }
 }
 
@@ -488,13 +497,13 @@ HYCC_HD inline void unpack_values(const uint8_t* packed, uint32_t n, unsigned wi
 HYCC_HD inline uint32_t apply_base(const BlockLayout& b, uint32_t n, uint32_t carry,
                                    uint32_t* values) {
   if (b.delta) {
-    for (uint32_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n; ++i) {
       carry += b.base + values[i];
       values[i] = carry;
     }
     return carry;
   }
-  for (uint32_t i = 0; i < n; ++i) values[i] += b.base;
+  for (size_t i = 0; i < n; ++i) values[i] += b.base;
   return values[n - 1];
 }
 
