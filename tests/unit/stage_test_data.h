@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,12 @@ namespace hycc::test {
 
 inline const char* const kStageData[] = {"gaussian",  "zeros",    "constant",
                                          "denormals", "specials", "smooth"};
+
+// The kinds a test parameter names: one of kStageData, or "all" of them (fewer test processes).
+inline std::vector<std::string> stage_kinds(const std::string& kind) {
+  if (kind != "all") return {kind};
+  return std::vector<std::string>(std::begin(kStageData), std::end(kStageData));
+}
 
 inline std::vector<float> stage_data(const std::string& kind, size_t count) {
   if (kind == "zeros") return std::vector<float>(count, 0.0f);
