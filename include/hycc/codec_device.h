@@ -9,7 +9,8 @@
 // into a regular stream.
 //
 // Device codecs: "none", "bf16", "fp16", "quant" (both roundings, stochastic rounding draws the
-// same noise as the CPU) and "zfp:rate=R"; device_supports() says which. In a build without
+// same noise as the CPU), "eb" (abs and rel), "mpc" (every dim) and "zfp:rate=R";
+// device_supports() says which. In a build without
 // CUDA (see device_codecs_built()) every function but the queries throws Unavailable. Buffers
 // are plain device allocations (cudaMalloc). Calls are stream-ordered but return only when the
 // payload size is known (they synchronize on `stream`). zfp inputs holding NaN or infinities are

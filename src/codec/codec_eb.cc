@@ -30,6 +30,10 @@
 // Quanta, modulo 2^32: offset mode q_i = base + v_i; delta mode q_i = q_{i-1} + base + v_i, where
 // q_{-1} is the last quantum of the previous coded block (0 for the first). An outlier position
 // carries the quantum of its predecessor, so it costs no width; its value is the raw element.
+//
+// The per-block logic (summary, plan, writing, parsing, unpacking) is codec/block/eb_block.h,
+// shared with the CUDA kernels; this file adds the vectorized choice of quanta and unrolled
+// packers for full blocks.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -90,22 +94,6 @@ struct Element {
   }
 };
 
-uint32_t zigzag(int32_t v) {
-  return (static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31);
-}
-int32_t unzigzag(uint32_t z) { return static_cast<int32_t>((z >> 1) ^ (0u - (z & 1u))); }
-size_t varint_bytes(uint32_t v) {
-  return 1 + (v >= (1u << 7)) + (v >= (1u << 14)) + (v >= (1u << 21)) + (v >= (1u << 28));
-}
-std::byte* put_varint(std::byte* p, uint32_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<std::byte>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<std::byte>(v);
-  return p;
-}
-
 // Bit packing of a full block: 64 values of W bits are exactly W little-endian 64-bit words.
 // One function per width, unrolled at compile time, so that every shift is a constant.
 template <unsigned W, size_t I>
@@ -126,7 +114,7 @@ inline void unpack_one(const uint64_t* words, uint32_t* values) {
 }
 
 template <unsigned W, size_t... I>
-void pack_full_block(const uint32_t* values, std::byte* out, std::index_sequence<I...>) {
+void pack_full_block(const uint32_t* values, uint8_t* out, std::index_sequence<I...>) {
   if constexpr (W > 0) {
     uint64_t words[W] = {};
     (pack_one<W, I>(values, words), ...);
@@ -135,7 +123,7 @@ void pack_full_block(const uint32_t* values, std::byte* out, std::index_sequence
 }
 
 template <unsigned W, size_t... I>
-void unpack_full_block(const std::byte* in, uint32_t* values, std::index_sequence<I...>) {
+void unpack_full_block(const uint8_t* in, uint32_t* values, std::index_sequence<I...>) {
   if constexpr (W == 0) {
     std::fill(values, values + kBlockValues, 0u);
   } else {
@@ -145,19 +133,19 @@ void unpack_full_block(const std::byte* in, uint32_t* values, std::index_sequenc
   }
 }
 
-using PackFn = void (*)(const uint32_t*, std::byte*);
-using UnpackFn = void (*)(const std::byte*, uint32_t*);
+using PackFn = void (*)(const uint32_t*, uint8_t*);
+using UnpackFn = void (*)(const uint8_t*, uint32_t*);
 
 template <size_t... W>
 constexpr std::array<PackFn, sizeof...(W)> pack_table(std::index_sequence<W...>) {
-  return {[](const uint32_t* v, std::byte* out) {
+  return {[](const uint32_t* v, uint8_t* out) {
     pack_full_block<W>(v, out, std::make_index_sequence<kBlockValues>());
   }...};
 }
 
 template <size_t... W>
 constexpr std::array<UnpackFn, sizeof...(W)> unpack_table(std::index_sequence<W...>) {
-  return {[](const std::byte* in, uint32_t* v) {
+  return {[](const uint8_t* in, uint32_t* v) {
     unpack_full_block<W>(in, v, std::make_index_sequence<kBlockValues>());
   }...};
 }
@@ -165,50 +153,18 @@ constexpr std::array<UnpackFn, sizeof...(W)> unpack_table(std::index_sequence<W.
 constexpr auto kPackFullBlock = pack_table(std::make_index_sequence<eb::kMaxWidth + 1>());
 constexpr auto kUnpackFullBlock = unpack_table(std::make_index_sequence<eb::kMaxWidth + 1>());
 
-// Packs n values of `width` bits (<= 32), least significant first; writes ceil(n * width / 8)
-// bytes and returns the end.
-std::byte* pack(const uint32_t* values, size_t n, unsigned width, std::byte* p) {
-  if (n == kBlockValues) {
-    kPackFullBlock[width](values, p);
-    return p + 8 * width;
-  }
-  if (width == 0) return p;
-  uint64_t acc = 0;
-  unsigned filled = 0;
-  for (size_t i = 0; i < n; ++i) {
-    acc |= static_cast<uint64_t>(values[i]) << filled;
-    filled += width;
-    if (filled >= 64) {
-      std::memcpy(p, &acc, 8);
-      p += 8;
-      filled -= 64;
-      acc = filled == 0 ? 0 : static_cast<uint64_t>(values[i]) >> (width - filled);
-    }
-  }
-  const unsigned tail = (filled + 7) / 8;
-  std::memcpy(p, &acc, tail);
-  return p + tail;
+// Packs n values of `width` bits; full blocks take the unrolled packer of their width, the last
+// block the shared one (eb::pack_values, which the device runs for every block).
+uint8_t* pack(const uint32_t* values, size_t n, unsigned width, uint8_t* p) {
+  if (n != kBlockValues) return eb::pack_values(values, static_cast<uint32_t>(n), width, p);
+  kPackFullBlock[width](values, p);
+  return p + 8 * width;
 }
 
-// Unpacks n values of `width` bits (<= 32) from `packed` (ceil(n * width / 8) readable bytes).
-void unpack(const std::byte* packed, size_t n, unsigned width, uint32_t* values) {
-  if (n == kBlockValues) return kUnpackFullBlock[width](packed, values);
-  if (width == 0) {
-    std::fill(values, values + n, 0u);
-    return;
-  }
-  // A padded copy lets every value be read with one 8-byte load.
-  std::byte buffer[kBlockValues * 4 + 8];
-  const size_t bytes = (n * width + 7) / 8;
-  std::memcpy(buffer, packed, bytes);
-  std::memset(buffer + bytes, 0, 8);
-  const uint64_t mask = (uint64_t{1} << width) - 1;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t bit = i * width;
-    uint64_t word;
-    std::memcpy(&word, buffer + bit / 8, 8);
-    values[i] = static_cast<uint32_t>((word >> (bit % 8)) & mask);
-  }
+// The inverse of pack().
+void unpack(const uint8_t* packed, size_t n, unsigned width, uint32_t* values) {
+  if (n != kBlockValues) return eb::unpack_values(packed, static_cast<uint32_t>(n), width, values);
+  kUnpackFullBlock[width](packed, values);
 }
 
 // Loads n elements as floats (exact).
@@ -310,11 +266,13 @@ uint64_t first_candidates(const float* x, size_t n, const eb::Quantizer& qz, int
   return fits;
 }
 
-// Encodes every block of `in` after the preamble; returns the end of the payload.
+// Encodes every block of `in` after the preamble; returns the end of the payload. The choice of
+// quanta is vectorized here; the summary, the plan and the writing of each block are the shared
+// functions of codec/block/eb_block.h that the device runs.
 template <DType kDType>
-std::byte* encode_blocks(ConstTensorView in, const eb::Quantizer& qz, std::byte* p) {
+uint8_t* encode_blocks(ConstTensorView in, const eb::Quantizer& qz, uint8_t* p) {
   using E = Element<kDType>;
-  constexpr size_t kElem = sizeof(typename E::Bits);
+  constexpr uint32_t kElem = sizeof(typename E::Bits);
   const auto* src = static_cast<const typename E::Bits*>(in.data);
   float x[kBlockValues];
   int32_t q[kBlockValues];
@@ -325,195 +283,51 @@ std::byte* encode_blocks(ConstTensorView in, const eb::Quantizer& qz, std::byte*
     const typename E::Bits* raw = src + begin;
     load_floats<kDType>(raw, n, x);
 
-    // Misses are rare: try the other neighbour, else store the value raw; an outlier takes the
-    // quantum of its predecessor so that it costs no width.
+    // Misses are rare: try the other neighbour, else store the value raw.
     const uint64_t all = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
     uint64_t outliers = 0;  // bit i: value i is stored raw
     for (uint64_t m = ~first_candidates<kDType>(x, n, qz, q) & all; m != 0; m &= m - 1) {
       const int i = std::countr_zero(m);
-      if (!eb::choose_quantum(x[i], qz, kDType, q[i])) {
-        outliers |= uint64_t{1} << i;
-        q[i] = i == 0 ? carry : q[i - 1];
-      }
+      if (!eb::choose_quantum(x[i], qz, kDType, q[i])) outliers |= uint64_t{1} << i;
     }
 
-    // |q| < 2^30, so offsets and deltas fit int32 and their ranges fit uint32.
-    int32_t q_min = q[0], q_max = q[0];
-    int32_t d_min = q[0] - carry, d_max = d_min;
-    for (size_t i = 1; i < n; ++i) {
-      const int32_t d = q[i] - q[i - 1];
-      q_min = std::min(q_min, q[i]);
-      q_max = std::max(q_max, q[i]);
-      d_min = std::min(d_min, d);
-      d_max = std::max(d_max, d);
-    }
-    const unsigned offset_width =
-        eb::bit_width(static_cast<uint32_t>(q_max) - static_cast<uint32_t>(q_min));
-    const unsigned delta_width =
-        eb::bit_width(static_cast<uint32_t>(d_max) - static_cast<uint32_t>(d_min));
-    const size_t offset_bytes = varint_bytes(zigzag(q_min)) + (n * offset_width + 7) / 8;
-    const size_t delta_bytes = varint_bytes(zigzag(d_min)) + (n * delta_width + 7) / 8;
-    const bool delta = delta_bytes < offset_bytes;
-    const unsigned width = delta ? delta_width : offset_width;
-
-    const size_t k = static_cast<size_t>(std::popcount(outliers));
-    const size_t outlier_bytes = k == 0 ? 0 : 1 + eb::outlier_index_bytes(k, n) + k * kElem;
-    const size_t coded_bytes = 1 + (delta ? delta_bytes : offset_bytes) + outlier_bytes;
-    if (coded_bytes >= 1 + n * kElem) {
-      *p++ = static_cast<std::byte>(eb::kVerbatimWidth);
-      std::memcpy(p, raw, n * kElem);
-      p += n * kElem;
-      continue;
-    }
-
-    *p++ = static_cast<std::byte>(width | (delta ? eb::kDeltaFlag : 0) |
-                                  (k != 0 ? eb::kOutlierFlag : 0));
-    p = put_varint(p, zigzag(delta ? d_min : q_min));
-    if (k != 0) {
-      *p++ = static_cast<std::byte>(k);
-      if (k < (n + 7) / 8) {
-        for (uint64_t m = outliers; m != 0; m &= m - 1) {
-          *p++ = static_cast<std::byte>(std::countr_zero(m));
-        }
-      } else {
-        const size_t bitmap_bytes = (n + 7) / 8;
-        std::memcpy(p, &outliers, bitmap_bytes);
-        p += bitmap_bytes;
-      }
-      for (uint64_t m = outliers; m != 0; m &= m - 1) {
-        std::memcpy(p, raw + std::countr_zero(m), kElem);
-        p += kElem;
-      }
-    }
-    if (delta) {
-      values[0] = static_cast<uint32_t>(q[0] - carry) - static_cast<uint32_t>(d_min);
-      for (size_t i = 1; i < n; ++i) {
-        values[i] = static_cast<uint32_t>(q[i] - q[i - 1]) - static_cast<uint32_t>(d_min);
-      }
-    } else {
-      for (size_t i = 0; i < n; ++i) {
-        values[i] = static_cast<uint32_t>(q[i]) - static_cast<uint32_t>(q_min);
-      }
-    }
-    p = pack(values, n, width, p);
-    carry = q[n - 1];
+    const eb::BlockSummary s = eb::summarize(q, outliers, static_cast<uint32_t>(n));
+    const eb::BlockPlan plan = eb::plan_block(s, carry, kElem);
+    p = eb::write_block_head(plan, s, outliers, reinterpret_cast<const uint8_t*>(raw), kElem, p);
+    if (plan.verbatim) continue;
+    eb::block_values(plan, s, carry, q, values);
+    p = pack(values, n, plan.width, p);
+    carry = s.last;
   }
   return p;
 }
 
-// Bounds-checked cursor over a payload.
-class PayloadReader {
- public:
-  explicit PayloadReader(std::span<const std::byte> payload) : payload_(payload) {}
-
-  const std::byte* take(size_t bytes, const char* what) {
-    if (bytes > payload_.size() - at_) {
-      corrupt(detail::concat("payload ends inside ", what, " (", bytes, " bytes at offset ", at_,
-                             " of ", payload_.size(), ")"));
-    }
-    const std::byte* p = payload_.data() + at_;
-    at_ += bytes;
-    return p;
-  }
-  uint8_t u8(const char* what) { return static_cast<uint8_t>(*take(1, what)); }
-  double f64(const char* what) {
-    double v;
-    std::memcpy(&v, take(8, what), 8);
-    return v;
-  }
-  uint32_t varint() {
-    uint64_t v = 0;
-    for (size_t i = 0; i < eb::kMaxVarintBytes; ++i) {
-      const uint8_t b = u8("a block base");
-      v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
-      if ((b & 0x80) == 0) {
-        if (i > 0 && b == 0) corrupt("overlong block base");
-        if (v > 0xffffffffu) corrupt("block base out of range");
-        return static_cast<uint32_t>(v);
-      }
-    }
-    corrupt("block base longer than 5 bytes");
-  }
-  size_t remaining() const { return payload_.size() - at_; }
-
- private:
-  std::span<const std::byte> payload_;
-  size_t at_ = 0;
-};
-
-// Reads the outlier section of a block of n values; returns the outlier mask and points `raw` at
-// their elements.
-uint64_t read_outliers(PayloadReader& r, size_t n, size_t elem, const std::byte*& raw) {
-  const size_t k = r.u8("an outlier count");
-  if (k == 0 || k > n) corrupt(detail::concat("outlier count ", k, " in a block of ", n));
-  uint64_t mask = 0;
-  if (k < (n + 7) / 8) {
-    const std::byte* positions = r.take(k, "outlier positions");
-    int last = -1;
-    for (size_t j = 0; j < k; ++j) {
-      const int at = static_cast<int>(positions[j]);
-      if (at <= last || at >= static_cast<int>(n)) {
-        corrupt(detail::concat("outlier position ", at, " after ", last, " in a block of ", n));
-      }
-      mask |= uint64_t{1} << at;
-      last = at;
-    }
-  } else {
-    const size_t bitmap_bytes = (n + 7) / 8;
-    std::memcpy(&mask, r.take(bitmap_bytes, "an outlier bitmap"), bitmap_bytes);
-    if (n < 64 && (mask >> n) != 0) corrupt("outlier bitmap marks a value past the block");
-    if (static_cast<size_t>(std::popcount(mask)) != k) {
-      corrupt(
-          detail::concat("outlier bitmap marks ", std::popcount(mask), " values, count says ", k));
-    }
-  }
-  raw = r.take(k * elem, "outlier values");
-  return mask;
-}
-
 template <DType kDType>
-void decode_blocks(PayloadReader& r, double step, TensorView out) {
+void decode_blocks(std::span<const uint8_t> blocks, double step, TensorView out) {
   using E = Element<kDType>;
-  constexpr size_t kElem = sizeof(typename E::Bits);
+  constexpr uint32_t kElem = sizeof(typename E::Bits);
   auto* dst = static_cast<typename E::Bits*>(out.data);
   uint32_t values[kBlockValues];
   uint32_t carry = 0;
+  size_t at = 0;
   for (size_t begin = 0; begin < out.count; begin += kBlockValues) {
-    const size_t n = std::min(kBlockValues, out.count - begin);
-    const uint8_t header = r.u8("a block header");
-    const unsigned width = header & eb::kWidthMask;
-    if (width == eb::kVerbatimWidth) {
-      if (header != eb::kVerbatimWidth) corrupt("flags on a verbatim block");
-      std::memcpy(dst + begin, r.take(n * kElem, "a verbatim block"), n * kElem);
+    const auto n = static_cast<uint32_t>(std::min(kBlockValues, out.count - begin));
+    eb::BlockLayout b;
+    const eb::BlockError error =
+        eb::parse_block(blocks.data() + at, blocks.size() - at, n, kElem, b);
+    if (error != eb::BlockError::kNone) {
+      corrupt(detail::concat(eb::describe(error), " (block ", begin / kBlockValues,
+                             " at payload offset ", eb::kPreambleBytes + at, ")"));
+    }
+    const uint8_t* in = blocks.data() + at;
+    at += b.bytes;
+    typename E::Bits* block = dst + begin;
+    if (b.verbatim) {
+      std::memcpy(block, in + b.raw_at, n * kElem);
       continue;
     }
-    if (width > eb::kMaxWidth) {
-      corrupt(
-          detail::concat("bit width ", width, " in block ", begin / kBlockValues, " exceeds 32"));
-    }
-    const uint32_t base = static_cast<uint32_t>(unzigzag(r.varint()));
-    uint64_t outliers = 0;
-    const std::byte* raw = nullptr;
-    if (header & eb::kOutlierFlag) outliers = read_outliers(r, n, kElem, raw);
-    const size_t packed_bytes = (n * width + 7) / 8;
-    const std::byte* packed = r.take(packed_bytes, "packed values");
-    const unsigned used_bits = static_cast<unsigned>(n * width % 8);
-    if (used_bits != 0 && (static_cast<uint8_t>(packed[packed_bytes - 1]) >> used_bits) != 0) {
-      corrupt("nonzero padding bits after packed values");
-    }
-    unpack(packed, n, width, values);
-
-    // Quanta modulo 2^32: a valid stream never wraps, garbage may and stays harmless.
-    if (header & eb::kDeltaFlag) {
-      for (size_t i = 0; i < n; ++i) {
-        carry += base + values[i];
-        values[i] = carry;
-      }
-    } else {
-      for (size_t i = 0; i < n; ++i) values[i] += base;
-      carry = values[n - 1];
-    }
-    typename E::Bits* block = dst + begin;
+    unpack(in + b.packed_at, n, b.width, values);
+    carry = eb::apply_base(b, n, carry, values);
     // Two simple loops (reconstruct, then round to the dtype) vectorize where one does not.
     float decoded[kBlockValues];
     for (size_t i = 0; i < n; ++i) {
@@ -528,13 +342,14 @@ void decode_blocks(PayloadReader& r, double step, TensorView out) {
     } else {
       for (size_t i = 0; i < n; ++i) block[i] = E::from_float(decoded[i]);
     }
-    for (uint64_t m = outliers; m != 0; m &= m - 1) {
+    const uint8_t* raw = in + b.raw_at;
+    for (uint64_t m = b.outliers; m != 0; m &= m - 1) {
       std::memcpy(block + std::countr_zero(m), raw, kElem);
       raw += kElem;
     }
   }
-  if (r.remaining() != 0) {
-    corrupt(detail::concat(r.remaining(), " trailing bytes after the last block"));
+  if (at != blocks.size()) {
+    corrupt(detail::concat(blocks.size() - at, " trailing bytes after the last block"));
   }
 }
 
@@ -581,8 +396,8 @@ class EbCodec final : public Codec {
     const eb::Quantizer qz = eb::make_quantizer(bound, bound > 0 ? 0.0f : eb::first_finite(in));
     std::memcpy(out.data(), &qz.bound, 8);
     std::memcpy(out.data() + 8, &qz.step, 8);
-    std::byte* const blocks = out.data() + eb::kPreambleBytes;
-    std::byte* end = nullptr;
+    uint8_t* const blocks = reinterpret_cast<uint8_t*>(out.data()) + eb::kPreambleBytes;
+    uint8_t* end = nullptr;
     switch (in.dtype) {
       case DType::kF32:
         end = encode_blocks<DType::kF32>(in, qz, blocks);
@@ -594,25 +409,31 @@ class EbCodec final : public Codec {
         end = encode_blocks<DType::kF16>(in, qz, blocks);
         break;
     }
-    return static_cast<size_t>(end - out.data());
+    return static_cast<size_t>(end - reinterpret_cast<uint8_t*>(out.data()));
   }
 
   void decode(std::span<const std::byte> payload, TensorView out) const override {
-    PayloadReader r(payload);
     if (out.count == 0) {
       if (!payload.empty()) corrupt("non-empty payload for 0 elements");
       return;
     }
-    const double bound = r.f64("the preamble");
-    const double step = r.f64("the preamble");
+    if (payload.size() < eb::kPreambleBytes) {
+      corrupt(detail::concat("payload of ", payload.size(), " bytes ends inside the preamble"));
+    }
+    double bound, step;
+    std::memcpy(&bound, payload.data(), 8);
+    std::memcpy(&step, payload.data() + 8, 8);
     if (const char* error = eb::preamble_error(bound, step)) corrupt(error);
+    const std::span<const uint8_t> blocks(
+        reinterpret_cast<const uint8_t*>(payload.data()) + eb::kPreambleBytes,
+        payload.size() - eb::kPreambleBytes);
     switch (out.dtype) {
       case DType::kF32:
-        return decode_blocks<DType::kF32>(r, step, out);
+        return decode_blocks<DType::kF32>(blocks, step, out);
       case DType::kBF16:
-        return decode_blocks<DType::kBF16>(r, step, out);
+        return decode_blocks<DType::kBF16>(blocks, step, out);
       case DType::kF16:
-        return decode_blocks<DType::kF16>(r, step, out);
+        return decode_blocks<DType::kF16>(blocks, step, out);
     }
   }
 

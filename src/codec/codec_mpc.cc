@@ -36,6 +36,9 @@
 // run on all groups of a batch at once; the planes go back to memory order for the zero-word
 // elimination. codec/mpc_reference.cc does the same one step at a time and is the oracle of the
 // tests.
+// The map, the transpose (here on rows of vectors, on the device on rows of single words), the
+// zero-word elimination and the group reader are codec/block/mpc_block.h, shared with the CUDA
+// kernels.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -44,6 +47,7 @@
 #include <string>
 #include <utility>
 
+#include "codec/block/mpc_block.h"
 #include "codec/params_io.h"
 #include "codec/registry.h"
 #include "hycc/error.h"
@@ -85,18 +89,6 @@ struct Batch {
   Vec rows[kBits];
 };
 
-template <typename Word>
-Word load_word(const std::byte* p) {
-  Word v;
-  std::memcpy(&v, p, sizeof(Word));
-  return v;
-}
-
-template <typename Word>
-void store_word(std::byte* p, Word v) {
-  std::memcpy(p, &v, sizeof(Word));
-}
-
 template <typename Vec, typename T>
 Vec load_vector(const T* p) {
   Vec v;
@@ -104,13 +96,7 @@ Vec load_vector(const T* p) {
   return v;
 }
 
-// Step 2 and its inverse (the map is an involution), on a word or on a vector of words.
-template <int kBits, typename T>
-T sign_magnitude(T d) {
-  const T negative = static_cast<T>(d >> (kBits - 1));
-  const T flip = static_cast<T>(static_cast<T>(-negative) >> 1);
-  return static_cast<T>(d ^ flip);
-}
+using mpc::sign_magnitude;
 
 // Interleave the low (high) halves of two vectors: {a0, b0, a1, b1, ...}.
 inline U32x4 zip_low(U32x4 a, U32x4 b) { return __builtin_shufflevector(a, b, 0, 4, 1, 5); }
@@ -182,32 +168,11 @@ void store_rows(const Batch<Word>& b, Word* words) {
   }
 }
 
-// One stage of the recursive transpose: in every row pair (k, k + kShift) with bit kShift of k
-// clear, the high kShift-bit blocks of row k trade places with the low blocks of row k + kShift.
-template <int kShift, typename Word>
-void swap_blocks(Batch<Word>& b) {
-  using Vec = typename Batch<Word>::Vec;
-  // kShift-bit blocks of ones every 2 * kShift bits: 0x0000FFFF, 0x00FF00FF, ..., 0x55555555.
-  constexpr Word kMask =
-      static_cast<Word>(static_cast<Word>(~Word{0}) / static_cast<Word>((Word{1} << kShift) + 1));
-  for (int k = 0; k < Batch<Word>::kBits; k += 2 * kShift) {
-    for (int r = k; r < k + kShift; ++r) {
-      const Vec t = ((b.rows[r] >> kShift) ^ b.rows[r + kShift]) & kMask;
-      b.rows[r + kShift] ^= t;
-      b.rows[r] ^= t << kShift;
-    }
-  }
-}
-
-// Transposes the W x W bit matrix of every group in the batch (Hacker's Delight transpose32,
-// generalized to W bits); its own inverse.
+// Transposes the W x W bit matrix of every group in the batch: the shared transpose on rows of
+// vectors (one group per lane); the device runs it on rows of single words.
 template <typename Word>
 void transpose_bits(Batch<Word>& b) {
-  if constexpr (Batch<Word>::kBits == 32) swap_blocks<16>(b);
-  swap_blocks<8>(b);
-  swap_blocks<4>(b);
-  swap_blocks<2>(b);
-  swap_blocks<1>(b);
+  mpc::transpose_bits<Word>(b.rows);
 }
 
 // Lane l: the bitmap of the non-zero rows of group l.
@@ -251,63 +216,33 @@ std::byte* encode_batch(const Word* w, size_t count, size_t dim, size_t begin, s
   store_rows(b, words);
   const size_t groups =
       kEdge ? std::min<size_t>(B::kLanes, (count - begin + B::kBits - 1) / B::kBits) : B::kLanes;
+  auto* out = reinterpret_cast<uint8_t*>(dst);
   for (size_t l = 0; l < groups; ++l) {
-    const Word bitmap = bitmaps[l];
-    const Word* planes = words + l * B::kBits;
-    store_word(dst, bitmap);
-    dst += sizeof(Word);
-    if (bitmap == static_cast<Word>(~Word{0})) {  // incompressible group (noise): copy
-      std::memcpy(dst, planes, B::kBits * sizeof(Word));
-      dst += B::kBits * sizeof(Word);
-      continue;
-    }
-    for (int j = 0; j < B::kBits; ++j) {
-      // Stored unconditionally and kept only if non-zero: no branch on the data.
-      store_word(dst, planes[j]);
-      dst += ((bitmap >> j) & 1u) * sizeof(Word);
-    }
+    out = mpc::emit_group(static_cast<Word>(bitmaps[l]), words + l * B::kBits, out);
   }
-  return dst;
+  return reinterpret_cast<std::byte*>(out);
 }
 
 [[noreturn]] void fail(const std::string& what) { throw CorruptStream(tagged("codec:mpc", what)); }
 
-// Reads one group (bitmap + planes) from src into planes[0, W) and bitmap; returns the end of
-// the group. Whether the planes the bitmap announces are non-zero is checked by the caller.
+// Reads one group (bitmap + planes) from src into planes[0, W) and bitmap (mpc::read_group);
+// returns the end of the group. Whether the planes the bitmap announces are non-zero is checked
+// by the caller.
 template <typename Word>
 const std::byte* read_group(const std::byte* src, const std::byte* end, Word* planes,
                             Word& bitmap) {
-  constexpr int kBits = Batch<Word>::kBits;
-  if (static_cast<size_t>(end - src) < sizeof(Word)) {
-    fail(detail::concat("payload ends before the bitmap of a group (", end - src, " bytes left)"));
+  const auto available = static_cast<size_t>(end - src);
+  size_t bytes = 0;
+  const mpc::GroupError error =
+      mpc::read_group(reinterpret_cast<const uint8_t*>(src), available, planes, bitmap, bytes);
+  if (error == mpc::GroupError::kNoBitmap) {
+    fail(detail::concat("payload ends before the bitmap of a group (", available, " bytes left)"));
   }
-  bitmap = load_word<Word>(src);
-  src += sizeof(Word);
-  const size_t left = static_cast<size_t>(end - src);
-  if (left < static_cast<size_t>(std::popcount(bitmap)) * sizeof(Word)) {
-    fail(detail::concat("bitmap announces ", std::popcount(bitmap), " words, only ", left,
-                        " bytes left"));
+  if (error != mpc::GroupError::kNone) {
+    fail(detail::concat("bitmap announces ", std::popcount(bitmap), " words, only ",
+                        available - sizeof(Word), " bytes left"));
   }
-  if (bitmap == static_cast<Word>(~Word{0})) {  // incompressible group (noise): copy
-    std::memcpy(planes, src, kBits * sizeof(Word));
-    src += kBits * sizeof(Word);
-  } else if (left >= kBits * sizeof(Word)) {  // a full group fits: read without branches
-#pragma GCC unroll 32
-    for (int j = 0; j < kBits; ++j) {
-      const Word present = static_cast<Word>((bitmap >> j) & 1u);
-      planes[j] = static_cast<Word>(load_word<Word>(src) & static_cast<Word>(-present));
-      src += present * sizeof(Word);
-    }
-  } else {  // near the end: read only the words the bitmap announces
-    for (int j = 0; j < kBits; ++j) {
-      planes[j] = Word{0};
-      if ((bitmap >> j) & 1u) {
-        planes[j] = load_word<Word>(src);
-        src += sizeof(Word);
-      }
-    }
-  }
-  return src;
+  return src + bytes;
 }
 
 // Decodes the batch of words [begin, begin + kWords) from src into w; returns the end of what it

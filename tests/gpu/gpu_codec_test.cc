@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <zfp.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "codec/params_io.h"
 #include "hycc/codec.h"
 #include "hycc/codec_device.h"
 #include "hycc/error.h"
@@ -35,6 +37,13 @@ const char* const kSpecs[] = {
     "zfp:rate=12.75",
     "zfp:rate=16",
     "zfp:rate=32",
+    "eb:abs=1e-3",
+    "eb:rel=1e-4",
+    "eb:abs=1e-6",
+    "eb:abs=0.5",
+    "mpc",
+    "mpc:dim=3",
+    "mpc:dim=64",
 };
 const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 const size_t kCounts[] = {0, 1, 3, 4097, (size_t{1} << 20) + 3};
@@ -118,6 +127,79 @@ TEST(DeviceZfp, LibzfpDecodesTheDeviceStream) {
   }
 }
 
+// eb and mpc on the device alone: decode(encode(x)) is within the declared bound of x (eb, after
+// rounding to the dtype; NaN and infinities bit for bit) or x itself (mpc).
+TEST(DeviceEbMpc, RoundTripKeepsTheBoundOrIsExact) {
+  const size_t count = (size_t{1} << 20) + 7;
+  const std::vector<float> values = test::data_with_specials(count, 11);
+  for (const char* spec : {"eb:abs=1e-3", "eb:abs=1e-6", "mpc", "mpc:dim=5"}) {
+    const CodecConfig config = CodecConfig::parse(spec);
+    for (DType dtype : kDTypes) {
+      const test::Buffer in = test::Buffer::from_floats(dtype, values);
+      const size_t max_bytes = config.codec().max_payload_bytes(dtype, count);
+      DeviceBuffer d_in(in.view().bytes()), d_payload(max_bytes), d_out(in.view().bytes());
+      copy_to_device(d_in.data(), in.view().data, in.view().bytes());
+      const size_t n =
+          encode_device(config, {dtype, count, d_in.data()}, d_payload.data(), max_bytes);
+      decode_device(config, d_payload.data(), n, {dtype, count, d_out.data()});
+      test::Buffer out(dtype, count);
+      copy_to_host(out.data(), d_out.data(), out.view().bytes());
+      if (config.codec().lossless()) {
+        EXPECT_TRUE(out.bits_equal(in)) << spec << " " << dtype_name(dtype);
+        continue;
+      }
+      const double bound = codec::get_f64(config.codec().params(), 8);
+      const std::vector<float> x = in.to_floats(), y = out.to_floats();
+      size_t bad = 0;
+      for (size_t i = 0; i < count; ++i) {
+        if (std::isfinite(x[i])) {
+          bad += std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i])) > bound;
+        } else {
+          bad += std::memcmp(&x[i], &y[i], 4) != 0;
+        }
+      }
+      EXPECT_EQ(bad, 0u) << spec << " " << dtype_name(dtype);
+    }
+  }
+}
+
+// Corrupted eb and mpc payloads: the device rejects what the CPU rejects, and decodes what the
+// CPU accepts to the same bits.
+TEST(DeviceEbMpc, GarbageIsHandledAsTheCpuDoes) {
+  const size_t count = 5000;
+  const std::vector<float> values = make_data(DataKind::kSmooth, count, 4);
+  uint64_t state = 99;
+  for (const char* spec : {"eb:abs=1e-3", "mpc"}) {
+    const CodecConfig config = CodecConfig::parse(spec);
+    const test::Buffer in = test::Buffer::from_floats(DType::kF32, values);
+    const std::vector<std::byte> good = cpu_payload(config, in.view(), 0);
+    DeviceBuffer d_payload(good.size()), d_out(count * 4);
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<std::byte> bad = good;
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const size_t at = 16 + (state >> 33) % (bad.size() - 16);
+      bad[at] ^= static_cast<std::byte>(1u << ((state >> 20) % 8));
+      test::Buffer cpu_out(DType::kF32, count), dev_out(DType::kF32, count);
+      bool cpu_ok = true, dev_ok = true;
+      try {
+        config.codec().decode(bad, cpu_out.view());
+      } catch (const CorruptStream&) {
+        cpu_ok = false;
+      }
+      copy_to_device(d_payload.data(), bad.data(), bad.size());
+      try {
+        decode_device(config, d_payload.data(), bad.size(), {DType::kF32, count, d_out.data()});
+      } catch (const CorruptStream&) {
+        dev_ok = false;
+      }
+      ASSERT_EQ(cpu_ok, dev_ok) << spec << " byte " << at;
+      if (!cpu_ok) continue;
+      copy_to_host(dev_out.data(), d_out.data(), count * 4);
+      EXPECT_TRUE(dev_out.bits_equal(cpu_out)) << spec << " byte " << at;
+    }
+  }
+}
+
 TEST(DeviceCodecErrors, RejectsMalformedPayloadsAndUnsupportedCodecs) {
   const size_t count = 1000;
   DeviceBuffer d_payload(1 << 16), d_out(count * 4);
@@ -128,7 +210,18 @@ TEST(DeviceCodecErrors, RejectsMalformedPayloadsAndUnsupportedCodecs) {
   const size_t fixed = quant.codec().max_payload_bytes(DType::kF32, count) - count * 4;
   EXPECT_THROW(decode_device(quant, d_payload.data(), fixed, out), CorruptStream);
   EXPECT_THROW(decode_device(CodecConfig::parse("bf16"), d_payload.data(), 7, out), CorruptStream);
-  EXPECT_THROW(decode_device(CodecConfig::parse("mpc"), d_payload.data(), 7, out), InvalidArgument);
+  EXPECT_THROW(decode_device(CodecConfig::parse("zstd"), d_payload.data(), 7, out),
+               InvalidArgument);
+  EXPECT_THROW(decode_device(CodecConfig::parse("zfp:accuracy=1e-3"), d_payload.data(), 7, out),
+               InvalidArgument);
+  // eb: a preamble of 0xff bytes (NaN bound), then a short payload; mpc: bitmaps announcing more
+  // words than there are, then a length that is not a whole number of words.
+  EXPECT_THROW(decode_device(CodecConfig::parse("eb:abs=1e-3"), d_payload.data(), 100, out),
+               CorruptStream);
+  EXPECT_THROW(decode_device(CodecConfig::parse("eb:abs=1e-3"), d_payload.data(), 10, out),
+               CorruptStream);
+  EXPECT_THROW(decode_device(CodecConfig::parse("mpc"), d_payload.data(), 100, out), CorruptStream);
+  EXPECT_THROW(decode_device(CodecConfig::parse("mpc"), d_payload.data(), 7, out), CorruptStream);
   EXPECT_THROW(encode_device(CodecConfig::parse("zfp:rate=8"), out, d_payload.data(), 10),
                InvalidArgument);
 }

@@ -8,6 +8,7 @@
 
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/kernels.h"
+#include "codec/eb_reference.h"
 #include "codec/params_io.h"
 #include "codec/zfp_fixed_rate.h"
 #include "hycc/codec_device.h"
@@ -22,12 +23,26 @@ constexpr uint8_t kZfpFixedRate = 1;  // codec_zfp.cc's Mode::kFixedRate in para
 [[noreturn]] void unsupported(const CodecConfig& config) {
   throw InvalidArgument(tagged("codec:device", "codec '", config.spec(),
                                "' has no device implementation; device codecs: none, bf16, fp16, ",
-                               "quant, zfp:rate=R"));
+                               "quant, eb, mpc, zfp:rate=R"));
 }
 
 codec::cuda::QuantParams quant_params(const CodecConfig& config) {
   const CodecParams p = config.codec().params();
   return {codec::get_u8(p, 0), codec::get_u32(p, 4), codec::get_u8(p, 1) == 1};
+}
+
+int mpc_dim(const CodecConfig& config) { return codec::get_u8(config.codec().params(), 0); }
+
+// The quantizer of "eb" for `in`: abs takes the spec's bound; rel resolves it from the tensor's
+// finite range (codec_eb.cc's parameter bytes: [0] 1 = rel, [8, 16) the spec's X).
+codec::eb::Quantizer eb_quantizer(const CodecConfig& config, ConstTensorView in,
+                                  cudaStream_t stream) {
+  const CodecParams p = config.codec().params();
+  const double value = codec::get_f64(p, 8);
+  if (codec::get_u8(p, 0) == 0) return codec::eb::make_quantizer(value, 0.0f);
+  const codec::cuda::EbRange r = codec::cuda::eb_finite_range(in, stream);
+  const double bound = r.any ? codec::eb::relative_bound(value, r.lo, r.hi) : 0.0;
+  return codec::eb::make_quantizer(bound, bound > 0 ? 0.0f : r.first);
 }
 
 uint32_t zfp_block_bits(const CodecConfig& config) {
@@ -101,6 +116,8 @@ bool device_supports(const CodecConfig& config) {
     case CodecId::kBF16:
     case CodecId::kFP16:
     case CodecId::kQuant:
+    case CodecId::kEb:
+    case CodecId::kMpc:
       return true;
     case CodecId::kZfp:
       return codec::get_u8(config.codec().params(), 0) == kZfpFixedRate;
@@ -136,6 +153,11 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
       return in.count * 2;
     case CodecId::kQuant:
       return codec::cuda::quant_encode(quant_params(config), in, dst, options.seed, stream);
+    case CodecId::kEb:
+      if (in.count == 0) return 0;
+      return codec::cuda::eb_encode(eb_quantizer(config, in, stream), in, dst, stream);
+    case CodecId::kMpc:
+      return codec::cuda::mpc_encode(mpc_dim(config), in, dst, stream);
     default: {
       const uint32_t block_bits = zfp_block_bits(config);
       if (codec::cuda::zfp_encode(block_bits, in, dst, stream) != 0) {
@@ -171,6 +193,12 @@ void decode_device(const CodecConfig& config, const void* payload, size_t payloa
       break;
     case CodecId::kQuant:
       codec::cuda::quant_decode(quant_params(config), src, payload_bytes, out, stream);
+      break;
+    case CodecId::kEb:
+      codec::cuda::eb_decode(src, payload_bytes, out, stream);
+      break;
+    case CodecId::kMpc:
+      codec::cuda::mpc_decode(mpc_dim(config), src, payload_bytes, out, stream);
       break;
     default: {
       const uint32_t block_bits = zfp_block_bits(config);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/block/eb_block.h"
 #include "hycc/codec.h"
 #include "hycc/dtype.h"
 
@@ -34,6 +35,23 @@ void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_b
 uint64_t zfp_encode(uint32_t block_bits, ConstTensorView in, uint8_t* out, cudaStream_t stream);
 // Decodes a plain-layout payload of exactly fixed_rate_bytes(count, block_bits) bytes.
 void zfp_decode(uint32_t block_bits, const uint8_t* payload, size_t payload_bytes, TensorView out,
+                cudaStream_t stream);
+
+// "eb": the finite range and the first finite value of a tensor (what a rel bound needs).
+struct EbRange {
+  bool any = false;  // false: no finite element, lo, hi and first are 0
+  float lo = 0, hi = 0, first = 0;
+};
+EbRange eb_finite_range(ConstTensorView in, cudaStream_t stream);
+// "eb" under the resolved quantizer: writes the payload (preamble included), returns its size.
+size_t eb_encode(const eb::Quantizer& qz, ConstTensorView in, uint8_t* out, cudaStream_t stream);
+// Throws CorruptStream where the payload is malformed (out may then be partly written).
+void eb_decode(const uint8_t* payload, size_t payload_bytes, TensorView out, cudaStream_t stream);
+
+// "mpc:dim=D": returns the payload size.
+size_t mpc_encode(int dim, ConstTensorView in, uint8_t* out, cudaStream_t stream);
+// Throws CorruptStream where the payload is malformed (out may then be partly written).
+void mpc_decode(int dim, const uint8_t* payload, size_t payload_bytes, TensorView out,
                 cudaStream_t stream);
 
 }  // namespace hycc::codec::cuda
