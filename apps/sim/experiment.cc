@@ -21,15 +21,15 @@ bool is_file(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec);
 }
 
-std::string read_file(const std::string& path) {
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InvalidArgument(tagged("sim", "cannot read '", path, "'"));
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 std::vector<std::string> config_names(std::string_view kind) {
   std::vector<std::string> names;
@@ -48,7 +48,7 @@ std::string read_config(std::string_view kind, const std::string& name_or_path,
                         std::string& source) {
   if (is_file(name_or_path)) {
     source = name_or_path;
-    return read_file(name_or_path);
+    return read_text_file(name_or_path);
   }
   const std::string path = std::string(kind) + "/" + name_or_path + std::string(extension_of(kind));
   for (const EmbeddedConfig& c : embedded_configs()) {
@@ -133,7 +133,7 @@ SimPolicy load_policy(const std::string& name_or_path, const CodecTable& codecs)
     }
     return SimPolicy::from_policy(Policy::preset(name_or_path), codecs);
   }
-  const std::string text = read_file(name_or_path);
+  const std::string text = read_text_file(name_or_path);
   // A hycc policy file has [[rule]] tables; a figures file has per-dimension tables.
   const TomlFields probe(text, name_or_path);
   if (probe.has("rule"))

@@ -28,6 +28,8 @@ ExperimentSpec parse_experiment(std::string_view toml, std::string source);
 // errors. Throws InvalidArgument listing the built-in names of that kind.
 std::string read_config(std::string_view kind, const std::string& name_or_path,
                         std::string& source);
+// The whole text of a file; throws InvalidArgument naming it when it cannot be read.
+std::string read_text_file(const std::string& path);
 // Built-in names of a kind, sorted.
 std::vector<std::string> config_names(std::string_view kind);
 

@@ -1,11 +1,10 @@
 #include "measured_run.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "experiment.h"
 #include "hycc/error.h"
 
 namespace hycc::sim {
@@ -94,14 +93,6 @@ void add_differences(const json& before, const json& after, long ranks,
     raw[dim].push_back((get(now, "raw_bytes") - get(then, "raw_bytes")) / double(ranks));
     wire[dim].push_back((get(now, "wire_bytes") - get(then, "wire_bytes")) / double(ranks));
   }
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument(tagged("sim", "cannot read '", path, "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -194,7 +185,7 @@ MeasuredRun parse_measured_run(std::string_view json_lines, std::string source) 
 }
 
 MeasuredRun load_measured_run(const std::string& path) {
-  return parse_measured_run(read_file(path), path);
+  return parse_measured_run(read_text_file(path), path);
 }
 
 }  // namespace hycc::sim
