@@ -155,6 +155,7 @@ def main():
     base = next((r for r in runs if r["policy"] == "baseline"), runs[0])
     shm_step = calibration_step(f"{a.out}/calibration-shm.jsonl")
     fast_step = calibration_step(f"{a.out}/calibration-fast.jsonl")
+    load = load_averages(f"{a.out}/load.txt")
     for r in runs:
         r["speedup"] = r["tokens_per_s"] / base["tokens_per_s"]
         if r["final_val_loss"] is not None and base["final_val_loss"]:
@@ -163,7 +164,7 @@ def main():
     with open(f"{a.out}/summary.json", "w") as f:
         json.dump({"network": a.network, "shm_step_s": shm_step, "fast_step_s": fast_step,
                    "runs": runs,
-                   "load_average": dict(load_averages(f"{a.out}/load.txt"))}, f, indent=2)
+                   "load_average": dict(load)}, f, indent=2)
 
     md = ["# hycc: the hybrid-compression experiment", ""]
     md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 256, 4 heads, sequence 64, "
@@ -186,7 +187,6 @@ def main():
             md.append("**The calibration with fast links ran slower than the baseline at the "
                       "limited rate: the machine was busy with other work. Rerun on an idle "
                       "machine; the throughput figures below are not comparable.**\n")
-    load = load_averages(f"{a.out}/load.txt")
     if load:
         md.append("Machine load (1-minute load average before each run, on "
                   f"{os.cpu_count()} cores): " + ", ".join(f"{n} {v}" for n, v in load) + ".\n")

@@ -52,12 +52,7 @@ eb::Quantizer replay_quantizer(const CodecConfig& config, ConstTensorView in) {
 
 std::vector<std::byte> replay_encode(const eb::Quantizer& qz, ConstTensorView in) {
   if (in.count == 0) return {};
-  eb::EncodeGeometry g;
-  g.in = in.data;
-  g.dtype = in.dtype;
-  g.count = in.count;
-  g.blocks = (in.count + eb::kBlockValues - 1) / eb::kBlockValues;
-  g.qz = qz;
+  const auto g = eb::EncodeGeometry::of(qz, in.data, in.dtype, in.count);
   std::vector<BlockSummary> summaries(g.blocks);
   std::vector<int32_t> carries(g.blocks);
   std::vector<uint64_t> sizes(g.blocks), offsets(g.blocks);

@@ -45,6 +45,17 @@ struct EncodeGeometry {
   uint64_t blocks = 0;
   Quantizer qz;
 
+  // `n` values of `type` at `data`, in blocks of kBlockValues (the last one may be shorter).
+  static EncodeGeometry of(const Quantizer& q, const void* data, DType type, uint64_t n) {
+    EncodeGeometry g;
+    g.in = data;
+    g.dtype = type;
+    g.count = n;
+    g.blocks = (n + kBlockValues - 1) / kBlockValues;
+    g.qz = q;
+    return g;
+  }
+
   HYCC_HD uint32_t values(uint64_t b) const {
     return static_cast<uint32_t>(count - b * kBlockValues < kBlockValues ? count - b * kBlockValues
                                                                          : kBlockValues);

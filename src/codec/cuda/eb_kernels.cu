@@ -124,12 +124,7 @@ EbRange eb_finite_range(ConstTensorView in, cudaStream_t stream) {
 
 size_t eb_encode(const eb::Quantizer& qz, ConstTensorView in, uint8_t* out, cudaStream_t stream) {
   if (in.count == 0) return 0;
-  eb::EncodeGeometry g;
-  g.in = in.data;
-  g.dtype = in.dtype;
-  g.count = in.count;
-  g.blocks = (in.count + eb::kBlockValues - 1) / eb::kBlockValues;
-  g.qz = qz;
+  const auto g = eb::EncodeGeometry::of(qz, in.data, in.dtype, in.count);
   const auto n = static_cast<int64_t>(g.blocks);
   size_t cub_bytes = 0;
   HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, cub_bytes, static_cast<uint64_t*>(nullptr),
