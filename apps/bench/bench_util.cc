@@ -47,6 +47,13 @@ std::string Table::row(const std::vector<std::string>& cells) const {
   return line;
 }
 
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
 std::string format(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);

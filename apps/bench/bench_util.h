@@ -41,6 +41,9 @@ class Table {
 // printf-style formatting into a std::string.
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+// The median (the mean of the two middle values for an even count); 0 for no values.
+double median(std::vector<double> values);
+
 // Writes `rows` as a JSON array to `path`; throws hycc::Error if the file cannot be written.
 void write_json(const std::string& path, const nlohmann::json& rows);
 

@@ -386,13 +386,24 @@ Row run_size(const Setup& s, const Communicator& comm, const NativeTypes& native
   };
   for (int i = 0; i < o.warmup; ++i) run_hycc(i);
   for (int i = 0; i < o.warmup; ++i) run_native(i);
-  const int half = o.iters / 2, rest = o.iters - half;
-  double hycc_s = block_seconds(run_hycc, o.warmup, half);
-  double native_s = block_seconds(run_native, o.warmup, half);
-  native_s += block_seconds(run_native, o.warmup + half, rest);
-  hycc_s += block_seconds(run_hycc, o.warmup + half, rest);
-  row.time_us = hycc_s / o.iters * 1e6;
-  row.native_us = native_s / o.iters * 1e6;
+  // R rounds (--rounds) of hycc-native-native-hycc over the ITERS calls; each side's time per
+  // call is the median of its rounds' averages, robust to a round that another job disturbed.
+  std::vector<double> hycc_per_call, native_per_call;
+  int next = o.warmup;
+  for (int round = 0; round < o.rounds; ++round) {
+    const long n = o.iters;
+    const int calls = static_cast<int>(n * (round + 1) / o.rounds - n * round / o.rounds);
+    const int half = calls / 2, rest = calls - half;
+    double hycc_s = block_seconds(run_hycc, next, half);
+    double native_s = block_seconds(run_native, next, half);
+    native_s += block_seconds(run_native, next + half, rest);
+    hycc_s += block_seconds(run_hycc, next + half, rest);
+    next += calls;
+    hycc_per_call.push_back(hycc_s / calls);
+    native_per_call.push_back(native_s / calls);
+  }
+  row.time_us = median(hycc_per_call) * 1e6;
+  row.native_us = median(native_per_call) * 1e6;
   const double factor = bus_factor(*s.info, p);
   row.algbw = gbps(double(row.bytes), row.time_us * 1e-6);
   row.busbw = row.algbw * factor;
@@ -440,8 +451,10 @@ void print_header(const Setup& s, const CollBenchOptions& o) {
               s.options.segment_bytes, o.check_args.c_str());
   std::printf(
       "# time: average per call over %d iters after %d warmup, slowest rank (us); hycc and native\n"
-      "#   timed in alternating blocks of iters/2 (hycc, native, native, hycc)\n",
-      o.iters, o.warmup);
+      "#   timed in alternating blocks (hycc, native, native, hycc) of iters/2%s\n",
+      o.iters, o.warmup,
+      o.rounds == 1 ? ""
+                    : format(" in each of %d rounds; the median of the rounds", o.rounds).c_str());
   std::printf("# algbw = uncompressed bytes / time (GB/s = 1e9 B/s), busbw = algbw x %s\n",
               bus_factor_text(*s.info));
   std::printf(
@@ -589,6 +602,11 @@ CLI::App* add_coll_command(CLI::App& app, CollBenchOptions& o) {
   cmd->add_option("-n,--iters", o.iters, "timed calls per size")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-w,--warmup_iters", o.warmup, "untimed calls per size before them")
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--rounds", o.rounds,
+                  "split the timed calls into R rounds of hycc, native, native, hycc blocks and "
+                  "report each side's median round (robust on a shared machine)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("-c,--check", o.check, "check results after the timed loop (0/1)")
       ->check(CLI::Range(0, 1));
   cmd->add_option("-d,--datatype", o.dtype, "float | bf16 | fp16");
@@ -648,6 +666,10 @@ int run_coll_bench(const CollBenchOptions& o) {
     max_bytes = parse_bytes(o.max_bytes);
     if (min_bytes > max_bytes) {
       throw InvalidArgument(tagged("bench", "-b ", o.min_bytes, " exceeds -e ", o.max_bytes));
+    }
+    if (o.rounds > o.iters) {
+      throw InvalidArgument(tagged("bench", "--rounds ", o.rounds, " exceeds -n ", o.iters,
+                                   ": each round needs at least one timed call"));
     }
     s.inputs = make_inputs(s.dtype, s.p);
     s.model = error_model(s.options.codec, s.dtype);

@@ -18,6 +18,7 @@ struct CollBenchOptions {
   size_t factor = 2;                // size multiplier between rows
   int iters = 20;                   // timed calls per size
   int warmup = 5;                   // untimed calls before them
+  int rounds = 1;                   // timing rounds per size (median), see --rounds
   int check = 1;                    // 1: check the results after the timed loop
   std::string dtype = "float";      // float|bf16|fp16 (f32, f16, half accepted)
   std::string redop = "sum";        // sum|avg

@@ -36,9 +36,10 @@ struct Options {
   std::string inter_bandwidth, intra_bandwidth, inter_latency, intra_latency;
   std::string recompute, overlap_dp, dtype;
   std::string json, sweep, csv, plot;
-  std::vector<std::string> measured;     // hycc-train --json files to validate against
-  std::vector<std::string> calibration;  // baseline runs: shared memory or netemu at 10gbit
-  std::string calibrate_on = "step";     // step | compute (CalibrationBasis)
+  std::vector<std::string> measured;        // hycc-train --json files to validate against
+  std::vector<std::string> calibration;     // baseline runs: shared memory or netemu at 10gbit
+  std::string calibrate_on = "step";        // step | compute (CalibrationBasis)
+  std::string calibrate_per = "directory";  // directory | all (CalibrationMatch)
   bool no_plot = false, list = false;
 };
 
@@ -97,11 +98,13 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
   check_fit(model, cluster, layout);
   std::vector<MeasuredRun> calibration_runs;
   for (const auto& path : o.calibration) calibration_runs.push_back(load_measured_run(path));
-  const Calibration calibration = calibrate(
-      calibration_runs, model, cluster, layout,
-      o.calibrate_on == "step" ? CalibrationBasis::kStepTime : CalibrationBasis::kComputeTime);
   std::vector<MeasuredRun> runs;
   for (const auto& path : o.measured) runs.push_back(load_measured_run(path));
+  const CalibrationSet calibration = calibrate_for(
+      calibration_runs, runs,
+      o.calibrate_per == "all" ? CalibrationMatch::kAll : CalibrationMatch::kDirectory, model,
+      cluster, layout,
+      o.calibrate_on == "step" ? CalibrationBasis::kStepTime : CalibrationBasis::kComputeTime);
   const PolicyLookup policy_of = [&](const RunDescription& run) {
     SimPolicy p = load_policy(run.policy_source.empty() ? run.policy : run.policy_source, codecs);
     p.scale_codec_throughput(o.free_codec ? HUGE_VAL : o.codec_scale);
@@ -110,11 +113,15 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
   const auto rows = validate(model, cluster, layout, calibration, runs, policy_of);
   std::printf("# hycc-sim %s: validation against measured hycc-train runs\n", HYCC_VERSION);
   ClusterConfig shown = cluster;
-  shown.gpu_flops = calibration.gpu_flops;
+  shown.gpu_flops = calibration.of(0).gpu_flops;
   std::printf("%s", describe_setup(model, shown, layout,
                                    rows.empty() ? IterationResult{} : rows.front().prediction)
                         .c_str());
-  std::printf("# inter-node bandwidth: each run's netemu rate per host link and direction\n#\n");
+  std::printf("# inter-node bandwidth: each run's netemu rate per host link and direction\n");
+  if (calibration.calibrations.size() > 1) {
+    std::printf("# compute speed: each run's calibration (column cal; 0: all calibration runs)\n");
+  }
+  std::printf("#\n");
   std::printf("%s", validation_table(calibration, rows, {}).c_str());
   std::printf("#\n# message size and compression ratio per dimension, model vs statistics\n");
   std::printf("%s", traffic_check_table(rows).c_str());
@@ -269,6 +276,12 @@ int main(int argc, char** argv) {
                  "with --measured: the calibration run's median compute_s (compute) or step "
                  "time (step: the model of that run reproduces it)")
       ->check(CLI::IsMember({"compute", "step"}))
+      ->capture_default_str();
+  app.add_option("--calibrate-per", o.calibrate_per,
+                 "with --measured: a run takes the calibration runs of its own directory "
+                 "(directory: one tools/experiment report, whose calibrations ran in its rounds; "
+                 "all of them when its directory has none) or all of them (all)")
+      ->check(CLI::IsMember({"directory", "all"}))
       ->capture_default_str();
   app.add_flag("--list", o.list, "list the built-in experiments, models, clusters, ...");
   CLI11_PARSE(app, argc, argv);

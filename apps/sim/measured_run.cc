@@ -101,13 +101,6 @@ std::string RunDescription::label() const {
   return policy + " @ " + (emulated ? rate : std::string("shared memory"));
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 MeasuredRun parse_measured_run(std::string_view json_lines, std::string source) {
   MeasuredRun out;
   out.source = std::move(source);

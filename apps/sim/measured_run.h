@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "../bench/bench_util.h"
+
 namespace hycc::sim {
 
 // The "run" object hycc-train writes into its first JSON line (docs/training.md).
@@ -57,7 +59,6 @@ struct MeasuredRun {
 MeasuredRun parse_measured_run(std::string_view json_lines, std::string source);
 MeasuredRun load_measured_run(const std::string& path);
 
-// The median of `values` (the mean of the two middle ones for an even count); 0 when empty.
-double median(std::vector<double> values);
+using bench::median;  // the median of a run's values (bench_util.h)
 
 }  // namespace hycc::sim

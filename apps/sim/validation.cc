@@ -1,6 +1,7 @@
 #include "validation.h"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "../bench/bench_util.h"
@@ -118,6 +119,47 @@ Calibration calibrate(const std::vector<MeasuredRun>& runs, const ModelConfig& m
   return c;
 }
 
+const char* calibration_match_name(CalibrationMatch m) {
+  return m == CalibrationMatch::kAll ? "all" : "directory";
+}
+
+namespace {
+
+std::string directory_of(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return (ec ? std::filesystem::path(path) : p).parent_path().string();
+}
+
+}  // namespace
+
+CalibrationSet calibrate_for(const std::vector<MeasuredRun>& calibration_runs,
+                             const std::vector<MeasuredRun>& measured, CalibrationMatch match,
+                             const ModelConfig& model, const ClusterConfig& cluster,
+                             const LayoutConfig& layout, CalibrationBasis basis) {
+  CalibrationSet set;
+  set.calibrations.push_back(calibrate(calibration_runs, model, cluster, layout, basis));
+  if (match == CalibrationMatch::kAll) return set;
+  std::map<std::string, std::vector<MeasuredRun>> by_directory;
+  for (const MeasuredRun& r : calibration_runs) by_directory[directory_of(r.source)].push_back(r);
+  if (by_directory.size() == 1) return set;  // one group: the same as all
+  std::map<std::string, size_t> index;       // directory -> calibration
+  for (const MeasuredRun& m : measured) {
+    const std::string dir = directory_of(m.source);
+    const auto group = by_directory.find(dir);
+    size_t i = 0;  // all of them
+    if (group != by_directory.end()) {
+      const auto [it, added] = index.emplace(dir, set.calibrations.size());
+      if (added) {
+        set.calibrations.push_back(calibrate(group->second, model, cluster, layout, basis));
+      }
+      i = it->second;
+    }
+    set.of_run.push_back(i);
+  }
+  return set;
+}
+
 void check_run_matches(const RunDescription& run, const ModelConfig& model,
                        const ClusterConfig& cluster, const LayoutConfig& layout) {
   const std::string m = "model " + model.name;
@@ -138,13 +180,14 @@ void check_run_matches(const RunDescription& run, const ModelConfig& model,
 }
 
 std::vector<RunValidation> validate(const ModelConfig& model, const ClusterConfig& cluster,
-                                    const LayoutConfig& layout, const Calibration& calibration,
+                                    const LayoutConfig& layout, const CalibrationSet& calibration,
                                     const std::vector<MeasuredRun>& runs,
                                     const PolicyLookup& policy_of,
                                     const ValidationCriteria& criteria) {
   std::vector<RunValidation> rows;
   std::map<std::string, size_t> seen;  // label -> row
-  for (const MeasuredRun& m : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MeasuredRun& m = runs[i];
     check_run_matches(m.run, model, cluster, layout);
     const std::string label = m.run.label();
     if (!seen.emplace(label, rows.size()).second) {
@@ -152,10 +195,11 @@ std::vector<RunValidation> validate(const ModelConfig& model, const ClusterConfi
                                    rows[seen[label]].source, "); pass one"));
     }
     ClusterConfig at_rate = cluster;
-    at_rate.gpu_flops = calibration.gpu_flops;
+    at_rate.gpu_flops = calibration.of(i).gpu_flops;
     at_rate.inter_node.bandwidth = m.run.rate_bits_per_s / 8;  // bytes/s per host link
 
     RunValidation v;
+    v.calibration = calibration.of_run.empty() ? 0 : calibration.of_run[i];
     v.source = m.source;
     v.run = m.run;
     v.steps_used = m.steps_used;
@@ -208,20 +252,25 @@ bool all_pass(const std::vector<RunValidation>& rows) {
   return !rows.empty();
 }
 
-std::string validation_table(const Calibration& calibration, const std::vector<RunValidation>& rows,
+std::string validation_table(const CalibrationSet& calibration,
+                             const std::vector<RunValidation>& rows,
                              const ValidationCriteria& criteria) {
-  std::string s = format(
-      "# calibration on the %s time: %s: median %s %.4g s per step, model %.4g Gflop per rank "
-      "and step -> %.4g Gflop/s per rank, compute %.4g s per step\n",
-      calibration_basis_name(calibration.basis), calibration.source.c_str(),
-      calibration.basis == CalibrationBasis::kComputeTime ? "compute_s" : "step_s",
-      calibration.measured_s, calibration.flops_per_rank_step / 1e9, calibration.gpu_flops / 1e9,
-      calibration.compute_s);
+  std::string s;
+  for (size_t i = 0; i < calibration.calibrations.size(); ++i) {
+    const Calibration& c = calibration.calibrations[i];
+    s += format(
+        "# calibration %zu on the %s time: %s: median %s %.4g s per step, model %.4g Gflop per "
+        "rank and step -> %.4g Gflop/s per rank, compute %.4g s per step\n",
+        i, calibration_basis_name(c.basis), c.source.c_str(),
+        c.basis == CalibrationBasis::kComputeTime ? "compute_s" : "step_s", c.measured_s,
+        c.flops_per_rank_step / 1e9, c.gpu_flops / 1e9, c.compute_s);
+  }
   s += format(
       "# medians of the steps after the first tenth, evaluation steps left out; pass: iteration "
       "within %.0f%%, speedup over the baseline at the same rate within %.2g\n",
       100 * criteria.max_time_error, criteria.max_speedup_error);
   const Table table({{"run", 22},
+                     {"cal", 4},
                      {"steps", 6},
                      {"measured", 9, "s"},
                      {"predicted", 10, "s"},
@@ -239,9 +288,10 @@ std::string validation_table(const Calibration& calibration, const std::vector<R
   for (const RunValidation& v : rows) {
     const bool sp = v.has_speedup;
     s +=
-        table.row({v.run.label(), format("%ld", v.steps_used), format("%.4g", v.measured_step),
-                   format("%.4g", v.predicted_step), format("%+.1f%%", 100 * v.step_error),
-                   pass_text(v.step_pass), sp ? format("%.3f", v.measured_speedup) : "-",
+        table.row({v.run.label(), format("%zu", v.calibration), format("%ld", v.steps_used),
+                   format("%.4g", v.measured_step), format("%.4g", v.predicted_step),
+                   format("%+.1f%%", 100 * v.step_error), pass_text(v.step_pass),
+                   sp ? format("%.3f", v.measured_speedup) : "-",
                    sp ? format("%.3f", v.predicted_speedup) : "-",
                    sp ? format("%+.3f", v.speedup_error) : "-", sp ? pass_text(v.speedup_pass) : "",
                    format("%.4g", v.measured_compute), format("%.4g", v.predicted_compute),
@@ -275,16 +325,19 @@ std::string traffic_check_table(const std::vector<RunValidation>& rows) {
   return s;
 }
 
-nlohmann::json validation_json(const Calibration& calibration,
+nlohmann::json validation_json(const CalibrationSet& calibration,
                                const std::vector<RunValidation>& rows,
                                const ValidationCriteria& criteria) {
   nlohmann::json j;
-  j["calibration"] = {{"source", calibration.source},
-                      {"basis", calibration_basis_name(calibration.basis)},
-                      {"measured_s", calibration.measured_s},
-                      {"compute_s", calibration.compute_s},
-                      {"flops_per_rank_step", calibration.flops_per_rank_step},
-                      {"flops_per_s_per_rank", calibration.gpu_flops}};
+  j["calibrations"] = nlohmann::json::array();
+  for (const Calibration& c : calibration.calibrations) {
+    j["calibrations"].push_back({{"source", c.source},
+                                 {"basis", calibration_basis_name(c.basis)},
+                                 {"measured_s", c.measured_s},
+                                 {"compute_s", c.compute_s},
+                                 {"flops_per_rank_step", c.flops_per_rank_step},
+                                 {"flops_per_s_per_rank", c.gpu_flops}});
+  }
   j["criteria"] = {{"max_time_error", criteria.max_time_error},
                    {"max_speedup_error", criteria.max_speedup_error}};
   j["runs"] = nlohmann::json::array();
@@ -293,6 +346,7 @@ nlohmann::json validation_json(const Calibration& calibration,
                         {"policy", v.run.policy},
                         {"rate", v.run.rate},
                         {"rate_bits_per_s", v.run.rate_bits_per_s},
+                        {"calibration", v.calibration},
                         {"steps_used", v.steps_used},
                         {"measured_step_s", v.measured_step},
                         {"predicted_step_s", v.predicted_step},

@@ -60,6 +60,31 @@ Calibration calibrate(const std::vector<MeasuredRun>& runs, const ModelConfig& m
                       const ClusterConfig& cluster, const LayoutConfig& layout,
                       CalibrationBasis basis = CalibrationBasis::kComputeTime);
 
+// Which calibration runs give the compute speed of a measured run.
+enum class CalibrationMatch {
+  // Those in the measured run's directory (one tools/experiment report: its calibration runs
+  // take part in every round beside the policies, so they saw the machine's load as the policies
+  // did); all of them for a run whose directory holds none.
+  kDirectory,
+  kAll,  // all of them, for every run (the median of their speeds)
+};
+const char* calibration_match_name(CalibrationMatch m);  // "directory" or "all"
+
+// The calibrations of a validation and which one predicts each measured run.
+struct CalibrationSet {
+  std::vector<Calibration> calibrations;  // at least one
+  std::vector<size_t> of_run;             // per measured run, an index; empty: 0 for every run
+  const Calibration& of(size_t run) const {
+    return calibrations.at(of_run.empty() ? 0 : of_run.at(run));
+  }
+};
+
+// Groups the calibration runs as `match` says and calibrates each group (see calibrate()).
+CalibrationSet calibrate_for(const std::vector<MeasuredRun>& calibration_runs,
+                             const std::vector<MeasuredRun>& measured, CalibrationMatch match,
+                             const ModelConfig& model, const ClusterConfig& cluster,
+                             const LayoutConfig& layout, CalibrationBasis basis);
+
 // Throws InvalidArgument naming the first field in which `run` differs from the model, the
 // cluster (hosts, ranks per node) or the layout (grid, ZeRO, micro-batches): a prediction for
 // another setup would compare nothing.
@@ -89,6 +114,7 @@ struct RunValidation {
   double measured_speedup = 0, predicted_speedup = 0;
   double speedup_error = 0;  // predicted - measured
   bool speedup_pass = false;
+  size_t calibration = 0;  // index into the CalibrationSet
   std::vector<TrafficCheck> traffic;
   IterationResult prediction;
 };
@@ -97,22 +123,23 @@ struct RunValidation {
 using PolicyLookup = std::function<SimPolicy(const RunDescription&)>;
 
 // Every run predicted with the cluster's links at the run's rate (inter-node bandwidth = the
-// netemu rate per host link and direction) and the calibrated compute speed; speedups against
-// the baseline run of the same rate. Throws InvalidArgument for a run that is not on netemu, does
-// not match the setup, or repeats a (policy, rate) pair.
+// netemu rate per host link and direction) and the compute speed of its calibration; speedups
+// against the baseline run of the same rate. Throws InvalidArgument for a run that is not on
+// netemu, does not match the setup, or repeats a (policy, rate) pair.
 std::vector<RunValidation> validate(const ModelConfig& model, const ClusterConfig& cluster,
-                                    const LayoutConfig& layout, const Calibration& calibration,
+                                    const LayoutConfig& layout, const CalibrationSet& calibration,
                                     const std::vector<MeasuredRun>& runs,
                                     const PolicyLookup& policy_of,
                                     const ValidationCriteria& criteria = {});
 
 // Tables: one row per run (iteration, speedup, compute, comm), then the traffic per dimension.
-std::string validation_table(const Calibration& calibration, const std::vector<RunValidation>& rows,
+std::string validation_table(const CalibrationSet& calibration,
+                             const std::vector<RunValidation>& rows,
                              const ValidationCriteria& criteria);
 std::string traffic_check_table(const std::vector<RunValidation>& rows);
 // true when every run meets both criteria (runs without a speedup: the time criterion only).
 bool all_pass(const std::vector<RunValidation>& rows);
-nlohmann::json validation_json(const Calibration& calibration,
+nlohmann::json validation_json(const CalibrationSet& calibration,
                                const std::vector<RunValidation>& rows,
                                const ValidationCriteria& criteria);
 

@@ -170,7 +170,8 @@ TEST(SimValidation, PredictsEachRunAtItsRateAndComparesSpeedups) {
                                   e.cluster, e.layout);
   const std::vector<MeasuredRun> runs = {load_measured_run(fixture("baseline-100mbit.jsonl")),
                                          load_measured_run(fixture("hybrid-100mbit.jsonl"))};
-  const auto rows = validate(e.model, e.cluster, e.layout, c, runs, fixture_policy);
+  const auto rows =
+      validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, runs, fixture_policy);
   ASSERT_EQ(rows.size(), 2u);
   // The prediction is the model at the run's rate with the calibrated compute speed.
   ClusterConfig at_rate = e.cluster;
@@ -197,31 +198,81 @@ TEST(SimValidation, PredictsEachRunAtItsRateAndComparesSpeedups) {
   }
 }
 
+TEST(SimValidation, EachRunTakesTheCalibrationOfItsDirectory) {
+  const Experiment e;
+  const auto at = [](const std::string& name, const std::string& source) {
+    MeasuredRun r = load_measured_run(fixture(name));
+    r.source = source;
+    return r;
+  };
+  const MeasuredRun cal_a = at("calibration-shm.jsonl", "/r/a/calibration-shm.jsonl");
+  MeasuredRun cal_b = at("calibration-shm.jsonl", "/r/b/calibration-shm.jsonl");
+  cal_b.step_s = 0.8;
+  const std::vector<MeasuredRun> runs = {at("baseline-100mbit.jsonl", "/r/a/baseline.jsonl"),
+                                         at("hybrid-100mbit.jsonl", "/r/b/hybrid.jsonl"),
+                                         at("baseline-100mbit.jsonl", "/r/c/baseline.jsonl")};
+  const CalibrationSet set =
+      calibrate_for({cal_a, cal_b}, runs, CalibrationMatch::kDirectory, e.model, e.cluster,
+                    e.layout, CalibrationBasis::kStepTime);
+  // 0: all of them (for the run in /r/c, which has none), then one per directory.
+  ASSERT_EQ(set.calibrations.size(), 3u);
+  EXPECT_EQ(set.of_run, (std::vector<size_t>{1, 2, 0}));
+  EXPECT_NEAR(set.calibrations[0].measured_s, 0.65, 1e-12);  // median of 0.5 and 0.8
+  EXPECT_NEAR(set.calibrations[1].measured_s, 0.5, 1e-12);
+  EXPECT_NEAR(set.calibrations[2].measured_s, 0.8, 1e-12);
+  EXPECT_GT(set.calibrations[1].gpu_flops, set.calibrations[2].gpu_flops);
+  // Each prediction uses its run's calibration; the speedup compares the two predictions.
+  const std::vector<MeasuredRun> pair = {runs[0], runs[1]};
+  const CalibrationSet two =
+      calibrate_for({cal_a, cal_b}, pair, CalibrationMatch::kDirectory, e.model, e.cluster,
+                    e.layout, CalibrationBasis::kStepTime);
+  const auto rows = validate(e.model, e.cluster, e.layout, two, pair, fixture_policy);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].calibration, 1u);
+  EXPECT_EQ(rows[1].calibration, 2u);
+  EXPECT_NEAR(rows[0].predicted_compute, two.calibrations[1].compute_s, 1e-12);
+  EXPECT_NEAR(rows[1].predicted_compute, two.calibrations[2].compute_s, 1e-12);
+  EXPECT_DOUBLE_EQ(rows[1].predicted_speedup, rows[0].predicted_step / rows[1].predicted_step);
+  EXPECT_NE(validation_table(two, rows, {}).find("# calibration 2 on the step time: /r/b/"),
+            std::string::npos);
+  EXPECT_EQ(validation_json(two, rows, {})["runs"][1]["calibration"], 2);
+  // All: one calibration for every run; one directory: the same.
+  const CalibrationSet all = calibrate_for({cal_a, cal_b}, runs, CalibrationMatch::kAll, e.model,
+                                           e.cluster, e.layout, CalibrationBasis::kStepTime);
+  EXPECT_EQ(all.calibrations.size(), 1u);
+  EXPECT_EQ(&all.of(2), &all.calibrations[0]);
+  EXPECT_EQ(calibrate_for({cal_a}, runs, CalibrationMatch::kDirectory, e.model, e.cluster, e.layout,
+                          CalibrationBasis::kStepTime)
+                .calibrations.size(),
+            1u);
+}
+
 TEST(SimValidation, PassCriteriaAreInclusiveBounds) {
   const Experiment e;
   const Calibration c = calibrate({load_measured_run(fixture("calibration-shm.jsonl"))}, e.model,
                                   e.cluster, e.layout);
   std::vector<MeasuredRun> runs = {load_measured_run(fixture("baseline-100mbit.jsonl")),
                                    load_measured_run(fixture("hybrid-100mbit.jsonl"))};
-  const auto first = validate(e.model, e.cluster, e.layout, c, runs, fixture_policy);
+  const auto first =
+      validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, runs, fixture_policy);
   const double base = first[0].predicted_step, hybrid = first[1].predicted_step;
   // Measured 20% above the prediction (error -1/6) passes, 30% above does not; the hybrid
   // speedup 0.05 off passes, 0.15 off does not.
   runs[0].step_s = base * 1.2;
   runs[1].step_s = runs[0].step_s / (base / hybrid + 0.05);
-  auto rows = validate(e.model, e.cluster, e.layout, c, runs, fixture_policy);
+  auto rows = validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, runs, fixture_policy);
   EXPECT_TRUE(rows[0].step_pass);
   EXPECT_TRUE(rows[1].speedup_pass);
   EXPECT_NEAR(rows[1].speedup_error, -0.05, 1e-12);
   runs[0].step_s = base * 1.3;
   runs[1].step_s = runs[0].step_s / (base / hybrid + 0.15);
-  rows = validate(e.model, e.cluster, e.layout, c, runs, fixture_policy);
+  rows = validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, runs, fixture_policy);
   EXPECT_FALSE(rows[0].step_pass);
   EXPECT_FALSE(rows[1].speedup_pass);
   EXPECT_FALSE(all_pass(rows));
-  const std::string table = validation_table(c, rows, {});
+  const std::string table = validation_table(CalibrationSet{{c}, {}}, rows, {});
   EXPECT_NE(table.find("FAIL"), std::string::npos);
-  EXPECT_EQ(validation_json(c, rows, {})["all_pass"], false);
+  EXPECT_EQ(validation_json(CalibrationSet{{c}, {}}, rows, {})["all_pass"], false);
 }
 
 TEST(SimValidation, RejectsRunsOfAnotherSetupAndRepeats) {
@@ -231,20 +282,23 @@ TEST(SimValidation, RejectsRunsOfAnotherSetupAndRepeats) {
   MeasuredRun other = load_measured_run(fixture("baseline-100mbit.jsonl"));
   other.run.hosts = 8;
   other.run.ranks_per_node = 1;
-  EXPECT_NE(testing::invalid_message([&] {
-              validate(e.model, e.cluster, e.layout, c, {other}, fixture_policy);
-            }).find("hosts 8, but cluster netemu-4x2 has 4"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::invalid_message([&] {
+        validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, {other}, fixture_policy);
+      }).find("hosts 8, but cluster netemu-4x2 has 4"),
+      std::string::npos);
   const MeasuredRun base = load_measured_run(fixture("baseline-100mbit.jsonl"));
   EXPECT_NE(testing::invalid_message([&] {
-              validate(e.model, e.cluster, e.layout, c, {base, base}, fixture_policy);
+              validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, {base, base},
+                       fixture_policy);
             }).find("two measured runs of baseline @ 100mbit"),
             std::string::npos);
   const MeasuredRun shm = load_measured_run(fixture("calibration-shm.jsonl"));
-  EXPECT_NE(testing::invalid_message([&] {
-              validate(e.model, e.cluster, e.layout, c, {shm}, fixture_policy);
-            }).find("did not run on tools/netemu"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::invalid_message([&] {
+        validate(e.model, e.cluster, e.layout, CalibrationSet{{c}, {}}, {shm}, fixture_policy);
+      }).find("did not run on tools/netemu"),
+      std::string::npos);
 }
 
 }  // namespace
