@@ -88,6 +88,16 @@ TEST(Policy, PresetDecisions) {
   const Policy mz = Policy::preset("hybrid-mz");
   EXPECT_EQ(mz.decide(Dimension::kTp, Operation::kAllreduce, mb).compressor, canon("mpc"));
   EXPECT_EQ(mz.decide(Dimension::kDp, Operation::kAllreduce, mb).compressor, canon("zfp:rate=4"));
+  // Under ZeRO the data-parallel gradients travel as a reduce-scatter: the same aggressive codec.
+  for (const char* name : {"hybrid-mz", "hybrid-z"}) {
+    const Policy p = Policy::preset(name);
+    EXPECT_EQ(p.decide(Dimension::kZeroGrad, Operation::kReduceScatter, mb).compressor,
+              canon("zfp:rate=4"))
+        << name;
+    EXPECT_NE(p.decide(Dimension::kZeroParam, Operation::kAllgather, mb).compressor,
+              canon("zfp:rate=4"))
+        << name;
+  }
 
   const Policy h = Policy::preset("hybrid");
   const PolicyDecision dp = h.decide(Dimension::kDp, Operation::kAllreduce, mb);
