@@ -77,7 +77,13 @@ def total_stats(rows):
     return total or None
 
 
-def plot(out, names):
+def grid_text(grid):
+    """'2x2x2' -> 'DP2 x TP2 x PP2 on 8 ranks'."""
+    dp, tp, pp = (int(x) for x in grid.split("x"))
+    return f"DP{dp} x TP{tp} x PP{pp} on {dp * tp * pp} ranks"
+
+
+def plot(out, names, grid):
     if shutil.which("gnuplot") is None:
         return "gnuplot is not installed (Debian: gnuplot-nox): no loss.png"
     data = []
@@ -89,7 +95,7 @@ def plot(out, names):
 set output '{out}/loss.png'
 set xlabel 'optimizer step'
 set ylabel 'loss (nats per byte)'
-set title 'GPT on the Brown corpus, DP2 x TP2 x PP2 on 8 ranks'
+set title 'GPT on the Brown corpus, {grid_text(grid)}'
 set grid
 set key top right
 set datafile missing 'NaN'\nset yrange [2.2:3.2]
@@ -144,6 +150,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--network", required=True)
     ap.add_argument("--rate", required=True)
+    ap.add_argument("--grid", default="2x2x2", help="DPxTPxPP")
     ap.add_argument("policies", nargs="+")
     a = ap.parse_args()
     names = [os.path.basename(p).removesuffix(".toml") for p in a.policies]
@@ -160,7 +167,7 @@ def main():
         r["speedup"] = r["tokens_per_s"] / base["tokens_per_s"]
         if r["final_val_loss"] is not None and base["final_val_loss"]:
             r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
-    note = plot(a.out, names)
+    note = plot(a.out, names, a.grid)
     with open(f"{a.out}/summary.json", "w") as f:
         json.dump({"network": a.network, "shm_step_s": shm_step, "fast_step_s": fast_step,
                    "runs": runs,
@@ -168,7 +175,7 @@ def main():
 
     md = ["# hycc: the hybrid-compression experiment", ""]
     md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 256, 4 heads, sequence 64, "
-              "byte vocabulary; global batch 32 in 2 micro-batches; DP2 x TP2 x PP2 on 8 ranks.")
+              f"byte vocabulary; global batch 32 in 2 micro-batches; {grid_text(a.grid)}.")
     if a.network.startswith("shared"):
         md.append("\nOn shared memory the network is free, so compression cannot speed training "
                   "up here: throughput gains need a bandwidth-limited network (run as root for "
@@ -180,7 +187,7 @@ def main():
                   f"{a.rate}, median step times of baseline runs on the same emulated cluster: "
                   "the part of the step the limited bandwidth costs).")
         if shm_step is not None:
-            md.append(f"On shared memory (all 8 ranks on one node, no TCP) the baseline step "
+            md.append(f"On shared memory (all ranks on one node, no TCP) the baseline step "
                       f"takes {shm_step:.3f} s.")
         md.append("")
         if share <= 0:
