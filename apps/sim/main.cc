@@ -86,8 +86,31 @@ void list_configs() {
   std::printf("\n");
 }
 
+// The layout and cluster size a measured run ran with (tools/experiment --grid, --ranks-per-host):
+// its grid, ZeRO stage and micro-batches, and its netemu hosts of ranks_per_node ranks. Returns
+// whether that changed anything.
+bool take_layout_of(const RunDescription& run, ClusterConfig& cluster, LayoutConfig& layout) {
+  if (run.dp == layout.dp && run.tp == layout.tp && run.pp == layout.pp &&
+      run.zero == layout.zero_stage && run.micro_batches == layout.micro_batches &&
+      run.micro_batch() == layout.micro_batch && run.hosts == cluster.nodes &&
+      run.ranks_per_node == cluster.gpus_per_node) {
+    return false;
+  }
+  layout.name = hycc::bench::format("dp%ld-tp%ld-pp%ld (from the runs)", run.dp, run.tp, run.pp);
+  layout.dp = run.dp;
+  layout.tp = run.tp;
+  layout.pp = run.pp;
+  layout.zero_stage = static_cast<int>(run.zero);
+  layout.micro_batches = run.micro_batches;
+  layout.micro_batch = run.micro_batch();
+  cluster.name += hycc::bench::format(" with %ld nodes of %ld", run.hosts, run.ranks_per_node);
+  cluster.nodes = run.hosts;
+  cluster.gpus_per_node = run.ranks_per_node;
+  return true;
+}
+
 // --measured: the model against hycc-train runs on tools/netemu (docs/sim.md, "Validation").
-int validate_measured(const Options& o, const ModelConfig& model, const ClusterConfig& cluster,
+int validate_measured(const Options& o, const ModelConfig& model, ClusterConfig cluster,
                       LayoutConfig layout, const CodecTable& codecs) {
   if (o.calibration.empty()) {
     throw hycc::InvalidArgument(
@@ -95,11 +118,15 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
                      "--measured needs --calibration FILE: a baseline run that gives the compute "
                      "speed (tools/experiment's calibration-fast.jsonl or calibration-shm.jsonl)"));
   }
-  check_fit(model, cluster, layout);
   std::vector<MeasuredRun> calibration_runs;
   for (const auto& path : o.calibration) calibration_runs.push_back(load_measured_run(path));
   std::vector<MeasuredRun> runs;
   for (const auto& path : o.measured) runs.push_back(load_measured_run(path));
+  const bool layout_given = o.nodes > 0 || o.gpus_per_node > 0 || o.tp > 0 || o.pp > 0 ||
+                            o.dp > 0 || o.zero >= 0 || o.micro_batch > 0 || o.micro_batches > 0;
+  const bool layout_from_runs = !layout_given && !runs.empty() && runs.front().run.emulated &&
+                                take_layout_of(runs.front().run, cluster, layout);
+  check_fit(model, cluster, layout);
   const CalibrationSet calibration = calibrate_for(
       calibration_runs, runs,
       o.calibrate_per == "all" ? CalibrationMatch::kAll : CalibrationMatch::kDirectory, model,
@@ -117,6 +144,11 @@ int validate_measured(const Options& o, const ModelConfig& model, const ClusterC
   std::printf("%s", describe_setup(model, shown, layout,
                                    rows.empty() ? IterationResult{} : rows.front().prediction)
                         .c_str());
+  if (layout_from_runs) {
+    std::printf(
+        "# grid, micro-batches and nodes from the first run's description (flags such as "
+        "--dp, --nodes override)\n");
+  }
   std::printf("# inter-node bandwidth: each run's netemu rate per host link and direction\n");
   if (calibration.calibrations.size() > 1) {
     std::printf("# compute speed: each run's calibration (column cal; 0: all calibration runs)\n");
