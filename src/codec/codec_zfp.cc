@@ -1,7 +1,8 @@
-// "zfp": lossy compression by libzfp (https://zfp.io) of the tensor as a 1-D zfp_type_float field.
-// Fixed-rate streams are written and read by our own coder (codec/zfp_fixed_rate.h, the
-// per-block code the CUDA kernels share), which tests/unit/zfp_fixed_rate_test.cc proves
-// bit-identical to libzfp; fixed-accuracy mode runs libzfp itself.
+// "zfp": zfp compression (https://zfp.io) of the tensor as a 1-D zfp_type_float field, written and
+// read by our own coders (codec/zfp_fixed_rate.h and codec/zfp_fixed_accuracy.h, whose per-block
+// code in codec/block/zfp_block.h the CUDA kernels share); tests/unit/zfp_fixed_rate_test.cc and
+// zfp_fixed_accuracy_test.cc prove their streams bit-identical to libzfp's. libzfp itself only
+// says which rate or tolerance it applies to a spec.
 //
 // Specs: zfp:rate=R      fixed-rate, R bits per value, 0 < R <= 32; zfp applies
 //                         max(round(4 R), 9) / 4, so the canonical spec shows a multiple of 0.25.
@@ -34,13 +35,11 @@
 // bitstream length must be Z, so the raw layout starts with the bitstream of an all-zero field
 // (one 0 bit per block of 4 values: ceil(count / 32) zero bytes).
 //
-// Safety: zfp reads bitstreams without bounds checks. A float block of 4 values takes at most
-// 1 + 8 + 4 * 32 + 3 = 140 bits (zfp_stream_maximum_size counts the same), a fixed-rate block
-// exactly 4R bits, and the fixed-accuracy decoder gets maxbits = 140, which changes nothing for a
-// valid stream but bounds what any block can read. BlockReader decodes straight from the payload
-// while a whole block fits before its end and the last blocks from a zero-padded copy of the
-// tail, checking the position after each: zfp never reads outside the payload, and a bitstream
-// that runs past its end is rejected.
+// Safety: our readers never read outside the payload (bits past its end read as zeros). A float
+// block of 4 values takes at most 1 + 8 + 4 * 32 + 3 = 140 bits (zfp_stream_maximum_size counts
+// the same), a fixed-rate block exactly 4R bits; the fixed-accuracy decoder reads at most 140
+// bits per block, as libzfp given maxbits = 140 would, which changes nothing for a valid stream.
+// A bitstream whose blocks run past the end of the payload is rejected.
 #include <zfp.h>
 
 #include <algorithm>
@@ -57,6 +56,7 @@
 #include "codec/float_io.h"
 #include "codec/params_io.h"
 #include "codec/registry.h"
+#include "codec/zfp_fixed_accuracy.h"
 #include "codec/zfp_fixed_rate.h"
 #include "hycc/error.h"
 
@@ -145,119 +145,7 @@ std::string shortest(double v) {
 struct ZfpStreamCloser {
   void operator()(zfp_stream* zfp) const { zfp_stream_close(zfp); }
 };
-struct BitStreamCloser {
-  void operator()(bitstream* s) const { stream_close(s); }
-};
 using ZfpStreamPtr = std::unique_ptr<zfp_stream, ZfpStreamCloser>;
-using BitStreamPtr = std::unique_ptr<bitstream, BitStreamCloser>;
-
-BitStreamPtr open_bitstream(void* buffer, size_t bytes) {
-  BitStreamPtr s(stream_open(buffer, bytes));
-  if (!s) throw std::bad_alloc();
-  return s;
-}
-
-// Writes blocks the way zfp_compress() does for a contiguous 1-D float field.
-class BlockWriter {
- public:
-  BlockWriter(zfp_stream* zfp, std::span<std::byte> out)
-      : zfp_(zfp), stream_(open_bitstream(out.data(), out.size())) {
-    zfp_stream_set_bit_stream(zfp_, stream_.get());
-    zfp_stream_rewind(zfp_);
-  }
-
-  // Encodes n (1..4) values; fewer than 4 are padded as zfp pads a partial block.
-  void write(const float* values, size_t n) {
-    if (n == kBlockValues) {
-      zfp_encode_block_float_1(zfp_, values);
-    } else {
-      zfp_encode_partial_block_strided_float_1(zfp_, values, n, 1);
-    }
-  }
-
-  // Flushes the last bits; returns the bitstream length in bytes. A libzfp built with stream
-  // words wider than a byte pads the last word with zeros, which are not counted.
-  size_t finish() {
-    const uint64_t bits = stream_wtell(stream_.get());
-    zfp_stream_flush(zfp_);
-    return static_cast<size_t>((bits + 7) / 8);
-  }
-
- private:
-  zfp_stream* zfp_;
-  BitStreamPtr stream_;
-};
-
-// Reads blocks the way zfp_decompress() does for a contiguous 1-D float field, without letting
-// zfp touch a byte outside `part`: blocks are decoded in place while a whole block of at most
-// `max_block_bits` fits before the last complete stream word of `part`, the rest from a
-// zero-padded copy of the tail, after each of which the position is checked.
-class BlockReader {
- public:
-  BlockReader(zfp_stream* zfp, std::span<const std::byte> part, uint32_t max_block_bits)
-      : zfp_(zfp),
-        part_(part),
-        direct_limit_bits_(part.size() / (stream_word_bits / 8) * stream_word_bits),
-        max_block_bits_(max_block_bits),
-        stream_(open_bitstream(const_cast<std::byte*>(part.data()), part.size())) {
-    zfp_stream_set_bit_stream(zfp_, stream_.get());
-    zfp_stream_rewind(zfp_);
-  }
-
-  // Decodes the next block into n (1..4) values.
-  void read(float* values, size_t n) {
-    if (!in_tail_ && unchecked_blocks_ == 0) {
-      const uint64_t at = position();  // <= direct_limit_bits_: earlier blocks were unchecked
-      unchecked_blocks_ = (direct_limit_bits_ - at) / max_block_bits_;
-      if (unchecked_blocks_ == 0) enter_tail(at);
-    }
-    if (n == kBlockValues) {
-      zfp_decode_block_float_1(zfp_, values);
-    } else {
-      zfp_decode_partial_block_strided_float_1(zfp_, values, n, 1);
-    }
-    if (!in_tail_) {
-      --unchecked_blocks_;
-    } else if (position() > part_.size() * uint64_t{8}) {
-      corrupt(detail::concat("zfp bitstream runs past the end of its ", part_.size(), " bytes"));
-    }
-  }
-
-  // Bytes of `part` consumed so far, what zfp_decompress() returns for a byte-word libzfp.
-  uint64_t consumed_bytes() const { return (position() + 7) / 8; }
-
- private:
-  uint64_t position() const { return base_bits_ + stream_rtell(stream_.get()); }
-
-  // Continues from a zero-padded copy of `part` from the stream word holding bit `at` on. Then
-  // at + max_block_bits > direct_limit_bits_, so at most max_block_bits plus two stream words
-  // of `part` remain, and a block read from any position up to the end of `part` stays inside
-  // the copy.
-  void enter_tail(uint64_t at) {
-    const uint64_t first_byte = at / stream_word_bits * (stream_word_bits / 8);
-    const size_t left = part_.size() - static_cast<size_t>(first_byte);
-    if (left + (max_block_bits_ + 2 * stream_word_bits) / 8 + 1 > tail_.size()) {
-      corrupt("internal error: zfp bitstream tail larger than expected");
-    }
-    if (left > 0) std::memcpy(tail_.data(), part_.data() + first_byte, left);
-    BitStreamPtr tail = open_bitstream(tail_.data(), tail_.size());
-    stream_rseek(tail.get(), at - first_byte * 8);
-    zfp_stream_set_bit_stream(zfp_, tail.get());
-    stream_ = std::move(tail);
-    base_bits_ = first_byte * 8;
-    in_tail_ = true;
-  }
-
-  zfp_stream* zfp_;
-  std::span<const std::byte> part_;
-  uint64_t direct_limit_bits_;  // bits before the end of the last whole stream word in part_
-  uint32_t max_block_bits_;
-  BitStreamPtr stream_;
-  uint64_t base_bits_ = 0;  // offset in part_ of the first bit of the buffer being read
-  uint64_t unchecked_blocks_ = 0;
-  bool in_tail_ = false;
-  alignas(8) std::array<std::byte, 128> tail_{};
-};
 
 struct Trailer {
   uint64_t bitstream_bytes = 0;
@@ -323,8 +211,8 @@ class ZfpCodec final : public Codec {
     return static_cast<size_t>(std::max(with_exceptions, raw_layout_bytes(dtype, count)));
   }
 
-  // Fixed-rate streams come from our own coder (codec/zfp_fixed_rate.h, identical streams),
-  // fixed-accuracy ones from libzfp.
+  // Streams come from our own coders (codec/zfp_fixed_rate.h, codec/zfp_fixed_accuracy.h:
+  // libzfp's streams, bit for bit).
   size_t encode(ConstTensorView in, std::span<std::byte> out,
                 const CompressOptions&) const override {
     if (in.count == 0) return 0;
@@ -332,8 +220,7 @@ class ZfpCodec final : public Codec {
       zfp::FixedRateWriter writer(out.data(), rate_block_bits_);
       return encode_with(writer, in, out);
     }
-    const ZfpStreamPtr zfp = open_zfp(/*for_decoding=*/false);
-    BlockWriter writer(zfp.get(), out);
+    zfp::FixedAccuracyWriter writer(out.data(), accuracy_exp_);
     return encode_with(writer, in, out);
   }
   // Writes the bitstream with `writer`, then the exception section or the raw layout.
@@ -381,16 +268,15 @@ class ZfpCodec final : public Codec {
       }
       return;
     }
-    const ZfpStreamPtr zfp = open_zfp(/*for_decoding=*/true);
     uint64_t zfp_bytes = 0;
     if (mode_ == Mode::kFixedRate) {
       zfp_bytes = rate_bitstream_bytes(out.count);
       if (payload.size() == zfp_bytes) {
-        decode_bitstream(zfp.get(), payload, out);
+        decode_bitstream(payload, out);
         return;
       }
     } else {
-      zfp_bytes = decode_bitstream(zfp.get(), payload, out);
+      zfp_bytes = decode_bitstream(payload, out);
       if (payload.size() == zfp_bytes) return;
     }
 
@@ -423,7 +309,7 @@ class ZfpCodec final : public Codec {
         static_cast<size_t>(zfp_bytes), static_cast<size_t>(exception_section_bytes(k, out.dtype)));
     check_exceptions(section, k, out);
     if (mode_ == Mode::kFixedRate) {
-      decode_bitstream(zfp.get(), payload.first(static_cast<size_t>(zfp_bytes)), out);
+      decode_bitstream(payload.first(static_cast<size_t>(zfp_bytes)), out);
     }
     apply_exceptions(section, k, out);
   }
@@ -431,26 +317,6 @@ class ZfpCodec final : public Codec {
  private:
   double rate() const { return rate_block_bits_ / double{kBlockValues}; }
   double accuracy() const { return std::ldexp(1.0, accuracy_exp_); }
-
-  // The parameters plain libzfp would use. The decoder's fixed-accuracy budget of kMaxBlockBits
-  // per block is never reached by a valid stream and bounds what a corrupted one makes zfp read.
-  ZfpStreamPtr open_zfp(bool for_decoding) const {
-    ZfpStreamPtr zfp(zfp_stream_open(nullptr));
-    if (!zfp) throw std::bad_alloc();
-    if (mode_ == Mode::kFixedRate) {
-      zfp_stream_set_rate(zfp.get(), rate(), zfp_type_float, 1, zfp_false);
-    } else {
-      zfp_stream_set_accuracy(zfp.get(), accuracy());
-      if (for_decoding) {
-        zfp_stream_set_params(zfp.get(), ZFP_MIN_BITS, kMaxBlockBits, ZFP_MAX_PREC, accuracy_exp_);
-      }
-    }
-    return zfp;
-  }
-
-  uint32_t max_block_bits() const {
-    return mode_ == Mode::kFixedRate ? rate_block_bits_ : kMaxBlockBits;
-  }
 
   uint64_t rate_bitstream_bytes(uint64_t count) const {
     return bitstream_bytes(block_count(count), rate_block_bits_);
@@ -479,13 +345,12 @@ class ZfpCodec final : public Codec {
   }
 
   // Decodes all out.count values from the bitstream at the start of `part`; returns its length.
-  uint64_t decode_bitstream(zfp_stream* zfp, std::span<const std::byte> part,
-                            TensorView out) const {
+  uint64_t decode_bitstream(std::span<const std::byte> part, TensorView out) const {
     if (mode_ == Mode::kFixedRate) {
       zfp::FixedRateReader reader(part.data(), part.size(), rate_block_bits_);
       return decode_with(reader, part, out);
     }
-    BlockReader reader(zfp, part, max_block_bits());
+    zfp::FixedAccuracyReader reader(part.data(), part.size(), accuracy_exp_);
     return decode_with(reader, part, out);
   }
 
@@ -502,6 +367,9 @@ class ZfpCodec final : public Codec {
       if (out.dtype != DType::kF32) store_from_float(chunk.data(), n, out, begin);
     }
     const uint64_t consumed = reader.consumed_bytes();
+    if (consumed > part.size()) {  // the reader read zeros past the end
+      corrupt(detail::concat("zfp bitstream runs past the end of its ", part.size(), " bytes"));
+    }
     if (mode_ == Mode::kFixedRate && consumed != part.size()) {
       corrupt(
           detail::concat("fixed-rate bitstream of ", consumed, " bytes, expected ", part.size()));

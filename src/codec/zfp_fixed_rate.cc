@@ -14,11 +14,11 @@ void FixedRateWriter::write(const float* values, size_t n) {
   }
   BlockBits bits;
   encode_block(x, block_bits_, bits);
-  append(bits.lo, block_bits_ < 64 ? block_bits_ : 64);
-  if (block_bits_ > 64) append(bits.hi, block_bits_ - 64);
+  bits_.append(bits.lo, block_bits_ < 64 ? block_bits_ : 64);
+  if (block_bits_ > 64) bits_.append(bits.hi, block_bits_ - 64);
 }
 
-void FixedRateWriter::append(uint64_t bits, uint32_t n) {
+void StreamBitWriter::append(uint64_t bits, uint32_t n) {
   acc_ |= bits << fill_;
   if (fill_ + n < 64) {
     fill_ += n;
@@ -31,7 +31,7 @@ void FixedRateWriter::append(uint64_t bits, uint32_t n) {
   fill_ = fill_ + n - 64;
 }
 
-size_t FixedRateWriter::finish() {
+size_t StreamBitWriter::finish() {
   const uint32_t tail = (fill_ + 7) / 8;
   std::memcpy(out_, &acc_, tail);
   out_ += tail;

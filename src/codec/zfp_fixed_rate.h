@@ -18,24 +18,34 @@ inline uint64_t fixed_rate_bytes(uint64_t count, uint32_t block_bits) {
   return blocks / 8 * block_bits + (blocks % 8 * block_bits + 7) / 8;
 }
 
-// Writes blocks one after the other into a buffer of at least fixed_rate_bytes bytes.
-class FixedRateWriter {
+// Appends bits to a byte stream, least significant bit first (zfp's order with byte words).
+class StreamBitWriter {
  public:
-  FixedRateWriter(std::byte* out, uint32_t block_bits) : out_(out), block_bits_(block_bits) {}
-
-  // Encodes n (1..4) finite values; fewer than 4 are padded as zfp pads a partial block.
-  void write(const float* values, size_t n);
+  explicit StreamBitWriter(std::byte* out) : out_(out), begin_(out) {}
+  void append(uint64_t bits, uint32_t n);  // n <= 64, bits above n zero
   // Flushes the last bits; returns the stream length in bytes.
   size_t finish();
 
  private:
-  void append(uint64_t bits, uint32_t n);  // n <= 64, bits above n zero
-
   std::byte* out_;
-  std::byte* const begin_ = out_;
-  uint32_t block_bits_;
+  std::byte* begin_;
   uint64_t acc_ = 0;   // bits not yet stored, the next one in bit 0
   uint32_t fill_ = 0;  // number of them, < 64
+};
+
+// Writes blocks one after the other into a buffer of at least fixed_rate_bytes bytes.
+class FixedRateWriter {
+ public:
+  FixedRateWriter(std::byte* out, uint32_t block_bits) : bits_(out), block_bits_(block_bits) {}
+
+  // Encodes n (1..4) finite values; fewer than 4 are padded as zfp pads a partial block.
+  void write(const float* values, size_t n);
+  // Flushes the last bits; returns the stream length in bytes.
+  size_t finish() { return bits_.finish(); }
+
+ private:
+  StreamBitWriter bits_;
+  uint32_t block_bits_;
 };
 
 // Reads blocks one after the other from a stream of `bytes` bytes; never reads outside it

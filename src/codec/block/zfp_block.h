@@ -164,11 +164,14 @@ HYCC_HD inline void inverse_lift(int32_t* p) {
   p[3] = static_cast<int32_t>(w);
 }
 
-// Encodes the bit planes of u[0..4) with at most `budget` bits (zfp's encode_few_ints).
-HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, BlockBitWriter& out) {
+// Encodes the bit planes of u[0..4) with at most `budget` bits, planes 31 down to kmin (zfp's
+// encode_few_ints with maxprec = 32 - kmin).
+template <class Writer>
+HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, Writer& out,
+                                      uint32_t kmin = 0) {
   uint32_t bits = budget;
   uint32_t n = 0;  // values found significant so far: their plane bits go verbatim
-  for (uint32_t k = 32; bits != 0 && k-- > 0;) {
+  for (uint32_t k = 32; bits != 0 && k-- > kmin;) {
     uint64_t x = 0;
     for (uint32_t i = 0; i < kBlockValues; ++i) x += uint64_t{(u[i] >> k) & 1u} << i;
     const uint32_t m = n < bits ? n : bits;
@@ -190,12 +193,14 @@ HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, BlockB
   }
 }
 
-// Decodes bit planes written by encode_bit_planes with the same budget (zfp's decode_ints).
-HYCC_HD inline void decode_bit_planes(BlockBitReader& in, uint32_t budget, uint32_t* u) {
+// Decodes bit planes written by encode_bit_planes with the same budget and kmin (zfp's
+// decode_few_ints).
+template <class Reader>
+HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, uint32_t kmin = 0) {
   for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
   uint32_t bits = budget;
   uint32_t n = 0;
-  for (uint32_t k = 32; bits != 0 && k-- > 0;) {
+  for (uint32_t k = 32; bits != 0 && k-- > kmin;) {
     const uint32_t m = n < bits ? n : bits;
     bits -= m;
     uint64_t x = in.take(m);
@@ -249,6 +254,113 @@ HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float
   inverse_lift(ints);
   const float scale = power_of_two(emax - 30);
   for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = scale * static_cast<float>(ints[i]);
+}
+
+// --- fixed accuracy ---------------------------------------------------------------------------
+// zfp_stream_set_accuracy(2^minexp) (minbits 1, no bit budget, maxprec 64, minexp): a block keeps
+// its bit planes down to precision(emax) = clamp(emax - minexp + 4, 0, 64) below the top (1-D:
+// 2 (dims + 1) = 4 guard planes), so blocks have variable sizes, 1..140 bits; a block with
+// precision 0 (all values far below the tolerance) or all zeros is a single 0 bit. Decoding gets
+// at most kMaxAccuracyBlockBits per block, as the codec's libzfp decoder did.
+
+inline constexpr uint32_t kMaxAccuracyBlockBits = 1 + 8 + 4 * 32 + 3;  // zfp's bound for floats
+
+// The bits of one variable-size block, least significant bit of w[0] first (at most 192).
+struct WideBlockBits {
+  uint64_t w[3] = {0, 0, 0};
+};
+
+// Appends bits to a WideBlockBits; the caller never writes past bit 192.
+class WideBitWriter {
+ public:
+  HYCC_HD explicit WideBitWriter(WideBlockBits& bits) : bits_(bits) {}
+  // Writes the low n (<= 64) bits of value.
+  HYCC_HD void put(uint64_t value, uint32_t n) {
+    if (n == 0) return;
+    if (n < 64) value &= (uint64_t{1} << n) - 1;
+    const uint32_t word = pos_ / 64, shift = pos_ % 64;
+    bits_.w[word] |= value << shift;
+    if (shift != 0 && shift + n > 64) bits_.w[word + 1] |= value >> (64 - shift);
+    pos_ += n;
+  }
+  HYCC_HD uint32_t position() const { return pos_; }
+
+ private:
+  WideBlockBits& bits_;
+  uint32_t pos_ = 0;
+};
+
+// Reads bits from a WideBlockBits; reading past bit 192 gives zeros.
+class WideBitReader {
+ public:
+  HYCC_HD explicit WideBitReader(const WideBlockBits& bits) : bits_(bits) {}
+  // Reads n (<= 32) bits.
+  HYCC_HD uint32_t take(uint32_t n) {
+    if (n == 0) return 0;
+    uint64_t v = 0;
+    const uint32_t word = pos_ / 64, shift = pos_ % 64;
+    if (word < 3) {
+      v = bits_.w[word] >> shift;
+      if (shift != 0 && shift + n > 64 && word + 1 < 3) v |= bits_.w[word + 1] << (64 - shift);
+    }
+    pos_ += n;
+    return static_cast<uint32_t>(v & ((uint64_t{1} << n) - 1));
+  }
+  HYCC_HD uint32_t position() const { return pos_; }
+
+ private:
+  const WideBlockBits& bits_;
+  uint32_t pos_ = 0;
+};
+
+// zfp's precision(emax, maxprec 64, minexp, 1 dimension): the bit planes a block keeps.
+HYCC_HD inline uint32_t accuracy_precision(int emax, int minexp) {
+  const int p = emax - minexp + 4;
+  return p <= 0 ? 0u : (p >= 64 ? 64u : static_cast<uint32_t>(p));
+}
+
+// Encodes 4 finite floats as zfp's fixed-accuracy mode with tolerance 2^minexp does; `out`
+// starts zeroed. Returns the block's size in bits (1..kMaxAccuracyBlockBits).
+HYCC_HD inline uint32_t encode_block_accuracy(const float* x, int minexp, WideBlockBits& out) {
+  WideBitWriter writer(out);
+  const int emax = block_exponent(x);
+  const uint32_t maxprec = accuracy_precision(emax, minexp);
+  const uint32_t biased = maxprec != 0 ? static_cast<uint32_t>(emax + 127) : 0u;
+  if (biased == 0) return 1;  // a single 0 bit
+  writer.put(2 * biased + 1, kMinBlockBits);
+  const float scale = power_of_two(30 - emax);
+  int32_t ints[kBlockValues];
+  for (uint32_t i = 0; i < kBlockValues; ++i) ints[i] = truncate_like_x86(scale * x[i]);
+  forward_lift(ints);
+  uint32_t u[kBlockValues];
+  for (uint32_t i = 0; i < kBlockValues; ++i) {
+    u[i] = (static_cast<uint32_t>(ints[i]) + kNegabinaryMask) ^ kNegabinaryMask;
+  }
+  encode_bit_planes(u, kMaxAccuracyBlockBits - kMinBlockBits, writer,
+                    maxprec < 32 ? 32 - maxprec : 0);
+  return writer.position();
+}
+
+// Decodes a fixed-accuracy block (tolerance 2^minexp) into 4 floats; returns the bits it took.
+HYCC_HD inline uint32_t decode_block_accuracy(const WideBlockBits& in, int minexp, float* x) {
+  WideBitReader reader(in);
+  if (!reader.take(1)) {
+    for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
+    return 1;
+  }
+  const int emax = static_cast<int>(reader.take(8)) - 127;
+  const uint32_t maxprec = accuracy_precision(emax, minexp);
+  uint32_t u[kBlockValues];
+  decode_bit_planes(reader, kMaxAccuracyBlockBits - kMinBlockBits, u,
+                    maxprec < 32 ? 32 - maxprec : 0);
+  int32_t ints[kBlockValues];
+  for (uint32_t i = 0; i < kBlockValues; ++i) {
+    ints[i] = static_cast<int32_t>((u[i] ^ kNegabinaryMask) - kNegabinaryMask);
+  }
+  inverse_lift(ints);
+  const float scale = power_of_two(emax - 30);
+  for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = scale * static_cast<float>(ints[i]);
+  return reader.position();
 }
 
 // Pads a partial block of n (1..3) values as zfp does: x[1] = x[0], x[2] = x[1], x[3] = x[0].
