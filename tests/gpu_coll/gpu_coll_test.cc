@@ -1,7 +1,7 @@
 // The device collectives on a real GPU under mpirun (hycc_gpu_coll_tests, tools/gpu-check;
 // the device operations alone are checked without MPI in tests/gpu/gpu_device_ops_test.cc):
 // - the CUDA collectives (staged MPI; 1 or 2 ranks sharing the GPU) against the emulated ones on
-//   the same inputs, bit for bit;
+//   the same inputs, bit for bit, and point to point;
 // - the NCCL transport on one rank (a loopback round on MPI_COMM_SELF), when libnccl.so.2 loads.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -89,6 +89,31 @@ TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
           }
         }
       }
+    }
+  }
+}
+
+TEST(GpuDeviceCollectives, SendRecvCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
+  for (const std::string& spec : device_coll_codecs()) {
+    const Buffer x = input(DType::kBF16, 100003, 3);
+    DeviceCollectiveOptions o;
+    o.codec = CodecConfig::parse(spec);
+    o.segment_bytes = 32 << 10;
+    o.transport = DeviceTransport::kStagedMpi;
+    if (world.rank() == 0) {
+      const OnDevice dx(x);
+      send_device(world, dx.view(), 1, 1, o);  // CUDA
+      o.backend = DeviceBackend::kHostEmulation;
+      send_device(world, x.view(), 1, 1, o);
+    } else if (world.rank() == 1) {
+      OnDevice got(Buffer(DType::kBF16, x.count()));
+      recv_device(world, got.view(), 0, 1, o);
+      Buffer want(DType::kBF16, x.count());
+      o.backend = DeviceBackend::kHostEmulation;
+      recv_device(world, want.view(), 0, 1, o);
+      EXPECT_TRUE(got.to_host().bits_equal(want)) << spec;
     }
   }
 }

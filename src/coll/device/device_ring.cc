@@ -18,6 +18,10 @@ void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64
   out.raw_bytes = in.bytes();
 }
 
+size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems) {
+  return codec.codec().max_payload_bytes(dtype, std::min(count, seg_elems));
+}
+
 void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
   const int p = ctx.size, r = ctx.rank, steps = schedule.steps;
   const int right = (r + 1) % p, left = (r + p - 1) % p;

@@ -48,6 +48,9 @@ class DeviceCodecClock {
 // out.raw_bytes. `out` must hold payload_capacity() bytes for in's dtype and count.
 void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64_t seed);
 
+// Upper bound of the payloads of `count` elements of `dtype` cut into segments of seg_elems.
+size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems);
+
 struct DeviceRingSchedule {
   int steps = 0;
   size_t first_segments = 0;

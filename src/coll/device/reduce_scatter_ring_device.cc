@@ -8,10 +8,6 @@
 
 namespace hycc::coll::device {
 
-size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems) {
-  return codec.codec().max_payload_bytes(dtype, std::min(count, seg_elems));
-}
-
 DeviceReduceScatter::DeviceReduceScatter(DeviceContext& ctx, ConstTensorView send)
     : ctx_(ctx),
       send_(send),

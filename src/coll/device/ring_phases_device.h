@@ -11,9 +11,6 @@
 
 namespace hycc::coll::device {
 
-// Upper bound of the payloads of `count` elements of `dtype` cut into segments of seg_elems.
-size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems);
-
 // Ring reduce-scatter with compression at every hop (RingReduceScatter, on the device).
 class DeviceReduceScatter {
  public:
