@@ -6,10 +6,10 @@
 //   (DeviceBackend::kHostEmulation) takes host memory instead and runs the same algorithm with
 //   the CPU codecs, so that it can be tested without a GPU.
 // - The algorithms are the rings of the host calls (allreduce: ring reduce-scatter + ring
-//   allgather; reduce_scatter; allgather), step for step: with the same codec, segment size and
-//   seed the result is bit-identical to the host call with Algorithm::kRing and
-//   threshold_bytes = 0. There is no native path and no threshold: codec "none" moves the raw
-//   bytes round the same ring.
+//   allgather; reduce_scatter; allgather) and the chain of broadcast, step for step: with the
+//   same codec, segment size and seed the result is bit-identical to the host call with
+//   Algorithm::kRing (kChain for broadcast) and threshold_bytes = 0. There is no native path and no
+//   threshold: codec "none" moves the raw bytes round the same ring.
 // - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header),
 //   so a malformed payload is detected by the codec's own checks (sizes, block headers), not by a
 //   checksum. CorruptStream is thrown on the decoding rank after the message pattern completed.
@@ -81,6 +81,12 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
 // recv = every rank's send in rank order. recv.count == size * send.count; in place when send is
 // this rank's block of recv. With a lossy codec this rank's own block is the decoded payload.
 void allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                      const DeviceCollectiveOptions& options = {});
+
+// buffer on every rank = buffer of `root`, segments pipelined along the chain root, root + 1, ..
+// (broadcast_chain.cc's protocol). With a lossy codec the root's buffer becomes the decoded
+// payload too.
+void broadcast_device(const Communicator& comm, TensorView buffer, int root,
                       const DeviceCollectiveOptions& options = {});
 
 // Point to point, blocking. The message carries dtype, count, segmentation and the codec's

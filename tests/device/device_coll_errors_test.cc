@@ -87,6 +87,10 @@ TEST(DeviceCollErrors, WrongSizeOnOneRank) {
                      {DType::kF32, culprit ? all.count() - 1 : all.count(), all.data()},
                      emulated());
   });
+  expect_outcome(culprit ? Outcome::kInvalid : others, "broadcast_device with a bad root", [&] {
+    Buffer b = clone(in);
+    broadcast_device(world(), b.view(), culprit ? p : 0, emulated());
+  });
   const ChunkRange mine = chunk_range(20, p, r);
   expect_outcome(culprit ? Outcome::kInvalid : others, "reduce_scatter_device, wrong chunk", [&] {
     reduce_scatter_device(world(), in.view(),

@@ -169,6 +169,30 @@ TEST(DeviceColl, UnevenSegmentsMatchHost) {
   }
 }
 
+// broadcast_device against the host's chained broadcast: every codec x dtype x count, two roots.
+TEST(DeviceColl, BroadcastMatchesHostChainBitForBit) {
+  const int p = world().size(), r = world().rank();
+  for (const std::string& spec : device_test_codecs()) {
+    for (const DType d : test_dtypes()) {
+      for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
+        for (const int root : {0, p - 1}) {
+          const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10 : size_t{4};
+          const std::string what = "broadcast " + spec + " " + std::string(dtype_name(d)) +
+                                   " n=" + std::to_string(n) + " root " + std::to_string(root);
+          const Buffer input = make_input(d, n, r, false);
+          Buffer host = clone(input), dev = clone(input);
+          CollectiveOptions h = host_options(spec, seg);
+          h.algorithm = Algorithm::kChain;
+          broadcast(world(), host.view(), root, h);
+          broadcast_device(world(), dev.view(), root, device_options(spec, seg));
+          expect_bits_equal(dev, host, what + " (vs host)");
+          expect_identical_across_ranks(dev, what);
+        }
+      }
+    }
+  }
+}
+
 TEST(DeviceColl, StatisticsDescribeTheRing) {
   const int p = world().size();
   const Buffer in = make_input(DType::kF32, 1000, world().rank(), false);

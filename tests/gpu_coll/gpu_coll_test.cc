@@ -1,7 +1,7 @@
 // The device collectives on a real GPU under mpirun (hycc_gpu_coll_tests, tools/gpu-check;
 // the device operations alone are checked without MPI in tests/gpu/gpu_device_ops_test.cc):
 // - the CUDA collectives (staged MPI; 1 or 2 ranks sharing the GPU) against the emulated ones on
-//   the same inputs, bit for bit, and point to point;
+//   the same inputs, bit for bit, broadcast and point to point;
 // - the NCCL transport on one rank (a loopback round on MPI_COMM_SELF), when libnccl.so.2 loads.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -114,6 +114,27 @@ TEST(GpuDeviceCollectives, SendRecvCudaEqualsHostEmulation) {
       o.backend = DeviceBackend::kHostEmulation;
       recv_device(world, want.view(), 0, 1, o);
       EXPECT_TRUE(got.to_host().bits_equal(want)) << spec;
+    }
+  }
+}
+
+TEST(GpuDeviceCollectives, BroadcastCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  for (const std::string& spec : device_coll_codecs()) {
+    for (const DType d : kDtypes) {
+      for (const size_t n : {size_t{7}, size_t{262147}}) {
+        DeviceCollectiveOptions o;
+        o.codec = CodecConfig::parse(spec);
+        o.segment_bytes = n > 7 ? 64 << 10 : 4;
+        o.transport = DeviceTransport::kStagedMpi;
+        Buffer host = input(d, n, 200 + static_cast<uint64_t>(world.rank()));
+        OnDevice dev(host);
+        o.backend = DeviceBackend::kHostEmulation;
+        broadcast_device(world, host.view(), world.size() - 1, o);
+        o.backend = DeviceBackend::kCuda;
+        broadcast_device(world, dev.view(), world.size() - 1, o);
+        EXPECT_TRUE(dev.to_host().bits_equal(host)) << "broadcast " << spec << " n=" << n;
+      }
     }
   }
 }

@@ -38,7 +38,9 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
   CollectiveOptions host;
   host.segment_bytes = options.segment_bytes;
   host.tag = options.tag;
-  host.algorithm = op == OpKind::kSendRecvDevice ? Algorithm::kAuto : Algorithm::kRing;
+  host.algorithm = op == OpKind::kSendRecvDevice ? Algorithm::kAuto
+                   : op == OpKind::kBroadcast    ? Algorithm::kChain
+                                                 : Algorithm::kRing;
   check_options(check, comm, op == OpKind::kSendRecvDevice ? OpKind::kSendRecv : op, host);
   if (options.backend != DeviceBackend::kCuda && options.backend != DeviceBackend::kHostEmulation) {
     check.fail(tagged("coll:device", "invalid backend ", static_cast<int>(options.backend)));
@@ -163,7 +165,8 @@ namespace {
 template <typename Run>
 void run_collective(const Communicator& comm, OpKind op, DeviceOps& ops, DType dtype,
                     const DeviceCollectiveOptions& options, size_t message_bytes,
-                    std::chrono::steady_clock::time_point start, Run&& algorithm) {
+                    std::chrono::steady_clock::time_point start, Run&& algorithm,
+                    Algorithm ran = Algorithm::kRing) {
   const int tag = internal_tag(comm.mpi(), options.tag, op);
   const std::unique_ptr<Transport> transport = make_transport(comm, ops, options, tag, true);
   DeviceContext ctx{.rank = comm.rank(),
@@ -178,7 +181,7 @@ void run_collective(const Communicator& comm, OpKind op, DeviceOps& ops, DType d
   algorithm(ctx);
   ops.synchronize();
   ctx.errors.rethrow();
-  report_device(options, &ctx.counters, Algorithm::kRing, message_bytes, start);
+  report_device(options, &ctx.counters, ran, message_bytes, start);
 }
 
 }  // namespace
@@ -284,6 +287,31 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
   dev::run_collective(
       comm, OpKind::kAllgather, *ops, send.dtype, options, recv.bytes(), start,
       [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); });
+}
+
+void broadcast_device(const Communicator& comm, TensorView buffer, int root,
+                      const DeviceCollectiveOptions& options) {
+  const auto start = dev::device_clock(options);
+  ArgCheck check(OpKind::kBroadcast);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_device_view(check, ops.get(), "broadcast_device", "buffer", buffer);
+  if (root < 0 || root >= comm.size()) {
+    check.fail(
+        tagged("coll", "broadcast_device: root ", root, " out of range [0, ", comm.size(), ")"));
+  }
+  dev::check_device_options(check, comm, OpKind::kBroadcast, options, true);
+  check.field("root", root);
+  dev::add_device_fields(check, buffer.count, buffer.dtype, options);
+  dev::settle(check, comm, unavailable);
+  if (comm.size() == 1 || buffer.count == 0) {
+    dev::report_device(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
+    return;
+  }
+  dev::run_collective(
+      comm, OpKind::kBroadcast, *ops, buffer.dtype, options, buffer.bytes(), start,
+      [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
+      Algorithm::kChain);
 }
 
 }  // namespace hycc

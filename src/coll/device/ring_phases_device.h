@@ -69,5 +69,6 @@ void allreduce_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView 
 void reduce_scatter_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView recv,
                                 ReduceOp op);
 void allgather_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView recv);
+void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root);
 
 }  // namespace hycc::coll::device
