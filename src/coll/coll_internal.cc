@@ -65,6 +65,8 @@ const char* op_name(OpKind op) {
       return "alltoall";
     case OpKind::kSendRecv:
       return "send/recv";
+    case OpKind::kSendRecvDevice:
+      return "send_device/recv_device";
   }
   return "?";
 }

@@ -34,6 +34,7 @@ enum class OpKind : uint8_t {
   kBroadcast = 4,
   kAlltoall = 5,
   kSendRecv = 6,
+  kSendRecvDevice = 7,  // send_device/recv_device (hycc/collectives_device.h)
 };
 const char* op_name(OpKind op);
 const char* algorithm_name(Algorithm a);

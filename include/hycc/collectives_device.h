@@ -1,0 +1,102 @@
+// Compressed collectives on device buffers. No CUDA header is needed to include this file: a
+// CUDA stream is passed as DeviceStream (hycc/device.h). docs/gpu.md describes the design.
+//
+// Same semantics as the host calls of hycc/collectives.h, with these differences:
+// - Views point to device memory (cudaMalloc) of the backend's device; the host emulation
+//   (DeviceBackend::kHostEmulation) takes host memory instead and runs the same algorithm with
+//   the CPU codecs, so that it can be tested without a GPU.
+// - The algorithms are the rings of the host calls (allreduce: ring reduce-scatter + ring
+//   allgather; reduce_scatter; allgather) and the chain of broadcast, step for step: with the
+//   same codec, segment size and seed the result is bit-identical to the host call with
+//   Algorithm::kRing (kChain for broadcast) and threshold_bytes = 0. There is no native path and no
+//   threshold: codec "none" moves the raw bytes round the same ring.
+// - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header),
+//   so a malformed payload is detected by the codec's own checks (sizes, block headers), not by a
+//   checksum. CorruptStream is thrown on the decoding rank after the message pattern completed.
+// - Calls are blocking and ordered on options.stream: they start after the work already queued
+//   on it and return when the result is in place.
+// - All ranks must pass matching arguments (count, dtype, codec, op, segment size, tag,
+//   transport); one MPI_Allreduce checks this before anything moves, as for the host calls.
+// Codecs: those with a device implementation (device_supports(): none, bf16, fp16, quant, eb,
+// mpc, zfp:rate=R); the host emulation accepts those too, and nothing else, so that it runs
+// what the GPU runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hycc/codec.h"
+#include "hycc/collectives.h"
+#include "hycc/comm.h"
+#include "hycc/device.h"
+#include "hycc/dtype.h"
+
+namespace hycc {
+
+// Where the device operations (codecs, copies, accumulation) run.
+enum class DeviceBackend : uint8_t {
+  kCuda = 0,           // the CUDA device current on the calling thread
+  kHostEmulation = 1,  // "device memory" is host memory, the codecs are the CPU codecs
+};
+
+// How payloads move between ranks.
+enum class DeviceTransport : uint8_t {
+  // Collectives: NCCL when it can be loaded on every rank and no two ranks share a GPU (decided
+  // once per communicator), staged MPI otherwise; always staged MPI for send/recv and for the
+  // host emulation.
+  kAuto = 0,
+  // Payloads copied into pinned host memory and sent with MPI (any placement of ranks, several
+  // ranks on one GPU included).
+  kStagedMpi = 1,
+  // ncclSend/ncclRecv (libnccl.so.2 loaded at run time; one GPU per rank). The NCCL
+  // communicator is made from the MPI communicator by the first collective that uses it;
+  // send/recv with kNccl need such a collective to have run on the communicator first.
+  kNccl = 2,
+};
+
+struct DeviceCollectiveOptions {
+  CodecConfig codec;  // "none" by default
+  // Pipelining segment (uncompressed bytes of the caller's dtype, >= 1), as for the host calls.
+  size_t segment_bytes = 1 << 20;
+  uint64_t seed = 0;  // stochastic rounding seed, mixed with rank, phase and segment
+  int tag = 0;        // as CollectiveOptions::tag (send/recv take their tag as an argument)
+  DeviceStream stream = nullptr;
+  DeviceBackend backend = DeviceBackend::kCuda;
+  DeviceTransport transport = DeviceTransport::kAuto;
+  // When set, each call overwrites *stats with what it did on this rank (algorithm kRing, or
+  // kAuto for point to point and calls with nothing to do). wire_bytes counts payload bytes.
+  CollectiveStats* stats = nullptr;
+};
+
+// recv = op over ranks of send (device memory). send.count == recv.count; in place when
+// send.data == recv.data.
+void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
+                      const DeviceCollectiveOptions& options = {});
+
+// recv = this rank's chunk (chunk_range(send.count, size, rank)) of op over ranks of send. In
+// place when recv is that chunk of send.
+void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                           ReduceOp op, const DeviceCollectiveOptions& options = {});
+
+// recv = every rank's send in rank order. recv.count == size * send.count; in place when send is
+// this rank's block of recv. With a lossy codec this rank's own block is the decoded payload.
+void allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                      const DeviceCollectiveOptions& options = {});
+
+// buffer on every rank = buffer of `root`, segments pipelined along the chain root, root + 1, ..
+// (broadcast_chain.cc's protocol). With a lossy codec the root's buffer becomes the decoded
+// payload too.
+void broadcast_device(const Communicator& comm, TensorView buffer, int root,
+                      const DeviceCollectiveOptions& options = {});
+
+// Point to point, blocking. The message carries dtype, count, segmentation and the codec's
+// spec, so recv_device needs only the backend, stream and transport of `options` (its codec,
+// segment size and seed are ignored). dest/source must not be this rank; source may be
+// MPI_ANY_SOURCE. Sender and receiver must use the same transport. A receive whose dtype or
+// count differs from the message throws CommError after consuming the whole message.
+void send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
+                 const DeviceCollectiveOptions& options = {});
+RecvStatus recv_device(const Communicator& comm, TensorView data, int source, int tag,
+                       const DeviceCollectiveOptions& options = {});
+
+}  // namespace hycc

@@ -1,0 +1,317 @@
+// The public device collectives (hycc/collectives_device.h): argument checks and the cross-rank
+// agreement, the one-rank and empty short-circuits, and the choice of device operations and
+// transport. The algorithms live in one file each (ring_phases_device.h).
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "codec/params_io.h"
+#include "coll/device/device_entry.h"
+#include "coll/device/ring_phases_device.h"
+#include "common/checksum.h"
+
+namespace hycc::coll::device {
+
+bool has_device_codec(const CodecConfig& config) {
+  switch (config.id()) {
+    case CodecId::kNone:
+    case CodecId::kBF16:
+    case CodecId::kFP16:
+    case CodecId::kQuant:
+    case CodecId::kEb:
+    case CodecId::kMpc:
+      return true;
+    case CodecId::kZfp:  // fixed rate only (codec_zfp.cc: parameter byte 0 is 1)
+      return codec::get_u8(config.codec().params(), 0) == 1;
+    default:
+      return false;
+  }
+}
+
+std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options) {
+  if (options.backend == DeviceBackend::kHostEmulation) return make_host_emulated_ops();
+  return make_cuda_ops(options.stream);
+}
+
+void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
+                          const DeviceCollectiveOptions& options, bool check_codec) {
+  CollectiveOptions host;
+  host.segment_bytes = options.segment_bytes;
+  host.tag = options.tag;
+  host.algorithm = op == OpKind::kSendRecvDevice ? Algorithm::kAuto
+                   : op == OpKind::kBroadcast    ? Algorithm::kChain
+                                                 : Algorithm::kRing;
+  check_options(check, comm, op == OpKind::kSendRecvDevice ? OpKind::kSendRecv : op, host);
+  if (options.backend != DeviceBackend::kCuda && options.backend != DeviceBackend::kHostEmulation) {
+    check.fail(tagged("coll:device", "invalid backend ", static_cast<int>(options.backend)));
+  }
+  if (options.transport != DeviceTransport::kAuto &&
+      options.transport != DeviceTransport::kStagedMpi &&
+      options.transport != DeviceTransport::kNccl) {
+    check.fail(tagged("coll:device", "invalid transport ", static_cast<int>(options.transport)));
+  } else if (options.transport == DeviceTransport::kNccl &&
+             options.backend == DeviceBackend::kHostEmulation) {
+    check.fail(tagged("coll:device", "the host emulation has no NCCL transport"));
+  }
+  if (check_codec && !has_device_codec(options.codec)) {
+    check.fail(tagged("coll:device", "codec '", options.codec.spec(),
+                      "' has no device implementation; device codecs: none, bf16, fp16, quant, ",
+                      "eb, mpc, zfp:rate=R"));
+  }
+}
+
+void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, const char* role,
+                       ConstTensorView v) {
+  check_view(check, what, role, v);
+  if (check.ok() && ops != nullptr && v.count != 0 && !ops->is_device_memory(v.data)) {
+    check.fail(tagged("coll:device", what, " ", role, ": ", v.data, " is not memory of the ",
+                      ops->name(), " device"));
+  }
+}
+
+void add_device_fields(ArgCheck& check, size_t count, DType dtype,
+                       const DeviceCollectiveOptions& options) {
+  const std::string& spec = options.codec.spec();
+  check.field("count", static_cast<int64_t>(count));
+  check.field("dtype", static_cast<int64_t>(dtype));
+  check.field("codec id", static_cast<int64_t>(options.codec.id()));
+  check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));
+  check.field("tag", options.tag);
+  check.field("backend", static_cast<int64_t>(options.backend));
+  check.field("transport", static_cast<int64_t>(options.transport));
+}
+
+std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
+                                          const DeviceCollectiveOptions& options, int tag,
+                                          bool collective) {
+  DeviceTransport t = options.transport;
+  if (t == DeviceTransport::kAuto) {
+    t = options.backend == DeviceBackend::kCuda && collective && nccl_usable(comm)
+            ? DeviceTransport::kNccl
+            : DeviceTransport::kStagedMpi;
+  }
+  if (t == DeviceTransport::kNccl) return make_nccl_transport(comm, options.stream, collective);
+  return make_staged_mpi_transport(ops, comm.mpi(), tag);
+}
+
+void report_device(const DeviceCollectiveOptions& options, const Counters* counters, Algorithm ran,
+                   size_t message_bytes, std::chrono::steady_clock::time_point start) {
+  if (options.stats == nullptr) return;
+  CollectiveStats& s = *options.stats;
+  s = CollectiveStats{};
+  s.algorithm = ran;
+  s.message_bytes = message_bytes;
+  if (counters != nullptr) {
+    s.raw_bytes = counters->raw_bytes;
+    s.wire_bytes = counters->wire_bytes;
+    s.streams = counters->streams;
+    s.codec_seconds = counters->codec_seconds;
+    s.compressed = counters->streams > 0 && options.codec.id() != CodecId::kNone;
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options) {
+  return options.stats != nullptr ? std::chrono::steady_clock::now()
+                                  : std::chrono::steady_clock::time_point{};
+}
+
+std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceCollectiveOptions& options,
+                                        std::exception_ptr& unavailable) {
+  if (options.backend != DeviceBackend::kCuda && options.backend != DeviceBackend::kHostEmulation) {
+    return nullptr;  // check_device_options reports it
+  }
+  try {
+    return make_ops(options);
+  } catch (const Unavailable& e) {
+    check.fail(e.what());
+    unavailable = std::current_exception();
+    return nullptr;
+  }
+}
+
+void settle(const ArgCheck& check, const Communicator& comm, const std::exception_ptr& unavailable,
+            bool agree) {
+  try {
+    check.run(comm, agree);
+  } catch (const InvalidArgument&) {
+    if (unavailable) std::rethrow_exception(unavailable);
+    throw;
+  }
+}
+
+void check_pair(ArgCheck& check, const DeviceOps* ops, const char* op, ConstTensorView send,
+                ConstTensorView recv) {
+  check_device_view(check, ops, op, "send", send);
+  check_device_view(check, ops, op, "recv", recv);
+  if (check.ok() && send.dtype != recv.dtype) {
+    check.fail(tagged("coll", op, ": send dtype ", dtype_name(send.dtype), " differs from recv ",
+                      dtype_name(recv.dtype)));
+  }
+}
+
+void check_reduce_op(ArgCheck& check, ReduceOp op) {
+  if (op != ReduceOp::kSum && op != ReduceOp::kAverage) {
+    check.fail(tagged("coll", "invalid reduce op ", static_cast<int>(op)));
+  }
+  check.field("reduce op", static_cast<int64_t>(op));
+}
+
+namespace {
+
+// Runs `algorithm` with a context for this call, then rethrows a deferred decoding error and
+// fills the statistics.
+template <typename Run>
+void run_collective(const Communicator& comm, OpKind op, DeviceOps& ops, DType dtype,
+                    const DeviceCollectiveOptions& options, size_t message_bytes,
+                    std::chrono::steady_clock::time_point start, Run&& algorithm,
+                    Algorithm ran = Algorithm::kRing) {
+  const int tag = internal_tag(comm.mpi(), options.tag, op);
+  const std::unique_ptr<Transport> transport = make_transport(comm, ops, options, tag, true);
+  DeviceContext ctx{.rank = comm.rank(),
+                    .size = comm.size(),
+                    .codec = options.codec,
+                    .seg_elems = segment_elems(options.segment_bytes, dtype),
+                    .seed = options.seed,
+                    .ops = ops,
+                    .transport = *transport,
+                    .errors = {},
+                    .counters = {}};
+  algorithm(ctx);
+  ops.synchronize();
+  ctx.errors.rethrow();
+  report_device(options, &ctx.counters, ran, message_bytes, start);
+}
+
+}  // namespace
+
+}  // namespace hycc::coll::device
+
+namespace hycc {
+
+using coll::ArgCheck;
+using coll::OpKind;
+namespace dev = coll::device;
+
+void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
+                      const DeviceCollectiveOptions& options) {
+  const auto start = dev::device_clock(options);
+  ArgCheck check(OpKind::kAllreduce);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_pair(check, ops.get(), "allreduce_device", send, recv);
+  if (check.ok() && recv.count != send.count) {
+    check.fail(
+        tagged("coll", "allreduce_device: recv has ", recv.count, " elements, send ", send.count));
+  }
+  if (check.ok() && send.data != recv.data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", "allreduce_device: send and recv overlap without being the same ",
+                      "buffer"));
+  }
+  dev::check_reduce_op(check, op);
+  dev::check_device_options(check, comm, OpKind::kAllreduce, options, true);
+  dev::add_device_fields(check, send.count, send.dtype, options);
+  dev::settle(check, comm, unavailable);
+  if (comm.size() == 1 || send.count == 0) {
+    ops->copy_device(recv.data, send.data, send.bytes());
+    ops->synchronize();
+    dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
+    return;
+  }
+  dev::run_collective(
+      comm, OpKind::kAllreduce, *ops, send.dtype, options, send.bytes(), start,
+      [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); });
+}
+
+void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                           ReduceOp op, const DeviceCollectiveOptions& options) {
+  const auto start = dev::device_clock(options);
+  ArgCheck check(OpKind::kReduceScatter);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_pair(check, ops.get(), "reduce_scatter_device", send, recv);
+  const ChunkRange mine = chunk_range(send.count, comm.size(), comm.rank());
+  if (check.ok() && recv.count != mine.count) {
+    check.fail(tagged("coll", "reduce_scatter_device: recv has ", recv.count, " elements, rank ",
+                      comm.rank(), "'s chunk of ", send.count, " has ", mine.count));
+  }
+  if (check.ok() && recv.data != coll::slice(send, mine.offset, mine.count).data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", "reduce_scatter_device: recv overlaps send without being this ",
+                      "rank's chunk of it"));
+  }
+  dev::check_reduce_op(check, op);
+  dev::check_device_options(check, comm, OpKind::kReduceScatter, options, true);
+  dev::add_device_fields(check, send.count, send.dtype, options);
+  dev::settle(check, comm, unavailable);
+  if (comm.size() == 1 || send.count == 0) {
+    ops->copy_device(recv.data, send.data, send.bytes());
+    ops->synchronize();
+    dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
+    return;
+  }
+  dev::run_collective(
+      comm, OpKind::kReduceScatter, *ops, send.dtype, options, send.bytes(), start,
+      [&](dev::DeviceContext& ctx) { dev::reduce_scatter_ring_device(ctx, send, recv, op); });
+}
+
+void allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                      const DeviceCollectiveOptions& options) {
+  const auto start = dev::device_clock(options);
+  ArgCheck check(OpKind::kAllgather);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_pair(check, ops.get(), "allgather_device", send, recv);
+  const size_t p = static_cast<size_t>(comm.size());
+  if (check.ok() && (send.count > SIZE_MAX / p || recv.count != p * send.count)) {
+    check.fail(tagged("coll", "allgather_device: recv has ", recv.count, " elements, ", p,
+                      " ranks x ", send.count, " expected"));
+  }
+  const size_t own_at = static_cast<size_t>(comm.rank()) * send.count;
+  if (check.ok() && send.data != coll::slice(recv, own_at, send.count).data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(
+        tagged("coll", "allgather_device: send overlaps recv without being this rank's ", "block"));
+  }
+  dev::check_device_options(check, comm, OpKind::kAllgather, options, true);
+  dev::add_device_fields(check, send.count, send.dtype, options);
+  dev::settle(check, comm, unavailable);
+  if (comm.size() == 1 || send.count == 0) {
+    ops->copy_device(recv.data, send.data, send.bytes());
+    ops->synchronize();
+    dev::report_device(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
+    return;
+  }
+  dev::run_collective(
+      comm, OpKind::kAllgather, *ops, send.dtype, options, recv.bytes(), start,
+      [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); });
+}
+
+void broadcast_device(const Communicator& comm, TensorView buffer, int root,
+                      const DeviceCollectiveOptions& options) {
+  const auto start = dev::device_clock(options);
+  ArgCheck check(OpKind::kBroadcast);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_device_view(check, ops.get(), "broadcast_device", "buffer", buffer);
+  if (root < 0 || root >= comm.size()) {
+    check.fail(
+        tagged("coll", "broadcast_device: root ", root, " out of range [0, ", comm.size(), ")"));
+  }
+  dev::check_device_options(check, comm, OpKind::kBroadcast, options, true);
+  check.field("root", root);
+  dev::add_device_fields(check, buffer.count, buffer.dtype, options);
+  dev::settle(check, comm, unavailable);
+  if (comm.size() == 1 || buffer.count == 0) {
+    dev::report_device(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
+    return;
+  }
+  dev::run_collective(
+      comm, OpKind::kBroadcast, *ops, buffer.dtype, options, buffer.bytes(), start,
+      [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
+      Algorithm::kChain);
+}
+
+}  // namespace hycc

@@ -1,0 +1,193 @@
+// DeviceOps with CUDA: the device codecs (codec_device.h), async copies on the caller's stream,
+// and two small kernels for the float32 accumulation and the final rounding. They use the same
+// element conversions as the CPU (codec/float_convert.h through load_float/store_float) and
+// plain IEEE float32 addition and division (no FMA contraction: --fmad=false), so their output is
+// the host emulation's bit for bit.
+//
+// Memory: device and pinned blocks are kept per host thread after use (up to kRetainedBytes
+// each) and handed out again, so that a collective does not call cudaMalloc/cudaHostAlloc on
+// every segment.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <exception>
+#include <map>
+
+#include "codec/cuda/device_util.cuh"
+#include "coll/device/device_ops.h"
+#include "hycc/codec_device.h"
+#include "hycc/device.h"
+
+namespace hycc::coll::device {
+namespace {
+
+using codec::cuda::grid_for;
+using codec::cuda::kThreads;
+using codec::cuda::load_float;
+using codec::cuda::store_float;
+
+constexpr size_t kRetainedBytes = size_t{256} << 20;
+
+// Free blocks of one kind (device or pinned) of this thread, by size.
+struct BlockCache {
+  std::multimap<size_t, void*> free;
+  size_t retained = 0;
+  bool pinned = false;
+
+  ~BlockCache() {
+    for (auto& [bytes, p] : free) pinned ? cudaFreeHost(p) : cudaFree(p);
+  }
+};
+
+BlockCache& cache(bool pinned) {
+  thread_local BlockCache device_blocks{{}, 0, false};
+  thread_local BlockCache pinned_blocks{{}, 0, true};
+  return pinned ? pinned_blocks : device_blocks;
+}
+
+void give_back(bool pinned, void* p, size_t bytes) {
+  BlockCache& c = cache(pinned);
+  if (c.retained + bytes <= kRetainedBytes) {
+    c.free.emplace(bytes, p);
+    c.retained += bytes;
+  } else if (pinned) {
+    cudaFreeHost(p);
+  } else {
+    cudaFree(p);
+  }
+}
+void free_device_block(void* p, size_t bytes) { give_back(false, p, bytes); }
+void free_pinned_block(void* p, size_t bytes) { give_back(true, p, bytes); }
+
+Memory take(bool pinned, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 256);
+  BlockCache& c = cache(pinned);
+  const auto it = c.free.lower_bound(bytes);
+  if (it != c.free.end() && it->first <= 2 * bytes) {
+    Memory m(it->second, it->first, pinned ? free_pinned_block : free_device_block);
+    c.retained -= it->first;
+    c.free.erase(it);
+    return m;
+  }
+  void* p = nullptr;
+  if (pinned) {
+    HYCC_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  } else {
+    HYCC_CUDA_CHECK(cudaMalloc(&p, bytes));
+  }
+  return Memory(p, bytes, pinned ? free_pinned_block : free_device_block);
+}
+
+// partial[i] = decoded[i] + own[i] (decoded == nullptr: zeros), float32.
+__global__ void accumulate_kernel(const void* decoded, DType wire, const void* own, DType dtype,
+                                  uint64_t n, float* partial) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float d = decoded == nullptr ? 0.0f : load_float(decoded, wire, i);
+  partial[i] = d + load_float(own, dtype, i);
+}
+
+// out[i] = partial[i] (/ size), rounded into out's dtype.
+__global__ void round_kernel(const float* partial, bool average, float size, uint64_t n, void* out,
+                             DType dtype) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  store_float(average ? partial[i] / size : partial[i], out, dtype, i);
+}
+
+class CudaOps final : public DeviceOps {
+ public:
+  explicit CudaOps(DeviceStream stream) : stream_(stream) {}
+
+  const char* name() const override { return "CUDA"; }
+
+  bool is_device_memory(const void* p) const override {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+  }
+
+  Memory allocate(size_t bytes) override { return take(false, bytes); }
+  Memory allocate_pinned(size_t bytes) override { return take(true, bytes); }
+
+  void copy_to_host(void* host, const void* device, size_t bytes) override {
+    if (bytes == 0) return;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));
+  }
+  void copy_to_device(void* device, const void* host, size_t bytes) override {
+    if (bytes == 0) return;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  void copy_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0 || dst == src) return;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void synchronize() override { HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  size_t encode(const CodecConfig& config, ConstTensorView in, void* out, size_t capacity,
+                uint64_t seed) override {
+    return encode_device(config, in, out, capacity, CompressOptions{seed}, stream_);
+  }
+
+  void decode(const CodecConfig& config, const void* payload, size_t bytes,
+              TensorView out) override {
+    decode_device(config, payload, bytes, out, stream_);
+  }
+
+  void decode_accumulate(const CodecConfig& config, const void* payload, size_t bytes, DType wire,
+                         ConstTensorView own, float* partial) override {
+    const size_t n = own.count;
+    if (n == 0) return;
+    const void* decoded = partial;
+    std::exception_ptr corrupt;
+    try {
+      if (wire == DType::kF32) {
+        decode_device(config, payload, bytes, {DType::kF32, n, partial}, stream_);
+      } else {
+        if (narrow_.bytes() < n * 2) narrow_ = take(false, n * 2);
+        decode_device(config, payload, bytes, {wire, n, narrow_.data()}, stream_);
+        decoded = narrow_.data();
+      }
+    } catch (const CorruptStream&) {
+      corrupt = std::current_exception();
+      decoded = nullptr;  // counts as zeros
+    }
+    accumulate(decoded, wire, own, partial);
+    if (corrupt) {
+      synchronize();
+      std::rethrow_exception(corrupt);
+    }
+  }
+
+  void round_into(const float* partial, ReduceOp op, int size, TensorView out) override {
+    if (out.count == 0) return;
+    round_kernel<<<grid_for(out.count, kThreads), kThreads, 0, stream_>>>(
+        partial, op == ReduceOp::kAverage, static_cast<float>(size), out.count, out.data,
+        out.dtype);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+ private:
+  void accumulate(const void* decoded, DType wire, ConstTensorView own, float* partial) {
+    accumulate_kernel<<<grid_for(own.count, kThreads), kThreads, 0, stream_>>>(
+        decoded, wire, own.data, own.dtype, own.count, partial);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  cudaStream_t stream_;
+  Memory narrow_;  // 16-bit payloads of step 0, decoded before they are widened and added
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> make_cuda_ops(DeviceStream stream) {
+  if (device_count() == 0) {
+    throw Unavailable(tagged("coll:device", "CUDA backend: ", device_unavailable_reason()));
+  }
+  return std::make_unique<CudaOps>(stream);
+}
+
+}  // namespace hycc::coll::device

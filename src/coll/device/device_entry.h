@@ -1,0 +1,52 @@
+// Pieces shared by the public device entry points (collectives_device.cc, send_recv_device.cc):
+// checks of device arguments, the choice of device operations and transport, statistics.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+
+#include "coll/coll_internal.h"
+#include "coll/device/device_ops.h"
+#include "coll/device/transport.h"
+#include "hycc/collectives_device.h"
+
+namespace hycc::coll::device {
+
+// True if `config` is one of the codecs with a device implementation (codec_device.h's
+// device_supports(), answered without CUDA so that the host emulation runs the same set).
+bool has_device_codec(const CodecConfig& config);
+
+// The device operations of `options.backend`; Unavailable if it cannot run here.
+std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options);
+// make_ops, or null with the failure recorded in `check` (and kept in `unavailable`, so that
+// settle() rethrows it as Unavailable after the agreement).
+std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceCollectiveOptions& options,
+                                        std::exception_ptr& unavailable);
+// Runs the cross-rank agreement (or only the local checks, without `agree`); a rank whose
+// backend is unavailable throws that Unavailable.
+void settle(const ArgCheck& check, const Communicator& comm, const std::exception_ptr& unavailable,
+            bool agree = true);
+
+// Segment size, tag, backend, transport and (with check_codec) the codec.
+void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
+                          const DeviceCollectiveOptions& options, bool check_codec);
+// check_view plus: the memory belongs to the device of `ops` (when ops is set).
+void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, const char* role,
+                       ConstTensorView v);
+// The signature all ranks share: count, dtype, codec, segment size, tag, backend, transport.
+void add_device_fields(ArgCheck& check, size_t count, DType dtype,
+                       const DeviceCollectiveOptions& options);
+
+// The transport of a call: options.transport, or for kAuto NCCL (collectives on CUDA when
+// nccl_usable) or staged MPI. `collective`: every rank of comm makes this call.
+std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
+                                          const DeviceCollectiveOptions& options, int tag,
+                                          bool collective);
+
+std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options);
+// Fills *options.stats (if set); `counters` may be null for a call with nothing to do.
+void report_device(const DeviceCollectiveOptions& options, const Counters* counters, Algorithm ran,
+                   size_t message_bytes, std::chrono::steady_clock::time_point start);
+
+}  // namespace hycc::coll::device

@@ -1,0 +1,100 @@
+// The pipelined device ring (device_ring.h). Receives are announced ahead in (step, segment)
+// order, up to two steps' worth, as in ring_pipeline.cc. Step 0 is encoded and sent segment by
+// segment: the transport sends payload k (an MPI_Isend from pinned memory, or an NCCL round)
+// while payload k + 1 is encoded into the other buffer, so that compressing one segment overlaps
+// the transfer of the previous one. From then on every arrival yields the next step's payload,
+// which is sent at once. Payload buffers are recycled through a free list: a call holds as many
+// as it has transfers in flight, plus two.
+#include "coll/device/device_ring.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace hycc::coll::device {
+
+void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64_t seed) {
+  const DeviceCodecClock clock(ctx);
+  out.size = ctx.ops.encode(ctx.codec, in, out.data(), out.capacity(), seed);
+  out.raw_bytes = in.bytes();
+}
+
+size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems) {
+  return codec.codec().max_payload_bytes(dtype, std::min(count, seg_elems));
+}
+
+void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
+  const int p = ctx.size, r = ctx.rank, steps = schedule.steps;
+  const int right = (r + 1) % p, left = (r + p - 1) % p;
+  std::vector<size_t> nrecv(static_cast<size_t>(steps));
+  size_t widest = schedule.first_segments;
+  for (int t = 0; t < steps; ++t) {
+    nrecv[static_cast<size_t>(t)] = schedule.recv_segments(t);
+    widest = std::max(widest, nrecv[static_cast<size_t>(t)]);
+  }
+  const size_t window = 2 * widest + 2;
+  Transport& transport = ctx.transport;
+
+  std::vector<Payload> free;
+  const auto take = [&] {
+    Payload b;
+    if (!free.empty()) {
+      b = std::move(free.back());
+      free.pop_back();
+    } else {
+      b.memory = ctx.ops.allocate(schedule.max_payload);
+    }
+    b.size = b.raw_bytes = 0;
+    return b;
+  };
+
+  size_t posted = 0;
+  int post_t = 0;  // the next receive to announce: payload post_k of step post_t
+  size_t post_k = 0;
+  const auto post_receives = [&] {
+    while (posted < window && post_t < steps) {
+      if (post_k == nrecv[static_cast<size_t>(post_t)]) {
+        ++post_t;
+        post_k = 0;
+        continue;
+      }
+      transport.post_recv(left, schedule.recv_capacity(post_t, post_k));
+      ++posted;
+      ++post_k;
+    }
+  };
+  const auto send = [&](Payload&& b) {
+    ctx.counters.wire_bytes += b.size;
+    ctx.counters.raw_bytes += b.raw_bytes;
+    ++ctx.counters.streams;
+    transport.post_send(right, std::move(b));
+  };
+
+  post_receives();
+  for (size_t k = 0; k < schedule.first_segments; ++k) {
+    Payload out = take();
+    schedule.first(k, out);
+    send(std::move(out));
+    transport.progress();
+    transport.reclaim(free, false);
+  }
+  for (int t = 0; t < steps; ++t) {
+    for (size_t k = 0; k < nrecv[static_cast<size_t>(t)]; ++k) {
+      Payload in = take();
+      transport.wait_recv(in);
+      --posted;
+      Payload out = take();
+      schedule.arrived(t, k, in, out);
+      if (t + 1 < steps) {
+        send(std::move(out));
+      } else {
+        free.push_back(std::move(out));
+      }
+      free.push_back(std::move(in));
+      post_receives();
+      transport.reclaim(free, false);
+    }
+  }
+  transport.reclaim(free, true);
+}
+
+}  // namespace hycc::coll::device

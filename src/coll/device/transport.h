@@ -1,0 +1,64 @@
+// How the device collectives move payloads between ranks: variable-size byte messages in device
+// memory whose size the receiver learns from the message (it knows only an upper bound).
+// Messages between two ranks are matched in the order they were posted, on one tag.
+//
+// Implementations:
+// - staged MPI (staged_mpi_transport.cc): a send copies the payload into pinned host memory and
+//   starts MPI_Isend; receives are posted ahead (MPI_Irecv of the upper bound into pinned
+//   memory), the size comes from MPI_Get_count, and the bytes are copied to the device.
+// - NCCL (cuda/nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds, the size
+//   first as an 8-byte message, then the payload.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "coll/device/device_ops.h"
+#include "hycc/collectives_device.h"
+#include "hycc/comm.h"
+
+namespace hycc::coll::device {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+
+  // Starts sending bytes [0, payload.size) of `payload` to `peer`. The transport owns the
+  // payload until the send no longer needs it; reclaim() hands it back.
+  virtual void post_send(int peer, Payload&& payload) = 0;
+  // Announces the next message from `peer`, of at most `capacity` bytes.
+  virtual void post_recv(int peer, size_t capacity) = 0;
+  // Completes the oldest announced receive into `into` (device memory of at least its
+  // capacity) and sets into.size.
+  virtual void wait_recv(Payload& into) = 0;
+  // Lets transfers progress while the caller computes.
+  virtual void progress() = 0;
+  // Moves the payloads of completed sends into `free`; with `wait`, completes every send first.
+  virtual void reclaim(std::vector<Payload>& free, bool wait) = 0;
+};
+
+// Staged MPI on `comm` with internal tag `tag`.
+std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm comm, int tag);
+
+// NCCL over the NCCL communicator of `comm` (cuda/nccl_transport.cc; Unavailable without
+// CUDA or libnccl.so.2). `create`: make the NCCL communicator if `comm` has none yet
+// (collective over `comm`); otherwise a missing one is an InvalidArgument.
+std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceStream stream,
+                                               bool create);
+// Whether the ranks of `comm` can use NCCL: libnccl.so.2 loads on every rank and no two ranks
+// share a GPU. Collective over `comm` the first time; cached with the communicator.
+bool nccl_usable(const Communicator& comm);
+
+namespace testing {
+// A function applied to the staged bytes of every payload this process sends (it may change
+// them and returns the size to send, at most the given size); empty to stop. For the tests of
+// malformed payloads only.
+void set_staged_send_filter(std::function<size_t(std::byte* data, size_t size)> filter);
+}  // namespace testing
+
+}  // namespace hycc::coll::device

@@ -1,0 +1,217 @@
+// The device collectives with the host-emulated device (DeviceBackend::kHostEmulation): the whole
+// device algorithm (device payloads, segmentation, staging through "pinned" buffers, sizes from
+// MPI_Get_count, recycled double buffers) runs on the CPU and must give the host collective's
+// result bit for bit (Algorithm::kRing, threshold 0, same codec, segment size and seed), on every
+// rank. Cases are grouped (one test per operation and codec loops over dtypes, counts and in/out
+// of place) to keep the number of test cases small.
+#include <functional>
+
+#include "coll/device/transport.h"
+#include "coll_test_util.h"
+#include "hycc/collectives_device.h"
+
+namespace hycc::test {
+namespace {
+
+const std::vector<std::string>& device_test_codecs() {
+  // Stochastic rounding too: its noise depends on the seed of every payload (rank, phase and
+  // segment), which the device rings must choose as the host rings do.
+  static const std::vector<std::string> specs = {
+      "none",        "bf16", "quant:bits=4", "quant:bits=4,round=stochastic",
+      "eb:abs=1e-3", "mpc",  "zfp:rate=8"};
+  return specs;
+}
+constexpr size_t kDeviceLargeCount = 262147;  // 2^18 + 3: uneven chunks, several segments
+
+enum class Op { kAllreduce, kReduceScatter, kAllgather };
+
+const char* op_label(Op op) {
+  return op == Op::kAllreduce       ? "allreduce"
+         : op == Op::kReduceScatter ? "reduce_scatter"
+                                    : "allgather";
+}
+
+DeviceCollectiveOptions device_options(const std::string& spec, size_t segment_bytes) {
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.segment_bytes = segment_bytes;
+  o.seed = 42;
+  o.backend = DeviceBackend::kHostEmulation;
+  return o;
+}
+
+CollectiveOptions host_options(const std::string& spec, size_t segment_bytes) {
+  CollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.algorithm = Algorithm::kRing;
+  o.threshold_bytes = 0;
+  o.segment_bytes = segment_bytes;
+  o.seed = 42;
+  return o;
+}
+
+// One operation on one input, on the host and on the emulated device; the two results must be
+// bit-identical (and so identical across ranks, which is checked too).
+void run_case(Op op, const std::string& spec, DType dtype, size_t count, bool in_place,
+              size_t segment_bytes, ReduceOp reduce) {
+  const int p = world().size(), r = world().rank();
+  const std::string what = std::string(op_label(op)) + " " + spec + " " +
+                           std::string(dtype_name(dtype)) + " n=" + std::to_string(count) +
+                           (in_place ? " in place" : "") + " seg=" + std::to_string(segment_bytes) +
+                           (reduce == ReduceOp::kAverage ? " average" : "");
+  const DeviceCollectiveOptions dopt = device_options(spec, segment_bytes);
+  const CollectiveOptions hopt = host_options(spec, segment_bytes);
+  const Buffer input = make_input(dtype, count, r, false);
+  const ChunkRange mine = chunk_range(count, p, r);
+  const size_t out_count = op == Op::kAllreduce       ? count
+                           : op == Op::kReduceScatter ? mine.count
+                                                      : count * static_cast<size_t>(p);
+  // The allgather's input is `count` elements per rank; in place it sits in this rank's block.
+  Buffer host_in = clone(input), dev_in = clone(input);
+  Buffer host_out(dtype, out_count), dev_out(dtype, out_count);
+  if (op == Op::kAllgather && in_place) {
+    const size_t at = static_cast<size_t>(r) * count;
+    for (Buffer* b : {&host_out, &dev_out}) {
+      if (count != 0)
+        std::memcpy(view_of(*b, at, count).data, input.view().data, count * dtype_size(dtype));
+    }
+  }
+  const auto run = [&](Buffer& in, Buffer& out, bool device) {
+    TensorView send = in.view(), recv = out.view();
+    if (in_place) {
+      if (op == Op::kAllreduce) recv = send;
+      if (op == Op::kReduceScatter) recv = view_of(in, mine.offset, mine.count);
+      if (op == Op::kAllgather) send = view_of(out, static_cast<size_t>(r) * count, count);
+    }
+    if (op == Op::kAllreduce) {
+      device ? allreduce_device(world(), send, recv, reduce, dopt)
+             : allreduce(world(), send, recv, reduce, hopt);
+    } else if (op == Op::kReduceScatter) {
+      device ? reduce_scatter_device(world(), send, recv, reduce, dopt)
+             : reduce_scatter(world(), send, recv, reduce, hopt);
+    } else {
+      device ? allgather_device(world(), send, recv, dopt) : allgather(world(), send, recv, hopt);
+    }
+  };
+  run(host_in, host_out, false);
+  run(dev_in, dev_out, true);
+  const bool result_in_input = in_place && op != Op::kAllgather;
+  const Buffer& want = result_in_input ? host_in : host_out;
+  const Buffer& got = result_in_input ? dev_in : dev_out;
+  if (in_place && op == Op::kReduceScatter) {
+    expect_bits_equal(part_of(got, mine.offset, mine.count), part_of(want, mine.offset, mine.count),
+                      what + " (vs host)");
+  } else {
+    expect_bits_equal(got, want, what + " (vs host)");
+  }
+  if (op != Op::kReduceScatter) expect_identical_across_ranks(got, what);
+  if (!in_place) {
+    EXPECT_TRUE(dev_in.bits_equal(input)) << what << ": the send buffer changed";
+  }
+}
+
+struct CodecCase {
+  Op op;
+  std::string codec;
+};
+
+void PrintTo(const CodecCase& c, std::ostream* os) { *os << op_label(c.op) << " " << c.codec; }
+
+std::string codec_case_name(const ::testing::TestParamInfo<CodecCase>& info) {
+  std::string codec;
+  for (const char ch : info.param.codec) {
+    codec += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  }
+  return std::string(op_label(info.param.op)) + "_" + codec;
+}
+
+std::vector<CodecCase> codec_cases() {
+  std::vector<CodecCase> cases;
+  for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
+    for (const std::string& codec : device_test_codecs()) cases.push_back({op, codec});
+  }
+  return cases;
+}
+
+class DeviceCollTest : public ::testing::TestWithParam<CodecCase> {};
+
+// Every dtype x count (0, 1, 7: small segments of 4 bytes in place, so that 7 elements make
+// several segments; 2^18 + 3 with 64 KiB segments) x in/out of place; sums, and averages for
+// the small counts.
+TEST_P(DeviceCollTest, MatchesHostCollectiveBitForBit) {
+  const CodecCase& c = GetParam();
+  for (const DType d : test_dtypes()) {
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
+      for (const bool in_place : {false, true}) {
+        const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10
+                           : in_place             ? size_t{4}
+                                                  : size_t{1} << 20;
+        run_case(c.op, c.codec, d, n, in_place, seg, ReduceOp::kSum);
+        if (c.op != Op::kAllgather && n != kDeviceLargeCount) {
+          run_case(c.op, c.codec, d, n, in_place, seg, ReduceOp::kAverage);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Emulated, DeviceCollTest, ::testing::ValuesIn(codec_cases()),
+                         codec_case_name);
+
+// Chunks whose segment counts differ (385 elements over 2, 3 or 4 ranks in segments of 16
+// elements), so that payloads of different steps are in flight at once.
+TEST(DeviceColl, UnevenSegmentsMatchHost) {
+  for (const char* codec : {"mpc", "quant:bits=4", "eb:abs=1e-3"}) {
+    for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
+      run_case(op, codec, DType::kBF16, 385, false, 32, ReduceOp::kSum);
+      run_case(op, codec, DType::kF32, 385, true, 64, ReduceOp::kSum);
+    }
+  }
+}
+
+// broadcast_device against the host's chained broadcast: every codec x dtype x count, two roots.
+TEST(DeviceColl, BroadcastMatchesHostChainBitForBit) {
+  const int p = world().size(), r = world().rank();
+  for (const std::string& spec : device_test_codecs()) {
+    for (const DType d : test_dtypes()) {
+      for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
+        for (const int root : {0, p - 1}) {
+          const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10 : size_t{4};
+          const std::string what = "broadcast " + spec + " " + std::string(dtype_name(d)) +
+                                   " n=" + std::to_string(n) + " root " + std::to_string(root);
+          const Buffer input = make_input(d, n, r, false);
+          Buffer host = clone(input), dev = clone(input);
+          CollectiveOptions h = host_options(spec, seg);
+          h.algorithm = Algorithm::kChain;
+          broadcast(world(), host.view(), root, h);
+          broadcast_device(world(), dev.view(), root, device_options(spec, seg));
+          expect_bits_equal(dev, host, what + " (vs host)");
+          expect_identical_across_ranks(dev, what);
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceColl, StatisticsDescribeTheRing) {
+  const int p = world().size();
+  const Buffer in = make_input(DType::kF32, 1000, world().rank(), false);
+  Buffer out(DType::kF32, 1000);
+  CollectiveStats stats;
+  DeviceCollectiveOptions o = device_options("quant:bits=4", 1024);
+  o.stats = &stats;
+  allreduce_device(world(), in.view(), out.view(), ReduceOp::kSum, o);
+  if (p == 1) {
+    EXPECT_EQ(stats.algorithm, Algorithm::kAuto);
+    EXPECT_EQ(stats.streams, 0u);
+  } else {
+    EXPECT_EQ(stats.algorithm, Algorithm::kRing);
+    EXPECT_TRUE(stats.compressed);
+    EXPECT_GT(stats.streams, 0u);
+    EXPECT_GT(stats.raw_bytes, stats.wire_bytes);
+  }
+  EXPECT_EQ(stats.message_bytes, 4000u);
+}
+
+}  // namespace
+}  // namespace hycc::test

@@ -1,0 +1,170 @@
+// The device collectives on a real GPU under mpirun (hycc_gpu_coll_tests, tools/gpu-check;
+// the device operations alone are checked without MPI in tests/gpu/gpu_device_ops_test.cc):
+// - the CUDA collectives (staged MPI; 1 or 2 ranks sharing the GPU) against the emulated ones on
+//   the same inputs, bit for bit, broadcast and point to point;
+// - the NCCL transport on one rank (a loopback round on MPI_COMM_SELF), when libnccl.so.2 loads.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coll/device/device_ops.h"
+#include "coll/device/transport.h"
+#include "device_test_util.h"
+#include "hycc/collectives_device.h"
+#include "hycc/device.h"
+
+namespace hycc::test {
+namespace {
+
+namespace dev = coll::device;
+
+// ---- collectives: CUDA (staged MPI) vs host emulation ----------------------------------------
+
+enum class Op { kAllreduce, kReduceScatter, kAllgather };
+
+void run_op(Op op, const Communicator& comm, TensorView send, TensorView recv,
+            const DeviceCollectiveOptions& o) {
+  if (op == Op::kAllreduce) allreduce_device(comm, send, recv, ReduceOp::kAverage, o);
+  if (op == Op::kReduceScatter) reduce_scatter_device(comm, send, recv, ReduceOp::kSum, o);
+  if (op == Op::kAllgather) allgather_device(comm, send, recv, o);
+}
+
+TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  const int p = world.size(), r = world.rank();
+  for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
+    for (const std::string& spec : device_coll_codecs()) {
+      for (const DType d : kDtypes) {
+        for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{262147}}) {
+          for (const bool in_place : {false, true}) {
+            const std::string what = std::to_string(static_cast<int>(op)) + " " + spec + " " +
+                                     std::string(dtype_name(d)) + " n=" + std::to_string(n) +
+                                     (in_place ? " in place" : "");
+            DeviceCollectiveOptions o;
+            o.codec = CodecConfig::parse(spec);
+            o.segment_bytes = n > 7 ? 64 << 10 : 4;
+            o.seed = 5;
+            o.transport = DeviceTransport::kStagedMpi;
+            const ChunkRange mine = chunk_range(n, p, r);
+            const size_t out_n = op == Op::kAllreduce       ? n
+                                 : op == Op::kReduceScatter ? mine.count
+                                                            : n * static_cast<size_t>(p);
+            const Buffer x = input(d, n, 100 + static_cast<uint64_t>(r));
+            // Host emulation on host buffers.
+            Buffer hin = Buffer::from_floats(d, x.to_floats()), hout(d, out_n);
+            Buffer hall(d, op == Op::kAllgather ? out_n : 0);
+            // CUDA on device buffers.
+            OnDevice din(x), dout(Buffer(d, out_n));
+            const auto views = [&](TensorView in, TensorView out, bool host) {
+              TensorView send = in, recv = out;
+              if (in_place && op == Op::kAllreduce) recv = send;
+              if (in_place && op == Op::kReduceScatter) {
+                recv = {d, mine.count,
+                        static_cast<std::byte*>(in.data) + mine.offset * dtype_size(d)};
+              }
+              if (in_place && op == Op::kAllgather) {
+                send = {d, n, static_cast<std::byte*>(out.data) + r * n * dtype_size(d)};
+                if (host) {
+                  std::memcpy(send.data, in.data, n * dtype_size(d));
+                } else if (n != 0) {
+                  copy_on_device(send.data, in.data, n * dtype_size(d));
+                  synchronize_device();
+                }
+              }
+              return std::pair{send, recv};
+            };
+            o.backend = DeviceBackend::kHostEmulation;
+            auto [hs, hr] = views(hin.view(), hout.view(), true);
+            run_op(op, world, hs, hr, o);
+            o.backend = DeviceBackend::kCuda;
+            auto [ds, dr] = views(din.view(), dout.view(), false);
+            run_op(op, world, ds, dr, o);
+            const bool result_in_input = in_place && op != Op::kAllgather;
+            const Buffer want = result_in_input ? hin : hout;
+            const Buffer got = result_in_input ? din.to_host() : dout.to_host();
+            EXPECT_TRUE(got.bits_equal(want)) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuDeviceCollectives, SendRecvCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
+  for (const std::string& spec : device_coll_codecs()) {
+    const Buffer x = input(DType::kBF16, 100003, 3);
+    DeviceCollectiveOptions o;
+    o.codec = CodecConfig::parse(spec);
+    o.segment_bytes = 32 << 10;
+    o.transport = DeviceTransport::kStagedMpi;
+    if (world.rank() == 0) {
+      const OnDevice dx(x);
+      send_device(world, dx.view(), 1, 1, o);  // CUDA
+      o.backend = DeviceBackend::kHostEmulation;
+      send_device(world, x.view(), 1, 1, o);
+    } else if (world.rank() == 1) {
+      OnDevice got(Buffer(DType::kBF16, x.count()));
+      recv_device(world, got.view(), 0, 1, o);
+      Buffer want(DType::kBF16, x.count());
+      o.backend = DeviceBackend::kHostEmulation;
+      recv_device(world, want.view(), 0, 1, o);
+      EXPECT_TRUE(got.to_host().bits_equal(want)) << spec;
+    }
+  }
+}
+
+TEST(GpuDeviceCollectives, BroadcastCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  for (const std::string& spec : device_coll_codecs()) {
+    for (const DType d : kDtypes) {
+      for (const size_t n : {size_t{7}, size_t{262147}}) {
+        DeviceCollectiveOptions o;
+        o.codec = CodecConfig::parse(spec);
+        o.segment_bytes = n > 7 ? 64 << 10 : 4;
+        o.transport = DeviceTransport::kStagedMpi;
+        Buffer host = input(d, n, 200 + static_cast<uint64_t>(world.rank()));
+        OnDevice dev(host);
+        o.backend = DeviceBackend::kHostEmulation;
+        broadcast_device(world, host.view(), world.size() - 1, o);
+        o.backend = DeviceBackend::kCuda;
+        broadcast_device(world, dev.view(), world.size() - 1, o);
+        EXPECT_TRUE(dev.to_host().bits_equal(host)) << "broadcast " << spec << " n=" << n;
+      }
+    }
+  }
+}
+
+// NCCL cannot put two ranks on one GPU: its transport is checked on one rank, sending to
+// itself (MPI_COMM_SELF), with the size round and the payload round.
+TEST(GpuNccl, LoopbackRoundsDeliverEveryPayload) {
+  const Communicator self = Communicator::wrap(MPI_COMM_SELF, "self");
+  if (!dev::nccl_usable(self)) GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2?)";
+  const auto gpu = dev::make_cuda_ops(nullptr);
+  const auto transport = dev::make_nccl_transport(self, nullptr, true);
+  for (const size_t bytes : {size_t{0}, size_t{1}, size_t{1000}, size_t{3} << 20}) {
+    std::vector<std::byte> data(bytes);
+    for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<std::byte>(i * 7 + 1);
+    dev::Payload out;
+    out.memory = gpu->allocate(bytes);
+    out.size = bytes;
+    copy_to_device(out.data(), data.data(), bytes);
+    transport->post_recv(0, bytes + 16);
+    transport->post_send(0, std::move(out));
+    dev::Payload in;
+    in.memory = gpu->allocate(bytes + 16);
+    transport->wait_recv(in);
+    ASSERT_EQ(in.size, bytes);
+    EXPECT_TRUE(host_bytes(in.data(), bytes) == data) << bytes << " bytes";
+    std::vector<dev::Payload> free;
+    transport->reclaim(free, true);
+    EXPECT_EQ(free.size(), 1u);
+  }
+}
+
+}  // namespace
+}  // namespace hycc::test
