@@ -35,7 +35,8 @@ test-release: build data
 test-sanitize: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYCC_SANITIZE=ON \
 	  -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF $(CMAKE_ARGS)
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests hycc-train hycc-sim
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests \
+	  hycc_device_coll_tests hycc-train hycc-sim
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment'
 
 # The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid
