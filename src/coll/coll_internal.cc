@@ -368,4 +368,18 @@ void recv_raw(const Context& ctx, TensorView v, int source) {
   }
 }
 
+void check_same_dtype(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv) {
+  if (check.ok() && send.dtype != recv.dtype) {
+    check.fail(tagged("coll", op, ": send dtype ", dtype_name(send.dtype), " differs from recv ",
+                      dtype_name(recv.dtype)));
+  }
+}
+
+void check_reduce_op(ArgCheck& check, ReduceOp op) {
+  if (op != ReduceOp::kSum && op != ReduceOp::kAverage) {
+    check.fail(tagged("coll", "invalid reduce op ", static_cast<int>(op)));
+  }
+  check.field("reduce op", static_cast<int64_t>(op));
+}
+
 }  // namespace hycc::coll

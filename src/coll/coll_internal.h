@@ -80,6 +80,10 @@ class ArgCheck {
 // `what` and `role` name it in the message ("allreduce", "send"); nothing is formatted unless a
 // check fails.
 void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v);
+// send and recv of operation `op` have the same dtype (checked only while the check is ok).
+void check_same_dtype(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv);
+// A valid reduce op, recorded in the cross-rank signature.
+void check_reduce_op(ArgCheck& check, ReduceOp op);
 // Checks options fields that do not depend on the operation (segment size, tag range).
 void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
                    const CollectiveOptions& options);

@@ -68,17 +68,7 @@ bool settle(ArgCheck& check, const Communicator& comm, const CollectiveOptions& 
 void check_pair(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv) {
   coll::check_view(check, op, "send", send);
   coll::check_view(check, op, "recv", recv);
-  if (check.ok() && send.dtype != recv.dtype) {
-    check.fail(tagged("coll", op, ": send dtype ", dtype_name(send.dtype), " differs from recv ",
-                      dtype_name(recv.dtype)));
-  }
-}
-
-void check_reduce_op(ArgCheck& check, ReduceOp op) {
-  if (op != ReduceOp::kSum && op != ReduceOp::kAverage) {
-    check.fail(tagged("coll", "invalid reduce op ", static_cast<int>(op)));
-  }
-  check.field("reduce op", static_cast<int64_t>(op));
+  coll::check_same_dtype(check, op, send, recv);
 }
 
 // The most frequent small call, a float32 sum that goes to MPI, in one step: taken only when every
@@ -124,7 +114,7 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
       coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
     check.fail(tagged("coll", "allreduce: send and recv overlap without being the same buffer"));
   }
-  check_reduce_op(check, op);
+  coll::check_reduce_op(check, op);
   coll::check_options(check, comm, OpKind::kAllreduce, options);
   const bool native =
       settle(check, comm, options, send.count, send.dtype, send.bytes(), send.count);
@@ -172,7 +162,7 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
     check.fail(tagged("coll", "reduce_scatter: recv overlaps send without being this rank's ",
                       "chunk of it"));
   }
-  check_reduce_op(check, op);
+  coll::check_reduce_op(check, op);
   coll::check_options(check, comm, OpKind::kReduceScatter, options);
   const bool native =
       settle(check, comm, options, send.count, send.dtype, send.bytes(), send.count);

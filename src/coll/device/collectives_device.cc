@@ -145,17 +145,7 @@ void check_pair(ArgCheck& check, const DeviceOps* ops, const char* op, ConstTens
                 ConstTensorView recv) {
   check_device_view(check, ops, op, "send", send);
   check_device_view(check, ops, op, "recv", recv);
-  if (check.ok() && send.dtype != recv.dtype) {
-    check.fail(tagged("coll", op, ": send dtype ", dtype_name(send.dtype), " differs from recv ",
-                      dtype_name(recv.dtype)));
-  }
-}
-
-void check_reduce_op(ArgCheck& check, ReduceOp op) {
-  if (op != ReduceOp::kSum && op != ReduceOp::kAverage) {
-    check.fail(tagged("coll", "invalid reduce op ", static_cast<int>(op)));
-  }
-  check.field("reduce op", static_cast<int64_t>(op));
+  check_same_dtype(check, op, send, recv);
 }
 
 namespace {
@@ -210,7 +200,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
     check.fail(tagged("coll", "allreduce_device: send and recv overlap without being the same ",
                       "buffer"));
   }
-  dev::check_reduce_op(check, op);
+  coll::check_reduce_op(check, op);
   dev::check_device_options(check, comm, OpKind::kAllreduce, options, true);
   dev::add_device_fields(check, send.count, send.dtype, options);
   dev::settle(check, comm, unavailable);
@@ -242,7 +232,7 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
     check.fail(tagged("coll", "reduce_scatter_device: recv overlaps send without being this ",
                       "rank's chunk of it"));
   }
-  dev::check_reduce_op(check, op);
+  coll::check_reduce_op(check, op);
   dev::check_device_options(check, comm, OpKind::kReduceScatter, options, true);
   dev::add_device_fields(check, send.count, send.dtype, options);
   dev::settle(check, comm, unavailable);
