@@ -48,9 +48,12 @@ enum class DeviceTransport : uint8_t {
   // Payloads copied into pinned host memory and sent with MPI (any placement of ranks, several
   // ranks on one GPU included).
   kStagedMpi = 1,
-  // ncclSend/ncclRecv (libnccl.so.2 loaded at run time; one GPU per rank). The NCCL
-  // communicator is made from the MPI communicator by the first collective that uses it;
-  // send/recv with kNccl need such a collective to have run on the communicator first.
+  // ncclSend/ncclRecv (libnccl.so.2 loaded at run time; one GPU per rank), payload sizes as
+  // small MPI messages. The NCCL communicator is made from the MPI communicator by the first
+  // collective that uses it; send/recv with kNccl need such a collective to have run on the
+  // communicator first. Calls with kNccl must be made in the same order on the ranks they
+  // involve (NCCL's messages carry no tag). With the host emulation: the same transport over an
+  // MPI stand-in for NCCL (for tests).
   kNccl = 2,
 };
 

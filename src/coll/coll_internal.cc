@@ -100,6 +100,8 @@ int internal_tag(MPI_Comm comm, int user_tag, OpKind op) {
   return static_cast<int>(ub / 2 + 1 + 8 * int64_t{user_tag} + static_cast<int64_t>(op));
 }
 
+int reserved_tag(MPI_Comm comm) { return static_cast<int>(tag_upper_bound(comm) / 2 + 1); }
+
 // ---- ArgCheck -----------------------------------------------------------------------------------
 
 void ArgCheck::fail(std::string message) {

@@ -44,6 +44,8 @@ const char* algorithm_name(Algorithm a);
 // hycc's tag for `op` with user tag `user_tag`: base + 8 * user_tag + op, where base is just above
 // MPI_TAG_UB / 2. Throws InvalidArgument if user_tag is negative or the result exceeds MPI_TAG_UB.
 int internal_tag(MPI_Comm comm, int user_tag, OpKind op);
+// base + 0: a tag of hycc's that no operation uses (the NCCL stand-in's, nccl_link.h).
+int reserved_tag(MPI_Comm comm);
 
 // ---- argument checks ----------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 // The device collectives with the host-emulated device (DeviceBackend::kHostEmulation): the whole
-// device algorithm (device payloads, segmentation, staging through "pinned" buffers, sizes from
-// MPI_Get_count, recycled double buffers) runs on the CPU and must give the host collective's
-// result bit for bit (Algorithm::kRing, threshold 0, same codec, segment size and seed), on every
-// rank. Cases are grouped (one test per operation and codec loops over dtypes, counts and in/out
-// of place) to keep the number of test cases small.
+// device algorithm (device payloads, segmentation, recycled buffers) runs on the CPU with both
+// transports: staged MPI (staging through "pinned" buffers, sizes from MPI_Get_count) and the
+// NCCL transport on its MPI stand-in (sizes over MPI, payloads in groups with NCCL's ordering and
+// synchronous sends: a protocol that could deadlock hangs here). The result must be the host
+// collective's bit for bit (Algorithm::kRing, threshold 0, same codec, segment size and seed), on
+// every rank. Cases are grouped (one test per operation, codec and transport loops over dtypes,
+// counts and in/out of place) to keep the number of test cases small.
 #include <functional>
 
 #include "coll/device/transport.h"
@@ -31,8 +33,21 @@ const char* op_label(Op op) {
                                     : "allgather";
 }
 
-DeviceCollectiveOptions device_options(const std::string& spec, size_t segment_bytes) {
+// The NCCL transport runs with a subset of the codecs (its protocol does not depend on the
+// codec, only on the payload sizes, which these vary).
+const std::vector<std::string>& nccl_test_codecs() {
+  static const std::vector<std::string> specs = {"none", "quant:bits=4", "eb:abs=1e-3"};
+  return specs;
+}
+
+const char* transport_label(DeviceTransport t) {
+  return t == DeviceTransport::kNccl ? "nccl" : "staged";
+}
+
+DeviceCollectiveOptions device_options(const std::string& spec, size_t segment_bytes,
+                                       DeviceTransport transport) {
   DeviceCollectiveOptions o;
+  o.transport = transport;
   o.codec = CodecConfig::parse(spec);
   o.segment_bytes = segment_bytes;
   o.seed = 42;
@@ -52,14 +67,15 @@ CollectiveOptions host_options(const std::string& spec, size_t segment_bytes) {
 
 // One operation on one input, on the host and on the emulated device; the two results must be
 // bit-identical (and so identical across ranks, which is checked too).
-void run_case(Op op, const std::string& spec, DType dtype, size_t count, bool in_place,
-              size_t segment_bytes, ReduceOp reduce) {
+void run_case(Op op, const std::string& spec, DeviceTransport transport, DType dtype, size_t count,
+              bool in_place, size_t segment_bytes, ReduceOp reduce) {
   const int p = world().size(), r = world().rank();
   const std::string what = std::string(op_label(op)) + " " + spec + " " +
-                           std::string(dtype_name(dtype)) + " n=" + std::to_string(count) +
-                           (in_place ? " in place" : "") + " seg=" + std::to_string(segment_bytes) +
+                           transport_label(transport) + " " + std::string(dtype_name(dtype)) +
+                           " n=" + std::to_string(count) + (in_place ? " in place" : "") +
+                           " seg=" + std::to_string(segment_bytes) +
                            (reduce == ReduceOp::kAverage ? " average" : "");
-  const DeviceCollectiveOptions dopt = device_options(spec, segment_bytes);
+  const DeviceCollectiveOptions dopt = device_options(spec, segment_bytes, transport);
   const CollectiveOptions hopt = host_options(spec, segment_bytes);
   const Buffer input = make_input(dtype, count, r, false);
   const ChunkRange mine = chunk_range(count, p, r);
@@ -113,22 +129,31 @@ void run_case(Op op, const std::string& spec, DType dtype, size_t count, bool in
 struct CodecCase {
   Op op;
   std::string codec;
+  DeviceTransport transport;
 };
 
-void PrintTo(const CodecCase& c, std::ostream* os) { *os << op_label(c.op) << " " << c.codec; }
+void PrintTo(const CodecCase& c, std::ostream* os) {
+  *os << op_label(c.op) << " " << c.codec << " " << transport_label(c.transport);
+}
 
 std::string codec_case_name(const ::testing::TestParamInfo<CodecCase>& info) {
   std::string codec;
   for (const char ch : info.param.codec) {
     codec += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   }
-  return std::string(op_label(info.param.op)) + "_" + codec;
+  return std::string(op_label(info.param.op)) + "_" + codec + "_" +
+         transport_label(info.param.transport);
 }
 
 std::vector<CodecCase> codec_cases() {
   std::vector<CodecCase> cases;
   for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
-    for (const std::string& codec : device_test_codecs()) cases.push_back({op, codec});
+    for (const std::string& codec : device_test_codecs()) {
+      cases.push_back({op, codec, DeviceTransport::kStagedMpi});
+    }
+    for (const std::string& codec : nccl_test_codecs()) {
+      cases.push_back({op, codec, DeviceTransport::kNccl});
+    }
   }
   return cases;
 }
@@ -146,9 +171,9 @@ TEST_P(DeviceCollTest, MatchesHostCollectiveBitForBit) {
         const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10
                            : in_place             ? size_t{4}
                                                   : size_t{1} << 20;
-        run_case(c.op, c.codec, d, n, in_place, seg, ReduceOp::kSum);
+        run_case(c.op, c.codec, c.transport, d, n, in_place, seg, ReduceOp::kSum);
         if (c.op != Op::kAllgather && n != kDeviceLargeCount) {
-          run_case(c.op, c.codec, d, n, in_place, seg, ReduceOp::kAverage);
+          run_case(c.op, c.codec, c.transport, d, n, in_place, seg, ReduceOp::kAverage);
         }
       }
     }
@@ -161,32 +186,39 @@ INSTANTIATE_TEST_SUITE_P(Emulated, DeviceCollTest, ::testing::ValuesIn(codec_cas
 // Chunks whose segment counts differ (385 elements over 2, 3 or 4 ranks in segments of 16
 // elements), so that payloads of different steps are in flight at once.
 TEST(DeviceColl, UnevenSegmentsMatchHost) {
-  for (const char* codec : {"mpc", "quant:bits=4", "eb:abs=1e-3"}) {
-    for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
-      run_case(op, codec, DType::kBF16, 385, false, 32, ReduceOp::kSum);
-      run_case(op, codec, DType::kF32, 385, true, 64, ReduceOp::kSum);
+  for (const DeviceTransport t : {DeviceTransport::kStagedMpi, DeviceTransport::kNccl}) {
+    for (const char* codec : {"mpc", "quant:bits=4", "eb:abs=1e-3"}) {
+      for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
+        run_case(op, codec, t, DType::kBF16, 385, false, 32, ReduceOp::kSum);
+        run_case(op, codec, t, DType::kF32, 385, true, 64, ReduceOp::kSum);
+      }
     }
   }
 }
 
-// broadcast_device against the host's chained broadcast: every codec x dtype x count, two roots.
+// broadcast_device against the host's chained broadcast: every codec x dtype x count, two roots;
+// the NCCL transport with its codecs.
 TEST(DeviceColl, BroadcastMatchesHostChainBitForBit) {
   const int p = world().size(), r = world().rank();
-  for (const std::string& spec : device_test_codecs()) {
-    for (const DType d : test_dtypes()) {
-      for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
-        for (const int root : {0, p - 1}) {
-          const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10 : size_t{4};
-          const std::string what = "broadcast " + spec + " " + std::string(dtype_name(d)) +
-                                   " n=" + std::to_string(n) + " root " + std::to_string(root);
-          const Buffer input = make_input(d, n, r, false);
-          Buffer host = clone(input), dev = clone(input);
-          CollectiveOptions h = host_options(spec, seg);
-          h.algorithm = Algorithm::kChain;
-          broadcast(world(), host.view(), root, h);
-          broadcast_device(world(), dev.view(), root, device_options(spec, seg));
-          expect_bits_equal(dev, host, what + " (vs host)");
-          expect_identical_across_ranks(dev, what);
+  for (const DeviceTransport t : {DeviceTransport::kStagedMpi, DeviceTransport::kNccl}) {
+    for (const std::string& spec :
+         t == DeviceTransport::kNccl ? nccl_test_codecs() : device_test_codecs()) {
+      for (const DType d : test_dtypes()) {
+        for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
+          for (const int root : {0, p - 1}) {
+            const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10 : size_t{4};
+            const std::string what = "broadcast " + spec + " " + transport_label(t) + " " +
+                                     std::string(dtype_name(d)) + " n=" + std::to_string(n) +
+                                     " root " + std::to_string(root);
+            const Buffer input = make_input(d, n, r, false);
+            Buffer host = clone(input), dev = clone(input);
+            CollectiveOptions h = host_options(spec, seg);
+            h.algorithm = Algorithm::kChain;
+            broadcast(world(), host.view(), root, h);
+            broadcast_device(world(), dev.view(), root, device_options(spec, seg, t));
+            expect_bits_equal(dev, host, what + " (vs host)");
+            expect_identical_across_ranks(dev, what);
+          }
         }
       }
     }
@@ -198,7 +230,7 @@ TEST(DeviceColl, StatisticsDescribeTheRing) {
   const Buffer in = make_input(DType::kF32, 1000, world().rank(), false);
   Buffer out(DType::kF32, 1000);
   CollectiveStats stats;
-  DeviceCollectiveOptions o = device_options("quant:bits=4", 1024);
+  DeviceCollectiveOptions o = device_options("quant:bits=4", 1024, DeviceTransport::kAuto);
   o.stats = &stats;
   allreduce_device(world(), in.view(), out.view(), ReduceOp::kSum, o);
   if (p == 1) {

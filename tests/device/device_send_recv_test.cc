@@ -31,32 +31,39 @@ void ring_exchange(const std::function<void()>& send_part, const std::function<v
   }
 }
 
+// Both transports; the NCCL one (its MPI stand-in) with three codecs.
 TEST(DeviceSendRecv, MatchesHostSendRecvBitForBit) {
   const int p = world().size(), r = world().rank();
   if (p == 1) GTEST_SKIP() << "needs two ranks";
   const int right = (r + 1) % p, left = (r + p - 1) % p;
-  for (const std::string spec :
-       {"none", "bf16", "quant:bits=4", "eb:abs=1e-3", "mpc", "zfp:rate=8"}) {
-    for (const DType d : test_dtypes()) {
-      for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{100003}}) {
-        const size_t seg = n > 7 ? size_t{32} << 10 : size_t{4};
-        const std::string what =
-            "send/recv " + spec + " " + std::string(dtype_name(d)) + " n=" + std::to_string(n);
-        const Buffer mine = make_input(d, n, r, false);
-        Buffer host_got(d, n), dev_got(d, n);
-        CollectiveOptions host;
-        host.codec = CodecConfig::parse(spec);
-        host.threshold_bytes = 0;
-        host.segment_bytes = seg;
-        host.seed = 7;
-        ring_exchange([&] { send(world(), mine.view(), right, 5, host); },
-                      [&] { recv(world(), host_got.view(), left, 5); });
-        const DeviceCollectiveOptions o = emulated(spec, seg);
-        RecvStatus status;
-        ring_exchange([&] { send_device(world(), mine.view(), right, 5, o); },
-                      [&] { status = recv_device(world(), dev_got.view(), left, 5, o); });
-        EXPECT_EQ(status.source, left) << what;
-        expect_bits_equal(dev_got, host_got, what);
+  const std::vector<std::string> staged_specs = {"none",        "bf16", "quant:bits=4",
+                                                 "eb:abs=1e-3", "mpc",  "zfp:rate=8"};
+  const std::vector<std::string> nccl_specs = {"none", "quant:bits=4", "eb:abs=1e-3"};
+  for (const DeviceTransport t : {DeviceTransport::kStagedMpi, DeviceTransport::kNccl}) {
+    for (const std::string& spec : t == DeviceTransport::kNccl ? nccl_specs : staged_specs) {
+      for (const DType d : test_dtypes()) {
+        for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{100003}}) {
+          const size_t seg = n > 7 ? size_t{32} << 10 : size_t{4};
+          const std::string what = "send/recv " + spec +
+                                   (t == DeviceTransport::kNccl ? " nccl " : " staged ") +
+                                   std::string(dtype_name(d)) + " n=" + std::to_string(n);
+          const Buffer mine = make_input(d, n, r, false);
+          Buffer host_got(d, n), dev_got(d, n);
+          CollectiveOptions host;
+          host.codec = CodecConfig::parse(spec);
+          host.threshold_bytes = 0;
+          host.segment_bytes = seg;
+          host.seed = 7;
+          ring_exchange([&] { send(world(), mine.view(), right, 5, host); },
+                        [&] { recv(world(), host_got.view(), left, 5); });
+          DeviceCollectiveOptions o = emulated(spec, seg);
+          o.transport = t;
+          RecvStatus status;
+          ring_exchange([&] { send_device(world(), mine.view(), right, 5, o); },
+                        [&] { status = recv_device(world(), dev_got.view(), left, 5, o); });
+          EXPECT_EQ(status.source, left) << what;
+          expect_bits_equal(dev_got, host_got, what);
+        }
       }
     }
   }

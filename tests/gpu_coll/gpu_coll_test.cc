@@ -140,21 +140,25 @@ TEST(GpuDeviceCollectives, BroadcastCudaEqualsHostEmulation) {
 }
 
 // NCCL cannot put two ranks on one GPU: its transport is checked on one rank, sending to
-// itself (MPI_COMM_SELF), with the size round and the payload round.
+// itself (MPI_COMM_SELF): sizes over MPI, payloads in NCCL groups on the link stream.
 TEST(GpuNccl, LoopbackRoundsDeliverEveryPayload) {
   const Communicator self = Communicator::wrap(MPI_COMM_SELF, "self");
   if (!dev::nccl_usable(self)) GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2?)";
   const auto gpu = dev::make_cuda_ops(nullptr);
-  const auto transport = dev::make_nccl_transport(self, nullptr, true);
+  DeviceCollectiveOptions o;
+  o.backend = DeviceBackend::kCuda;
+  const auto transport = dev::make_nccl_transport(self, *gpu, o, 1, true);
+  uint64_t round = 0;
   for (const size_t bytes : {size_t{0}, size_t{1}, size_t{1000}, size_t{3} << 20}) {
+    ++round;
     std::vector<std::byte> data(bytes);
     for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<std::byte>(i * 7 + 1);
     dev::Payload out;
     out.memory = gpu->allocate(bytes);
     out.size = bytes;
     copy_to_device(out.data(), data.data(), bytes);
-    transport->post_recv(0, bytes + 16);
-    transport->post_send(0, std::move(out));
+    transport->post_recv(0, bytes + 16, round);
+    transport->post_send(0, std::move(out), round);
     dev::Payload in;
     in.memory = gpu->allocate(bytes + 16);
     transport->wait_recv(in);

@@ -36,14 +36,20 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
     b.size = b.raw_bytes = 0;
     return b;
   };
-  const auto send = [&](Payload&& b) {
+  // Transport rounds (transport.h): segment k leaves chain position j in round k * p + j.
+  const auto round = [&](size_t k, int from_position) {
+    return static_cast<uint64_t>(k) * static_cast<uint64_t>(p) +
+           static_cast<uint64_t>(from_position);
+  };
+  const auto send = [&](Payload&& b, size_t k) {
     ctx.counters.wire_bytes += b.size;
     ctx.counters.raw_bytes += b.raw_bytes;
     ++ctx.counters.streams;
-    transport.post_send(next, std::move(b));
+    transport.post_send(next, std::move(b), round(k, position));
   };
 
   if (position == 0) {
+    transport.receives_announced();
     for (size_t k = 0; k < m; ++k) {
       const TensorView part = slice(buffer, segs[k].offset, segs[k].count);
       Payload out = take();
@@ -52,7 +58,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
         const DeviceCodecClock clock(ctx);
         ctx.ops.decode(ctx.codec, out.data(), out.size, part);
       }
-      send(std::move(out));
+      send(std::move(out), k);
       transport.progress();
       transport.reclaim(free, false);
     }
@@ -61,7 +67,9 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
     for (size_t k = 0; k < m; ++k) {
       for (; posted < m && posted < k + kRecvWindow; ++posted) {
         transport.post_recv(prev,
-                            ctx.codec.codec().max_payload_bytes(buffer.dtype, segs[posted].count));
+                            ctx.codec.codec().max_payload_bytes(buffer.dtype, segs[posted].count),
+                            round(posted, position - 1));
+        if (posted + 1 == m) transport.receives_announced();
       }
       Payload in = take();
       transport.wait_recv(in);
@@ -76,7 +84,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
       }
       if (has_next) {  // the same bytes, decoded or not
         in.raw_bytes = segs[k].count * dtype_size(buffer.dtype);
-        send(std::move(in));
+        send(std::move(in), k);
       } else {
         free.push_back(std::move(in));
       }

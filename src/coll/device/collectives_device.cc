@@ -49,9 +49,6 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
       options.transport != DeviceTransport::kStagedMpi &&
       options.transport != DeviceTransport::kNccl) {
     check.fail(tagged("coll:device", "invalid transport ", static_cast<int>(options.transport)));
-  } else if (options.transport == DeviceTransport::kNccl &&
-             options.backend == DeviceBackend::kHostEmulation) {
-    check.fail(tagged("coll:device", "the host emulation has no NCCL transport"));
   }
   if (check_codec && !has_device_codec(options.codec)) {
     check.fail(tagged("coll:device", "codec '", options.codec.spec(),
@@ -91,7 +88,7 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
             ? DeviceTransport::kNccl
             : DeviceTransport::kStagedMpi;
   }
-  if (t == DeviceTransport::kNccl) return make_nccl_transport(comm, options.stream, collective);
+  if (t == DeviceTransport::kNccl) return make_nccl_transport(comm, ops, options, tag, collective);
   return make_staged_mpi_transport(ops, comm.mpi(), tag);
 }
 

@@ -11,6 +11,13 @@
 #include <utility>
 
 namespace hycc::coll::device {
+namespace {
+
+// The transport round of payload k of step t (transport.h): the same on the sender and the
+// receiver, increasing in (t, k).
+uint64_t ring_round(int t, size_t k) { return (static_cast<uint64_t>(t) << 40) | k; }
+
+}  // namespace
 
 void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64_t seed) {
   const DeviceCodecClock clock(ctx);
@@ -40,9 +47,9 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
     if (!free.empty()) {
       b = std::move(free.back());
       free.pop_back();
-    } else {
-      b.memory = ctx.ops.allocate(schedule.max_payload);
     }
+    // Received payloads may come in buffers of their own bound only (the NCCL transport's).
+    if (b.capacity() < schedule.max_payload) b.memory = ctx.ops.allocate(schedule.max_payload);
     b.size = b.raw_bytes = 0;
     return b;
   };
@@ -50,6 +57,7 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
   size_t posted = 0;
   int post_t = 0;  // the next receive to announce: payload post_k of step post_t
   size_t post_k = 0;
+  bool announced_all = false;
   const auto post_receives = [&] {
     while (posted < window && post_t < steps) {
       if (post_k == nrecv[static_cast<size_t>(post_t)]) {
@@ -57,23 +65,27 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
         post_k = 0;
         continue;
       }
-      transport.post_recv(left, schedule.recv_capacity(post_t, post_k));
+      transport.post_recv(left, schedule.recv_capacity(post_t, post_k), ring_round(post_t, post_k));
       ++posted;
       ++post_k;
     }
+    if (post_t == steps && !announced_all) {
+      transport.receives_announced();
+      announced_all = true;
+    }
   };
-  const auto send = [&](Payload&& b) {
+  const auto send = [&](Payload&& b, int t, size_t k) {
     ctx.counters.wire_bytes += b.size;
     ctx.counters.raw_bytes += b.raw_bytes;
     ++ctx.counters.streams;
-    transport.post_send(right, std::move(b));
+    transport.post_send(right, std::move(b), ring_round(t, k));
   };
 
   post_receives();
   for (size_t k = 0; k < schedule.first_segments; ++k) {
     Payload out = take();
     schedule.first(k, out);
-    send(std::move(out));
+    send(std::move(out), 0, k);
     transport.progress();
     transport.reclaim(free, false);
   }
@@ -85,7 +97,7 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
       Payload out = take();
       schedule.arrived(t, k, in, out);
       if (t + 1 < steps) {
-        send(std::move(out));
+        send(std::move(out), t + 1, k);
       } else {
         free.push_back(std::move(out));
       }

@@ -86,6 +86,7 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
   ctx.counters.wire_bytes = head.size();
   const size_t bound = dev::payload_bound(options.codec, data.dtype, data.count, segs.per);
   std::vector<dev::Payload> free;
+  transport->receives_announced();
   for (size_t k = 0; k < segs.count(); ++k) {
     dev::Payload out;
     if (!free.empty()) {
@@ -99,7 +100,7 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
     ctx.counters.wire_bytes += out.size;
     ctx.counters.raw_bytes += out.raw_bytes;
     ++ctx.counters.streams;
-    transport->post_send(dest, std::move(out));
+    transport->post_send(dest, std::move(out), k);
     transport->reclaim(free, false);
   }
   transport->reclaim(free, true);
@@ -173,7 +174,9 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
   size_t posted = 0;
   for (size_t k = 0; k < m; ++k) {
     for (; posted < m && posted < k + kRecvWindow; ++posted) {
-      transport->post_recv(from, codec.codec().max_payload_bytes(dtype, segs[posted].count));
+      transport->post_recv(from, codec.codec().max_payload_bytes(dtype, segs[posted].count),
+                           posted);
+      if (posted + 1 == m) transport->receives_announced();
     }
     transport->wait_recv(in);
     result.wire_bytes += in.size;

@@ -57,7 +57,7 @@ class StagedMpiTransport final : public Transport {
 
   const char* name() const override { return "staged MPI"; }
 
-  void post_send(int peer, Payload&& payload) override {
+  void post_send(int peer, Payload&& payload, uint64_t /*round*/) override {
     PendingSend& s = sends_.emplace_back();
     s.staging = ops_.allocate_pinned(payload.size);
     ops_.copy_to_host(s.staging.data(), payload.data(), payload.size);
@@ -74,7 +74,7 @@ class StagedMpiTransport final : public Transport {
     done_.push_back(std::move(payload));
   }
 
-  void post_recv(int peer, size_t capacity) override {
+  void post_recv(int peer, size_t capacity, uint64_t /*round*/) override {
     PostedRecv& r = recvs_.emplace_back();
     r.peer = peer;
     r.capacity = capacity;
@@ -82,6 +82,8 @@ class StagedMpiTransport final : public Transport {
     HYCC_CHECK_MPI(MPI_Irecv(r.staging.data(), mpi_count(capacity, "payload bytes"), MPI_BYTE, peer,
                              tag_, comm_, &r.request));
   }
+
+  void receives_announced() override {}
 
   void wait_recv(Payload& into) override {
     PostedRecv& r = recvs_.front();

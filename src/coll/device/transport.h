@@ -6,8 +6,8 @@
 // - staged MPI (staged_mpi_transport.cc): a send copies the payload into pinned host memory and
 //   starts MPI_Isend; receives are posted ahead (MPI_Irecv of the upper bound into pinned
 //   memory), the size comes from MPI_Get_count, and the bytes are copied to the device.
-// - NCCL (cuda/nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds, the size
-//   first as an 8-byte message, then the payload.
+// - NCCL (nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds on a stream of
+//   their own, each payload's size first as an 8-byte MPI message.
 #pragma once
 
 #include <mpi.h>
@@ -28,13 +28,24 @@ class Transport {
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
 
+  // Every message belongs to a *round*, a number the sender and the receiver give it alike (the
+  // algorithm's global schedule: a ring's (step, segment), a chain's (segment, position)). A
+  // rank posts its sends in increasing rounds and announces its receives in increasing rounds,
+  // and posts every send of rounds <= r before it waits for a receive of round r. The NCCL
+  // transport moves each round's send and receive of a rank in one group, in round order, which
+  // cannot deadlock; staged MPI ignores rounds.
+
   // Starts sending bytes [0, payload.size) of `payload` to `peer`. The transport owns the
   // payload until the send no longer needs it; reclaim() hands it back.
-  virtual void post_send(int peer, Payload&& payload) = 0;
+  virtual void post_send(int peer, Payload&& payload, uint64_t round) = 0;
   // Announces the next message from `peer`, of at most `capacity` bytes.
-  virtual void post_recv(int peer, size_t capacity) = 0;
-  // Completes the oldest announced receive into `into` (device memory of at least its
-  // capacity) and sets into.size.
+  virtual void post_recv(int peer, size_t capacity, uint64_t round) = 0;
+  // Tells the transport that the caller will announce no further receive (so that its sends
+  // need not wait for one to pair with).
+  virtual void receives_announced() = 0;
+  // Completes the oldest announced receive into `into` and sets into.size. The transport may
+  // hand over a buffer of its own instead (swapping it with `into`'s), of at least the
+  // receive's capacity.
   virtual void wait_recv(Payload& into) = 0;
   // Lets transfers progress while the caller computes.
   virtual void progress() = 0;
@@ -45,10 +56,13 @@ class Transport {
 // Staged MPI on `comm` with internal tag `tag`.
 std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm comm, int tag);
 
-// NCCL over the NCCL communicator of `comm` (cuda/nccl_transport.cc; Unavailable without
-// CUDA or libnccl.so.2). `create`: make the NCCL communicator if `comm` has none yet
-// (collective over `comm`); otherwise a missing one is an InvalidArgument.
-std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceStream stream,
+// The NCCL transport (nccl_transport.cc): NCCL on the NCCL communicator of `comm`
+// (cuda/nccl_link.cc; Unavailable without CUDA or libnccl.so.2), or with the host emulation its
+// MPI stand-in (mpi_nccl_link.cc); payload sizes go as MPI messages on `comm` with `tag`.
+// `create`: make the NCCL communicator if `comm` has none yet (collective over `comm`);
+// otherwise a missing one is an InvalidArgument.
+std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
+                                               const DeviceCollectiveOptions& options, int tag,
                                                bool create);
 // Whether the ranks of `comm` can use NCCL: libnccl.so.2 loads on every rank and no two ranks
 // share a GPU. Collective over `comm` the first time; cached with the communicator.

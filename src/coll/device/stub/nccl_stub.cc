@@ -1,11 +1,13 @@
-// The NCCL transport in a build without CUDA or without nccl.h: Unavailable, and NCCL is never
-// usable, so DeviceTransport::kAuto picks staged MPI.
+// NCCL in a build without CUDA or without nccl.h: Unavailable, and NCCL is never usable, so
+// DeviceTransport::kAuto picks staged MPI. (The host emulation's NCCL transport runs on the MPI
+// stand-in, mpi_nccl_link.cc, in every build.)
+#include "coll/device/nccl_link.h"
 #include "coll/device/transport.h"
 #include "hycc/error.h"
 
 namespace hycc::coll::device {
 
-std::unique_ptr<Transport> make_nccl_transport(const Communicator&, DeviceStream, bool) {
+std::unique_ptr<NcclLink> make_cuda_nccl_link(const Communicator&, DeviceStream, bool) {
   throw Unavailable(
       tagged("coll:nccl", "NCCL transport: hycc was built without CUDA or without ", "nccl.h"));
 }

@@ -1,19 +1,14 @@
-// The NCCL transport (transport.h) and the per-communicator NCCL state.
+// NCCL for the NCCL transport (nccl_link.h, nccl_transport.cc) and the per-communicator NCCL
+// state.
 //
 // libnccl.so.2 is loaded at run time (dlopen), not linked: it is over 200 MB, most users of
 // hycc's CUDA build never need it, and a machine without it still runs everything over staged
 // MPI. The NCCL communicator is made from the MPI communicator (rank 0's ncclGetUniqueId,
-// MPI_Bcast, ncclCommInitRank) and kept as an MPI attribute of it, destroyed when the MPI
-// communicator is freed.
-//
-// Messages: NCCL needs the exact size at the receiver, so every message is two: its size (8
-// bytes) and then the payload. They move in rounds, each one ncclGroupStart/End holding at most
-// one send (the oldest not yet sent) and the receive waited for: the i-th receive of a rank is
-// in a round with its i-th (or an earlier) send, and a rank's sends wait for no receive of
-// their own round, so the ring's rounds complete in order on every rank without a cycle of
-// waits. Sends left when no receive remains go in rounds of their own. Each round waits for its
-// size and its payload (cudaStreamSynchronize): this transport does not overlap encoding with
-// transfers; staged MPI does.
+// MPI_Bcast, ncclCommInitRank) and kept as an MPI attribute of it, with the link stream its
+// groups are queued on (non-blocking, created with it); both are destroyed when the MPI
+// communicator is freed. Marks are CUDA events recorded on the link stream (recycled); a group
+// waits for the compute stream's work queued before it (an event), and the compute stream waits
+// for a mark with cudaStreamWaitEvent, so the host waits only where it needs memory back.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -21,12 +16,14 @@
 
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "codec/cuda/device_util.cuh"
 #include "coll/coll_internal.h"
+#include "coll/device/nccl_link.h"
 #include "coll/device/transport.h"
 #include "common/checksum.h"
 #include "hycc/device.h"
@@ -85,11 +82,13 @@ void check_nccl(ncclResult_t r, const char* call) {
 struct NcclState {
   int usable = -1;  // nccl_usable's answer, -1 before it was asked
   ncclComm_t comm = nullptr;
+  cudaStream_t link = nullptr;  // the stream NCCL groups are queued on
 };
 
 int delete_state(MPI_Comm, int, void* attr, void*) {
   auto* s = static_cast<NcclState*>(attr);
   if (s->comm != nullptr) nccl_api().comm_destroy(s->comm);
+  if (s->link != nullptr) cudaStreamDestroy(s->link);
   delete s;
   return MPI_SUCCESS;
 }
@@ -129,97 +128,87 @@ uint64_t gpu_identity() {
   return checksum64(id.data(), id.size());
 }
 
-class NcclTransport final : public Transport {
+class CudaNcclLink final : public NcclLink {
  public:
-  NcclTransport(ncclComm_t comm, cudaStream_t stream)
-      : api_(nccl_api()), comm_(comm), stream_(stream) {
-    HYCC_CUDA_CHECK(cudaMalloc(&sizes_, 2 * sizeof(uint64_t)));
+  CudaNcclLink(ncclComm_t comm, cudaStream_t link, cudaStream_t compute)
+      : api_(nccl_api()), comm_(comm), link_(link), compute_(compute) {
+    compute_done_ = make_event();
   }
-  ~NcclTransport() override { cudaFree(sizes_); }
+  ~CudaNcclLink() override {
+    cudaStreamSynchronize(link_);
+    for (const auto& m : marks_) cudaEventDestroy(m.second);
+    for (cudaEvent_t e : spare_) cudaEventDestroy(e);
+    cudaEventDestroy(compute_done_);
+  }
 
   const char* name() const override { return "NCCL"; }
 
-  void post_send(int peer, Payload&& payload) override {
-    unsent_.push_back({peer, std::move(payload)});
-  }
-  void post_recv(int peer, size_t capacity) override { recvs_.push_back({peer, capacity}); }
-
-  void wait_recv(Payload& into) override {
-    Send* s = unsent_.empty() ? nullptr : &unsent_.front();
-    round(s, &recvs_.front(), &into);
-    recvs_.pop_front();
-    if (s != nullptr) {
-      done_.push_back(std::move(s->payload));
-      unsent_.pop_front();
+  void group(const LinkTransfer& send, const LinkTransfer& recv) override {
+    HYCC_CUDA_CHECK(cudaEventRecord(compute_done_, compute_));
+    HYCC_CUDA_CHECK(cudaStreamWaitEvent(link_, compute_done_, 0));
+    check_nccl(api_.group_start(), "ncclGroupStart");
+    if (send.peer >= 0 && send.bytes != 0) {
+      check_nccl(api_.send(send.data, send.bytes, ncclUint8, send.peer, comm_, link_), "ncclSend");
     }
+    if (recv.peer >= 0 && recv.bytes != 0) {
+      check_nccl(api_.recv(recv.data, recv.bytes, ncclUint8, recv.peer, comm_, link_), "ncclRecv");
+    }
+    check_nccl(api_.group_end(), "ncclGroupEnd");
+  }
+
+  uint64_t mark() override {
+    cudaEvent_t e = spare_.empty() ? make_event() : spare_.back();
+    if (!spare_.empty()) spare_.pop_back();
+    HYCC_CUDA_CHECK(cudaEventRecord(e, link_));
+    marks_.emplace_back(++last_, e);
+    return last_;
+  }
+
+  bool reached(uint64_t mark) override {
+    while (passed_ < mark) {
+      const cudaError_t r = cudaEventQuery(marks_.front().second);
+      if (r == cudaErrorNotReady) return false;
+      HYCC_CUDA_CHECK(r);
+      pass_front();
+    }
+    return true;
+  }
+
+  void wait(uint64_t mark) override {
+    while (passed_ < mark) {
+      HYCC_CUDA_CHECK(cudaEventSynchronize(marks_.front().second));
+      pass_front();
+    }
+  }
+
+  void order_compute_after(uint64_t mark) override {
+    if (passed_ >= mark) return;
+    HYCC_CUDA_CHECK(cudaStreamWaitEvent(compute_, marks_.at(mark - passed_ - 1).second, 0));
   }
 
   void progress() override {}
 
-  void reclaim(std::vector<Payload>& free, bool wait) override {
-    // Without receives left (point to point, or the end of a ring) sends go on their own.
-    while ((wait || recvs_.empty()) && !unsent_.empty()) {
-      round(&unsent_.front(), nullptr, nullptr);
-      done_.push_back(std::move(unsent_.front().payload));
-      unsent_.pop_front();
-    }
-    for (Payload& p : done_) free.push_back(std::move(p));
-    done_.clear();
-  }
+  void abandon() override { cudaStreamSynchronize(link_); }
 
  private:
-  struct Send {
-    int peer;
-    Payload payload;
-  };
-  struct Recv {
-    int peer;
-    size_t capacity;
-  };
-
-  // One round: the sizes, then the payloads, of at most one send and one receive.
-  void round(Send* s, const Recv* r, Payload* into) {
-    uint64_t sent_size = s != nullptr ? s->payload.size : 0, got_size = 0;
-    if (s != nullptr) {
-      HYCC_CUDA_CHECK(
-          cudaMemcpyAsync(sizes_, &sent_size, sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
-    }
-    check_nccl(api_.group_start(), "ncclGroupStart");
-    if (s != nullptr)
-      check_nccl(api_.send(sizes_, 8, ncclUint8, s->peer, comm_, stream_), "ncclSend");
-    if (r != nullptr) {
-      check_nccl(api_.recv(sizes_ + 1, 8, ncclUint8, r->peer, comm_, stream_), "ncclRecv");
-    }
-    check_nccl(api_.group_end(), "ncclGroupEnd");
-    if (r != nullptr) {
-      HYCC_CUDA_CHECK(cudaMemcpyAsync(&got_size, sizes_ + 1, sizeof(uint64_t),
-                                      cudaMemcpyDeviceToHost, stream_));
-    }
-    HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (r != nullptr && got_size > r->capacity) {
-      throw CommError(tagged("coll:nccl", "rank ", r->peer, " announced a payload of ", got_size,
-                             " bytes, more than the ", r->capacity, " expected"));
-    }
-    check_nccl(api_.group_start(), "ncclGroupStart");
-    if (s != nullptr && sent_size != 0) {
-      check_nccl(api_.send(s->payload.data(), sent_size, ncclUint8, s->peer, comm_, stream_),
-                 "ncclSend");
-    }
-    if (r != nullptr && got_size != 0) {
-      check_nccl(api_.recv(into->data(), got_size, ncclUint8, r->peer, comm_, stream_), "ncclRecv");
-    }
-    check_nccl(api_.group_end(), "ncclGroupEnd");
-    HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (into != nullptr) into->size = got_size;
+  static cudaEvent_t make_event() {
+    cudaEvent_t e = nullptr;
+    HYCC_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+  void pass_front() {
+    passed_ = marks_.front().first;
+    spare_.push_back(marks_.front().second);
+    marks_.pop_front();
   }
 
   const NcclApi& api_;
   ncclComm_t comm_;
-  cudaStream_t stream_;
-  uint64_t* sizes_ = nullptr;  // device: [0] the size sent, [1] the size received
-  std::deque<Send> unsent_;
-  std::deque<Recv> recvs_;
-  std::vector<Payload> done_;
+  cudaStream_t link_, compute_;
+  cudaEvent_t compute_done_ = nullptr;
+  std::deque<std::pair<uint64_t, cudaEvent_t>> marks_;  // not yet passed, in order
+  std::vector<cudaEvent_t> spare_;
+  uint64_t last_ = 0, passed_ = 0;
 };
 
 }  // namespace
@@ -241,8 +230,8 @@ bool nccl_usable(const Communicator& comm) {
   return state.usable == 1;
 }
 
-std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceStream stream,
-                                               bool create) {
+std::unique_ptr<NcclLink> make_cuda_nccl_link(const Communicator& comm, DeviceStream compute,
+                                              bool create) {
   NcclState& state = state_of(comm.mpi());
   if (state.comm == nullptr) {
     if (!create) {
@@ -262,8 +251,9 @@ std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceS
     HYCC_CHECK_MPI(MPI_Bcast(&id, static_cast<int>(sizeof(id)), MPI_BYTE, 0, comm.mpi()));
     check_nccl(nccl_api().comm_init_rank(&state.comm, comm.size(), id, comm.rank()),
                "ncclCommInitRank");
+    HYCC_CUDA_CHECK(cudaStreamCreateWithFlags(&state.link, cudaStreamNonBlocking));
   }
-  return std::make_unique<NcclTransport>(state.comm, stream);
+  return std::make_unique<CudaNcclLink>(state.comm, state.link, static_cast<cudaStream_t>(compute));
 }
 
 }  // namespace hycc::coll::device
