@@ -69,6 +69,16 @@ struct DeviceCollectiveOptions {
   // When set, each call overwrites *stats with what it did on this rank (algorithm kRing, or
   // kAuto for point to point and calls with nothing to do). wire_bytes counts payload bytes.
   CollectiveStats* stats = nullptr;
+  // When set, the engine's policy chooses the codec for this call (replacing `codec`) from the
+  // communicator's dimension, the operation and the message size, and the engine records the
+  // call in its statistics, as for the host calls (hycc/policy_engine.h). On the device:
+  // - below the decision's threshold the call runs with codec "none" (there is no native path);
+  // - a gradient compressor decision runs the codec it wraps ("ef+quant:bits=4" ->
+  //   quant:bits=4; powersgd, topk, sign -> none): error feedback has no device version yet;
+  // - a codec without a device implementation (zfp:accuracy, zstd) runs as "none";
+  // - the engine's error sampling (HYCC_SAMPLE_ERROR) does not apply.
+  // recv_device needs no policy (the message names its codec).
+  PolicyEngine* policy = nullptr;
 };
 
 // recv = op over ranks of send (device memory). send.count == recv.count; in place when

@@ -183,6 +183,11 @@ namespace dev = coll::device;
 
 void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const DeviceCollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return dev::run_with_policy(
+        comm, Operation::kAllreduce, send.bytes(), options,
+        [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); });
+  }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kAllreduce);
   std::exception_ptr unavailable;
@@ -214,6 +219,11 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
 
 void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const DeviceCollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return dev::run_with_policy(
+        comm, Operation::kReduceScatter, send.bytes(), options,
+        [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); });
+  }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kReduceScatter);
   std::exception_ptr unavailable;
@@ -246,6 +256,11 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
 
 void allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                       const DeviceCollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return dev::run_with_policy(
+        comm, Operation::kAllgather, recv.bytes(), options,
+        [&](const DeviceCollectiveOptions& o) { allgather_device(comm, send, recv, o); });
+  }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kAllgather);
   std::exception_ptr unavailable;
@@ -278,6 +293,11 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
 
 void broadcast_device(const Communicator& comm, TensorView buffer, int root,
                       const DeviceCollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return dev::run_with_policy(
+        comm, Operation::kBroadcast, buffer.bytes(), options,
+        [&](const DeviceCollectiveOptions& o) { broadcast_device(comm, buffer, root, o); });
+  }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kBroadcast);
   std::exception_ptr unavailable;

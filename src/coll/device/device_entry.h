@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/transport.h"
 #include "hycc/collectives_device.h"
+#include "hycc/policy.h"
 
 namespace hycc::coll::device {
 
@@ -43,6 +45,15 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
                                           const DeviceCollectiveOptions& options, int tag,
                                           bool collective);
+
+// The device codec a policy decision gives a call of `bytes` bytes (collectives_device.h,
+// DeviceCollectiveOptions::policy).
+CodecConfig device_codec_of(const PolicyDecision& decision, size_t bytes);
+// Runs `call` with the options options.policy decides for it (policy cleared) and records it in
+// the engine; fills *options.stats too.
+void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
+                     const DeviceCollectiveOptions& options,
+                     const std::function<void(const DeviceCollectiveOptions&)>& call);
 
 std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options);
 // Fills *options.stats (if set); `counters` may be null for a call with nothing to do.

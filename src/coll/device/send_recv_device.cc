@@ -41,6 +41,11 @@ constexpr size_t kRecvWindow = 4;
 
 void send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
                  const DeviceCollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return dev::run_with_policy(
+        comm, Operation::kSendRecv, data.bytes(), options,
+        [&](const DeviceCollectiveOptions& o) { send_device(comm, data, dest, tag, o); });
+  }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kSendRecvDevice);
   std::exception_ptr unavailable;

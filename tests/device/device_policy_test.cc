@@ -1,0 +1,151 @@
+// The device collectives with a PolicyEngine (DeviceCollectiveOptions::policy), host-emulated
+// device: the rule of the communicator's dimension picks the codec (bit-identical to passing
+// that codec), the threshold turns compression off for small messages, gradient compressors run
+// the codec they wrap, codecs without a device implementation run as "none", and the engine
+// records every call.
+#include <functional>
+
+#include "coll_test_util.h"
+#include "hycc/collectives_device.h"
+#include "hycc/policy_engine.h"
+
+namespace hycc::test {
+namespace {
+
+DeviceCollectiveOptions emulated_with(const std::string& spec) {
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.segment_bytes = 4096;
+  o.seed = 3;
+  o.backend = DeviceBackend::kHostEmulation;
+  return o;
+}
+
+// allreduce_device of this rank's input with `o`.
+Buffer device_allreduce(const Communicator& comm, size_t n, const DeviceCollectiveOptions& o) {
+  const Buffer in = make_input(DType::kF32, n, comm.rank(), false);
+  Buffer out(DType::kF32, n);
+  allreduce_device(comm, in.view(), out.view(), ReduceOp::kSum, o);
+  return out;
+}
+
+// The engine's statistics of one dimension and operation (all zero before any call).
+StatsEntry entry(const PolicyEngine& engine, Dimension d, Operation op) {
+  const CommStats stats = engine.stats();
+  const StatsEntry* e = stats.find(d, op);
+  return e != nullptr ? *e : StatsEntry{};
+}
+
+const char* const kPolicy = R"(
+[[rule]]
+dimension = "dp"
+operation = "allreduce"
+compressor = "quant:bits=4"
+threshold = 16384
+[[rule]]
+dimension = "tp"
+compressor = "bf16"
+threshold = 0
+[[rule]]
+dimension = "zero_param"
+compressor = "zfp:accuracy=1e-3"
+threshold = 0
+)";
+
+TEST(DevicePolicy, TheDimensionsRuleChoosesTheCodec) {
+  const Communicator dp = world().dup("dp");
+  PolicyEngine engine(Policy::parse_toml(kPolicy, "test.toml"));
+  DeviceCollectiveOptions o = emulated_with("none");
+  o.policy = &engine;
+  CollectiveStats stats;
+  o.stats = &stats;
+  const size_t n = 10000;  // 40000 bytes, above the threshold
+  const Buffer got = device_allreduce(dp, n, o);
+  expect_bits_equal(got, device_allreduce(dp, n, emulated_with("quant:bits=4")), "dp rule");
+  const bool p1 = dp.size() == 1;
+  EXPECT_EQ(stats.compressed, !p1);
+  EXPECT_EQ(stats.message_bytes, n * 4);
+  const StatsEntry e = entry(engine, Dimension::kDp, Operation::kAllreduce);
+  EXPECT_EQ(e.calls, 1u);
+  EXPECT_EQ(e.compressed_calls, p1 ? 0u : 1u);
+  if (!p1) {
+    EXPECT_GT(e.ratio(), 4.0);
+  }
+
+  // Below the threshold: no compression, the exact sum.
+  const size_t small = 1000;  // 4000 bytes
+  expect_bits_equal(device_allreduce(dp, small, o),
+                    device_allreduce(dp, small, emulated_with("none")), "below the threshold");
+  EXPECT_FALSE(stats.compressed);
+  EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).calls, 2u);
+  EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).compressed_calls, p1 ? 0u : 1u);
+}
+
+TEST(DevicePolicy, OtherOperationsAndDimensions) {
+  PolicyEngine engine(Policy::parse_toml(kPolicy, "test.toml"));
+  const Communicator tp = world().dup("tp");
+  const int p = tp.size(), r = tp.rank();
+  const size_t n = 3001;
+  DeviceCollectiveOptions o = emulated_with("none");
+  o.policy = &engine;
+
+  const Buffer in = make_input(DType::kF32, n, r, false);
+  Buffer gathered(DType::kF32, n * static_cast<size_t>(p)), want(DType::kF32, gathered.count());
+  allgather_device(tp, in.view(), gathered.view(), o);
+  allgather_device(tp, in.view(), want.view(), emulated_with("bf16"));
+  expect_bits_equal(gathered, want, "tp allgather (bf16)");
+
+  Buffer b = clone(in), b_want = clone(in);
+  broadcast_device(tp, b.view(), p - 1, o);
+  broadcast_device(tp, b_want.view(), p - 1, emulated_with("bf16"));
+  expect_bits_equal(b, b_want, "tp broadcast (bf16)");
+  EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kAllgather).calls, 1u);
+  EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kBroadcast).calls, 1u);
+
+  // A codec without a device implementation runs as "none": the exact sum.
+  const Communicator zp = world().dup("zero_param");
+  const Buffer exact = device_allreduce(zp, n, emulated_with("none"));
+  expect_bits_equal(device_allreduce(zp, n, o), exact, "zfp:accuracy on the device");
+
+  // Point to point follows the policy too; the receiver needs none.
+  if (p > 1) {
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    Buffer got(DType::kF32, n), got_want(DType::kF32, n);
+    const auto exchange = [&](const DeviceCollectiveOptions& so, Buffer& into) {
+      const auto send_part = [&] { send_device(tp, in.view(), right, 1, so); };
+      const auto recv_part = [&] { recv_device(tp, into.view(), left, 1, emulated_with("none")); };
+      if (r % 2 == 0) {
+        send_part();
+        recv_part();
+      } else {
+        recv_part();
+        send_part();
+      }
+    };
+    exchange(o, got);
+    exchange(emulated_with("bf16"), got_want);
+    expect_bits_equal(got, got_want, "tp send (bf16)");
+    EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kSendRecv).calls, 1u);
+  }
+}
+
+// "hybrid" gives dp allreduces ef+quant:bits=6: on the device, the quant codec it wraps.
+TEST(DevicePolicy, GradientCompressorsRunTheCodecTheyWrap) {
+  const Communicator dp = world().dup("dp");
+  PolicyEngine engine(Policy::preset("hybrid"));
+  const size_t n = 1 << 16;
+  const PolicyDecision d = engine.decide(dp, Operation::kAllreduce, n * 4);
+  ASSERT_TRUE(d.gradient);
+  ASSERT_EQ(d.gradient_codec.id(), CodecId::kQuant);
+  DeviceCollectiveOptions o = emulated_with("none");
+  o.policy = &engine;
+  DeviceCollectiveOptions want = emulated_with("none");
+  want.codec = d.gradient_codec;
+  expect_bits_equal(device_allreduce(dp, n, o), device_allreduce(dp, n, want),
+                    "hybrid dp allreduce");
+  EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).compressed_calls,
+            dp.size() > 1 ? 1u : 0u);
+}
+
+}  // namespace
+}  // namespace hycc::test
