@@ -73,12 +73,18 @@ struct DeviceCollectiveOptions {
   // communicator's dimension, the operation and the message size, and the engine records the
   // call in its statistics, as for the host calls (hycc/policy_engine.h). On the device:
   // - below the decision's threshold the call runs with codec "none" (there is no native path);
-  // - a gradient compressor decision runs the codec it wraps ("ef+quant:bits=4" ->
-  //   quant:bits=4; powersgd, topk, sign -> none): error feedback has no device version yet;
+  // - a gradient compressor decision "ef+CODEC" on an allreduce runs the engine's
+  //   DeviceGradCompressor (hycc/grad_device.h) keyed by `key`, bit-identical to the host's
+  //   gradient compressor; elsewhere (reduce_scatter, other operations) and for powersgd, topk
+  //   and sign it runs the codec the compressor wraps (ef+quant:bits=4 -> quant:bits=4;
+  //   powersgd, topk, sign -> none);
   // - a codec without a device implementation (zfp:accuracy, zstd) runs as "none";
   // - the engine's error sampling (HYCC_SAMPLE_ERROR) does not apply.
   // recv_device needs no policy (the message names its codec).
   PolicyEngine* policy = nullptr;
+  // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
+  // residual is kept under it); 0: made from the address and count of the send buffer.
+  uint64_t key = 0;
 };
 
 // recv = op over ranks of send (device memory). send.count == recv.count; in place when

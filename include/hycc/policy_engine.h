@@ -48,6 +48,8 @@
 
 namespace hycc {
 
+class DeviceGradCompressor;  // hycc/grad_device.h
+
 // What HYCC_LOG asks for.
 struct LogOptions {
   bool summary = false;    // finish(): the statistics table on rank 0
@@ -97,6 +99,8 @@ class PolicyEngine {
 
   // The gradient compressors the engine made, by spec (save their state for checkpoints).
   GradCompressor& grad_compressor(const std::string& spec);
+  // The device gradient compressors the engine made, by spec (device collectives with a policy).
+  DeviceGradCompressor& device_grad_compressor(const std::string& spec);
 
   // Used by the collectives (CollectiveOptions::policy); not for applications.
   void record(const Communicator& comm, Operation op, const PolicyDecision& decision,
@@ -115,6 +119,7 @@ class PolicyEngine {
   std::unique_ptr<std::mutex> grad_mutex_;  // gradient compressor calls
   CommStats stats_;
   std::map<std::string, std::unique_ptr<GradCompressor>> compressors_;
+  std::map<std::string, std::unique_ptr<DeviceGradCompressor>> device_compressors_;
   std::map<std::pair<Dimension, Operation>, uint64_t> compressed_calls_;
   std::set<std::string> explained_;  // decisions already explained (HYCC_LOG=decisions)
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "hycc/error.h"
+#include "hycc/grad_device.h"
 
 namespace hycc {
 namespace {
@@ -192,6 +193,13 @@ GradCompressor& PolicyEngine::grad_compressor(const std::string& spec) {
   const std::lock_guard<std::mutex> lock(*mutex_);
   std::unique_ptr<GradCompressor>& c = compressors_[spec];
   if (c == nullptr) c = std::make_unique<GradCompressor>(spec);
+  return *c;
+}
+
+DeviceGradCompressor& PolicyEngine::device_grad_compressor(const std::string& spec) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  std::unique_ptr<DeviceGradCompressor>& c = device_compressors_[spec];
+  if (c == nullptr) c = std::make_unique<DeviceGradCompressor>(spec);
   return *c;
 }
 

@@ -102,10 +102,14 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kAllgather).calls, 1u);
   EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kBroadcast).calls, 1u);
 
-  // A codec without a device implementation runs as "none": the exact sum.
-  const Communicator zp = world().dup("zero_param");
-  const Buffer exact = device_allreduce(zp, n, emulated_with("none"));
-  expect_bits_equal(device_allreduce(zp, n, o), exact, "zfp:accuracy on the device");
+  // A codec without a device implementation runs as "none": the exact values.
+  const Communicator zero = world().dup("zero");  // allgather: zero_param
+  ASSERT_EQ(engine.decide(zero, Operation::kAllgather, n * 4).options.codec.id(), CodecId::kZfp);
+  Buffer zp_got(DType::kF32, gathered.count()), zp_want(DType::kF32, gathered.count());
+  allgather_device(zero, in.view(), zp_got.view(), o);
+  allgather_device(zero, in.view(), zp_want.view(), emulated_with("none"));
+  expect_bits_equal(zp_got, zp_want, "zfp:accuracy on the device");
+  EXPECT_EQ(entry(engine, Dimension::kZeroParam, Operation::kAllgather).calls, 1u);
 
   // Point to point follows the policy too; the receiver needs none.
   if (p > 1) {
@@ -129,22 +133,27 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   }
 }
 
-// "hybrid" gives dp allreduces ef+quant:bits=6: on the device, the quant codec it wraps.
-TEST(DevicePolicy, GradientCompressorsRunTheCodecTheyWrap) {
-  const Communicator dp = world().dup("dp");
+// "hybrid" gives ZeRO gradient reduce-scatters ef+quant:bits=6: on the device, the quant codec it
+// wraps (error feedback runs on device allreduces only: device_grad_test.cc).
+TEST(DevicePolicy, GradientCompressorsOnReduceScatterRunTheCodecTheyWrap) {
+  const Communicator zg = world().dup("zero");  // reductions: zero_grad
   PolicyEngine engine(Policy::preset("hybrid"));
   const size_t n = 1 << 16;
-  const PolicyDecision d = engine.decide(dp, Operation::kAllreduce, n * 4);
+  const PolicyDecision d = engine.decide(zg, Operation::kReduceScatter, n * 4);
   ASSERT_TRUE(d.gradient);
   ASSERT_EQ(d.gradient_codec.id(), CodecId::kQuant);
   DeviceCollectiveOptions o = emulated_with("none");
   o.policy = &engine;
   DeviceCollectiveOptions want = emulated_with("none");
   want.codec = d.gradient_codec;
-  expect_bits_equal(device_allreduce(dp, n, o), device_allreduce(dp, n, want),
-                    "hybrid dp allreduce");
-  EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).compressed_calls,
-            dp.size() > 1 ? 1u : 0u);
+  const Buffer in = make_input(DType::kF32, n, zg.rank(), false);
+  const ChunkRange mine = chunk_range(n, zg.size(), zg.rank());
+  Buffer got(DType::kF32, mine.count), expected(DType::kF32, mine.count);
+  reduce_scatter_device(zg, in.view(), got.view(), ReduceOp::kSum, o);
+  reduce_scatter_device(zg, in.view(), expected.view(), ReduceOp::kSum, want);
+  expect_bits_equal(got, expected, "hybrid zero_grad reduce_scatter");
+  EXPECT_EQ(entry(engine, Dimension::kZeroGrad, Operation::kReduceScatter).compressed_calls,
+            zg.size() > 1 ? 1u : 0u);
 }
 
 }  // namespace

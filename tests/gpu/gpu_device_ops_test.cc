@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/float_io.h"
 #include "coll/device/device_ops.h"
 #include "device_test_util.h"
 
@@ -84,6 +85,18 @@ TEST_P(GpuDeviceOps, CudaEqualsHostEmulation) {
           gpu->synchronize();
           EXPECT_TRUE(dr.to_host().bits_equal(hr)) << what << ": round_into";
         }
+        // subtraction (the error-feedback residual): partial - own, widened
+        std::vector<float> hown(n), hdiff(n), ddiff(n);
+        codec::load_as_float(own.view(), 0, n, hown.data());
+        emu->subtract(hpartial.data(), hown.data(), hdiff.data(), n);
+        DeviceBuffer down_f32(n * 4), ddiff_buf(n * 4);
+        copy_to_device(down_f32.data(), hown.data(), n * 4);
+        gpu->subtract(static_cast<const float*>(dsum.data()),
+                      static_cast<const float*>(down_f32.data()),
+                      static_cast<float*>(ddiff_buf.data()), n);
+        gpu->synchronize();
+        copy_to_host(ddiff.data(), ddiff_buf.data(), n * 4);
+        EXPECT_TRUE(std::memcmp(hdiff.data(), ddiff.data(), n * 4) == 0) << what << ": subtract";
       }
     }
   }

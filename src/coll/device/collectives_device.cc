@@ -186,7 +186,11 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
   if (options.policy != nullptr) {
     return dev::run_with_policy(
         comm, Operation::kAllreduce, send.bytes(), options,
-        [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); });
+        [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
+        [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
+          return g.allreduce(comm, dev::tensor_key(options, send.data, send.count), send, recv, op,
+                             o);
+        });
   }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kAllreduce);

@@ -11,6 +11,7 @@
 #include "coll/device/device_ops.h"
 #include "coll/device/transport.h"
 #include "hycc/collectives_device.h"
+#include "hycc/grad_device.h"
 #include "hycc/policy.h"
 
 namespace hycc::coll::device {
@@ -36,6 +37,9 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
 // check_view plus: the memory belongs to the device of `ops` (when ops is set).
 void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, const char* role,
                        ConstTensorView v);
+// check_device_view of send and recv, and their dtypes equal.
+void check_pair(ArgCheck& check, const DeviceOps* ops, const char* op, ConstTensorView send,
+                ConstTensorView recv);
 // The signature all ranks share: count, dtype, codec, segment size, tag, backend, transport.
 void add_device_fields(ArgCheck& check, size_t count, DType dtype,
                        const DeviceCollectiveOptions& options);
@@ -50,10 +54,18 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
 // DeviceCollectiveOptions::policy).
 CodecConfig device_codec_of(const PolicyDecision& decision, size_t bytes);
 // Runs `call` with the options options.policy decides for it (policy cleared) and records it in
-// the engine; fills *options.stats too.
-void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
-                     const DeviceCollectiveOptions& options,
-                     const std::function<void(const DeviceCollectiveOptions&)>& call);
+// the engine; fills *options.stats too. A gradient compressor decision with a device version
+// (DeviceGradCompressor::supports) runs `gradient` instead, with the engine's compressor of that
+// spec, when it is given (allreduce) and the call is compressed (above the threshold, more than
+// one rank).
+void run_with_policy(
+    const Communicator& comm, Operation op, size_t bytes, const DeviceCollectiveOptions& options,
+    const std::function<void(const DeviceCollectiveOptions&)>& call,
+    const std::function<GradStepStats(DeviceGradCompressor&, const DeviceCollectiveOptions&)>&
+        gradient = {});
+// The key of a tensor for a gradient compressor: options.key, or one made of its address and
+// count (as the host calls do).
+uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count);
 
 std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options);
 // Fills *options.stats (if set); `counters` may be null for a call with nothing to do.

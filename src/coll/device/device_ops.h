@@ -104,6 +104,8 @@ class DeviceOps {
   // Element i of `out` = partial[i] (divided by `size` for an average), rounded once into
   // out's dtype (round to nearest even).
   virtual void round_into(const float* partial, ReduceOp op, int size, TensorView out) = 0;
+  // out[i] = a[i] - b[i] in float32, n elements (out may be a or b).
+  virtual void subtract(const float* a, const float* b, float* out, size_t n) = 0;
 };
 
 // The host emulation (host_device_ops.cc).

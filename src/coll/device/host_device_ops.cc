@@ -76,6 +76,10 @@ class HostEmulatedOps final : public DeviceOps {
     store_result(partial, out.count, op, size, out, 0);
   }
 
+  void subtract(const float* a, const float* b, float* out, size_t n) override {
+    for (size_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+  }
+
  private:
   std::vector<uint16_t> narrow_;
 };

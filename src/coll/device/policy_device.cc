@@ -1,7 +1,10 @@
 // The device collectives with DeviceCollectiveOptions::policy set: the engine decides the codec,
 // the call runs with it, and the engine records what it did (as policy_calls.cc does for the
-// host calls, without the gradient compressors and the error sampling, which have no device
-// version yet).
+// host calls: error feedback through the engine's DeviceGradCompressor; the other gradient
+// compressors and the error sampling have no device version yet).
+#include <chrono>
+#include <mutex>
+
 #include "coll/device/device_entry.h"
 #include "hycc/policy_engine.h"
 
@@ -15,7 +18,9 @@ CodecConfig device_codec_of(const PolicyDecision& decision, size_t bytes) {
 
 void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
                      const DeviceCollectiveOptions& options,
-                     const std::function<void(const DeviceCollectiveOptions&)>& call) {
+                     const std::function<void(const DeviceCollectiveOptions&)>& call,
+                     const std::function<GradStepStats(DeviceGradCompressor&,
+                                                       const DeviceCollectiveOptions&)>& gradient) {
   PolicyEngine& engine = *options.policy;
   const PolicyDecision decision = engine.decide(comm, op, bytes);
   engine.log_decision(comm, op, bytes, decision);
@@ -24,9 +29,34 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
   inner.policy = nullptr;
   inner.codec = device_codec_of(decision, bytes);
   inner.stats = &stats;
-  call(inner);
+  if (gradient && decision.gradient && comm.size() > 1 && bytes > 0 &&
+      bytes >= decision.threshold_bytes && DeviceGradCompressor::supports(decision.compressor)) {
+    const auto start = std::chrono::steady_clock::now();
+    GradStepStats g;
+    {
+      const std::lock_guard<std::mutex> lock(engine.grad_mutex());
+      g = gradient(engine.device_grad_compressor(decision.compressor), inner);
+    }
+    // As the host's policy path reports a gradient step (policy_calls.cc).
+    stats.compressed = g.compressed;
+    stats.message_bytes = bytes;
+    stats.wire_bytes = g.wire_bytes;
+    stats.raw_bytes = g.compressed && g.payload_bytes > 0
+                          ? size_t(double(g.wire_bytes) * double(bytes) / double(g.payload_bytes))
+                          : g.wire_bytes;
+    stats.codec_seconds = g.compress_seconds;
+    stats.algorithm = Algorithm::kRing;
+    stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    call(inner);
+  }
   if (options.stats != nullptr) *options.stats = stats;
   engine.record(comm, op, decision, stats);
+}
+
+uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count) {
+  if (options.key != 0) return options.key;
+  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
 }
 
 }  // namespace hycc::coll::device

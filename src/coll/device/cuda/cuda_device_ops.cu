@@ -95,6 +95,13 @@ __global__ void round_kernel(const float* partial, bool average, float size, uin
   store_float(average ? partial[i] / size : partial[i], out, dtype, i);
 }
 
+// out[i] = a[i] - b[i].
+__global__ void subtract_kernel(const float* a, const float* b, float* out, uint64_t n) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[i] = a[i] - b[i];
+}
+
 class CudaOps final : public DeviceOps {
  public:
   explicit CudaOps(DeviceStream stream) : stream_(stream) {}
@@ -167,6 +174,12 @@ class CudaOps final : public DeviceOps {
     round_kernel<<<grid_for(out.count, kThreads), kThreads, 0, stream_>>>(
         partial, op == ReduceOp::kAverage, static_cast<float>(size), out.count, out.data,
         out.dtype);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void subtract(const float* a, const float* b, float* out, size_t n) override {
+    if (n == 0) return;
+    subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n);
     HYCC_CUDA_CHECK(cudaGetLastError());
   }
 

@@ -1,0 +1,65 @@
+// Error-feedback gradient compression on device buffers: the device counterpart of
+// GradCompressor (hycc/grad.h) for the specs "none" and "ef+CODEC" with a device codec
+// (none, bf16, fp16, quant, eb, mpc, zfp:rate=R). docs/gpu.md describes it.
+//
+//   hycc::DeviceGradCompressor ef("ef+quant:bits=6");
+//   hycc::DeviceCollectiveOptions o;
+//   o.stream = stream;
+//   ef.allreduce(grid.dp(), /*key=*/bucket_id, d_grad, d_grad, hycc::ReduceOp::kAverage, o);
+//
+// Per call, as GradCompressor's ef+CODEC: acc = grad + e (float32); every rank encodes acc once
+// (seeded by key, step and rank); the payloads go round a device ring (each rank forwards what
+// it receives); every rank decodes the p payloads and sums them in rank order in float32; the
+// residual is e = acc - decode(own payload). With the same spec, keys and inputs, the results
+// and residuals are bit-identical to GradCompressor's (grad_allreduce) step after step. The
+// residuals (float32, one per key) live in device memory of the backend of the first call of
+// that key; options.codec is ignored (the spec names the codec).
+//
+// Not yet on the device: PowerSGD, top-k, sign, reduce_scatter, save/load of the state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hycc/collectives_device.h"
+#include "hycc/grad.h"
+
+namespace hycc {
+
+class DeviceGradCompressor {
+ public:
+  // "none" or "ef+CODEC" with a device codec; InvalidArgument otherwise.
+  explicit DeviceGradCompressor(std::string_view spec);
+  ~DeviceGradCompressor();
+  DeviceGradCompressor(DeviceGradCompressor&&) noexcept;
+  DeviceGradCompressor& operator=(DeviceGradCompressor&&) noexcept;
+
+  // Whether `spec` (a gradient compressor spec) has a device version.
+  static bool supports(std::string_view spec);
+
+  const std::string& spec() const { return spec_; }
+
+  // out = op (sum or average) over ranks of the compressed gradients, bit-identical on every
+  // rank; grad and out are device memory of equal count and dtype (f32, bf16, f16), possibly the
+  // same. Collective over comm; all ranks pass the same key, count, dtype and op.
+  GradStepStats allreduce(const Communicator& comm, uint64_t key, ConstTensorView grad,
+                          TensorView out, ReduceOp op, const DeviceCollectiveOptions& options = {});
+
+  void reset();
+  void reset(uint64_t key);
+  // The residual of a key, copied to the host (empty if none).
+  std::vector<float> residual(uint64_t key) const;
+
+ private:
+  struct State;
+  std::string spec_;
+  CodecConfig codec_;  // of ef+CODEC
+  bool error_feedback_ = false;
+  std::map<uint64_t, std::unique_ptr<State>> states_;
+};
+
+}  // namespace hycc

@@ -1,0 +1,231 @@
+// DeviceGradCompressor (hycc/grad_device.h): error feedback around a device codec, compress once,
+// the payloads gathered round a device ring and summed in rank order, as grad/method_ef.cc does
+// on the host (same seeds, same float32 operations in the same order, so the same bits).
+#include "hycc/grad_device.h"
+
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "coll/device/device_entry.h"
+#include "coll/device/device_ring.h"
+#include "common/checksum.h"
+#include "grad/grad_spec.h"
+#include "grad/method.h"
+
+namespace hycc {
+
+namespace dev = coll::device;
+
+struct DeviceGradCompressor::State {
+  DeviceBackend backend = DeviceBackend::kCuda;
+  DeviceStream stream = nullptr;
+  dev::Memory residual;  // count float32
+  size_t count = 0;
+  int rank = 0, size = 0;
+  uint64_t steps = 0;
+};
+
+namespace {
+
+// Gathers every rank's payload round the ring: all[j] = rank j's payload (all[me] = own, moved).
+void gather_payloads(dev::DeviceContext& ctx, dev::Payload&& own, size_t bound, size_t raw,
+                     std::vector<dev::Payload>& all) {
+  const int p = ctx.size, me = ctx.rank;
+  all.resize(static_cast<size_t>(p));
+  dev::DeviceRingSchedule ring;
+  ring.steps = p - 1;
+  ring.first_segments = 1;
+  ring.recv_segments = [](int) { return size_t{1}; };
+  ring.recv_capacity = [&](int, size_t) { return bound; };
+  ring.max_payload = bound;
+  const auto copy = [&](const dev::Payload& from, dev::Payload& to) {
+    ctx.ops.copy_device(to.data(), from.data(), from.size);
+    to.size = from.size;
+    to.raw_bytes = raw;
+  };
+  ring.first = [&](size_t, dev::Payload& out) { copy(own, out); };
+  ring.arrived = [&](int t, size_t, dev::Payload& in, dev::Payload& out) {
+    dev::Payload& slot = all[static_cast<size_t>((me - 1 - t + 2 * p) % p)];
+    std::swap(in, slot);
+    if (t + 1 < ring.steps) copy(slot, out);
+  };
+  if (p > 1) dev::run_device_ring(ctx, ring);
+  all[static_cast<size_t>(me)] = std::move(own);
+}
+
+}  // namespace
+
+DeviceGradCompressor::DeviceGradCompressor(std::string_view spec) {
+  const grad::GradSpec parsed = grad::parse_grad_spec(spec);
+  if (!supports(parsed.canonical)) {
+    throw InvalidArgument(tagged("grad:device", "'", spec, "' has no device version; device ",
+                                 "gradient compressors: none, ef+CODEC with a device codec ",
+                                 "(none, bf16, fp16, quant, eb, mpc, zfp:rate=R)"));
+  }
+  spec_ = parsed.canonical;
+  error_feedback_ = parsed.kind == grad::Kind::kErrorFeedback;
+  if (error_feedback_) codec_ = parsed.codec;
+}
+
+DeviceGradCompressor::~DeviceGradCompressor() = default;
+DeviceGradCompressor::DeviceGradCompressor(DeviceGradCompressor&&) noexcept = default;
+DeviceGradCompressor& DeviceGradCompressor::operator=(DeviceGradCompressor&&) noexcept = default;
+
+bool DeviceGradCompressor::supports(std::string_view spec) {
+  try {
+    const grad::GradSpec parsed = grad::parse_grad_spec(spec);
+    return parsed.kind == grad::Kind::kNone ||
+           (parsed.kind == grad::Kind::kErrorFeedback && dev::has_device_codec(parsed.codec));
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+}
+
+void DeviceGradCompressor::reset() { states_.clear(); }
+void DeviceGradCompressor::reset(uint64_t key) { states_.erase(key); }
+
+std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
+  const auto it = states_.find(key);
+  if (it == states_.end()) return {};
+  const State& s = *it->second;
+  DeviceCollectiveOptions o;
+  o.backend = s.backend;
+  o.stream = s.stream;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(o);
+  std::vector<float> r(s.count);
+  ops->copy_to_host(r.data(), s.residual.data(), s.count * sizeof(float));
+  ops->synchronize();
+  return r;
+}
+
+GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, uint64_t key,
+                                              ConstTensorView grad, TensorView out, ReduceOp op,
+                                              const DeviceCollectiveOptions& options) {
+  GradStepStats stats;
+  stats.elements = grad.count;
+  DeviceCollectiveOptions plain = options;
+  plain.policy = nullptr;
+  plain.codec = CodecConfig{};
+  if (!error_feedback_) {  // "none": a plain allreduce
+    CollectiveStats c;
+    plain.stats = &c;
+    allreduce_device(comm, grad, out, op, plain);
+    stats.payload_bytes = grad.bytes();
+    stats.wire_bytes = c.wire_bytes;
+    stats.comm_seconds = c.seconds;
+    return stats;
+  }
+
+  coll::ArgCheck check(coll::OpKind::kAllreduce);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_pair(check, ops.get(), "DeviceGradCompressor::allreduce", grad, out);
+  if (check.ok() && out.count != grad.count) {
+    check.fail(tagged("grad:device", "out has ", out.count, " elements, grad ", grad.count));
+  }
+  if (check.ok() && grad.data != out.data &&
+      coll::overlaps(grad.data, grad.bytes(), out.data, out.bytes())) {
+    check.fail(tagged("grad:device", "grad and out overlap without being the same buffer"));
+  }
+  coll::check_reduce_op(check, op);
+  dev::check_device_options(check, comm, coll::OpKind::kAllreduce, plain, false);
+  const auto found = states_.find(key);
+  if (found != states_.end() &&
+      (found->second->count != grad.count || found->second->size != comm.size() ||
+       found->second->rank != comm.rank())) {
+    const State& s = *found->second;
+    check.fail(tagged("grad:device", "the state of key ", key, " belongs to ", s.count,
+                      " elements on rank ", s.rank, " of ", s.size, ", not ", grad.count,
+                      " elements on rank ", comm.rank(), " of ", comm.size(),
+                      "; reset() it first"));
+  }
+  dev::add_device_fields(check, grad.count, grad.dtype, plain);
+  check.field("key", static_cast<int64_t>(key));
+  check.field("spec hash", static_cast<int64_t>(checksum64(spec_.data(), spec_.size())));
+  dev::settle(check, comm, unavailable);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t n = grad.count;
+  const int p = comm.size(), me = comm.rank();
+  std::unique_ptr<State>& slot = states_[key];
+  if (!slot) {
+    slot = std::make_unique<State>();
+    slot->backend = options.backend;
+    slot->stream = options.stream;
+    slot->count = n;
+    slot->rank = me;
+    slot->size = p;
+    slot->residual = ops->allocate(n * sizeof(float));
+    const std::vector<float> zeros(n, 0.0f);
+    ops->copy_to_device(slot->residual.data(), zeros.data(), n * sizeof(float));
+    ops->synchronize();
+  }
+  State& state = *slot;
+  if (n == 0) {
+    state.steps += 1;
+    return stats;
+  }
+  try {
+    auto* residual = static_cast<float*>(state.residual.data());
+    dev::Memory acc_memory = ops->allocate(n * sizeof(float));
+    dev::Memory tmp_memory = ops->allocate(n * sizeof(float));
+    auto* acc = static_cast<float*>(acc_memory.data());
+    auto* tmp = static_cast<float*>(tmp_memory.data());
+
+    // acc = grad + e (the bytes of grad are a payload of codec "none"); one payload of acc.
+    ops->decode_accumulate(CodecConfig{}, grad.data, grad.bytes(), grad.dtype,
+                           {DType::kF32, n, residual}, acc);
+    const size_t bound = codec_.codec().max_payload_bytes(DType::kF32, n);
+    dev::Payload own;
+    own.memory = ops->allocate(bound);
+    own.size = ops->encode(codec_, {DType::kF32, n, acc}, own.data(), bound,
+                           grad::step_seed(key, state.steps, me));
+    stats.payload_bytes = own.size;
+    // e = acc - what the peers decode.
+    ops->decode(codec_, own.data(), own.size, {DType::kF32, n, tmp});
+    ops->subtract(acc, tmp, residual, n);
+
+    const auto c0 = std::chrono::steady_clock::now();
+    const int tag = coll::internal_tag(comm.mpi(), options.tag, coll::OpKind::kAllreduce);
+    const std::unique_ptr<dev::Transport> transport =
+        dev::make_transport(comm, *ops, plain, tag, true);
+    dev::DeviceContext ctx{.rank = me,
+                           .size = p,
+                           .codec = codec_,
+                           .seg_elems = n,
+                           .seed = 0,
+                           .ops = *ops,
+                           .transport = *transport,
+                           .errors = {},
+                           .counters = {}};
+    std::vector<dev::Payload> all;
+    gather_payloads(ctx, std::move(own), bound, n * sizeof(float), all);
+    stats.comm_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    stats.wire_bytes = ctx.counters.wire_bytes;
+
+    // The sum in rank order, ping-ponging between acc and tmp.
+    float* sum = acc;
+    float* next = tmp;
+    ops->decode(codec_, all[0].data(), all[0].size, {DType::kF32, n, sum});
+    for (size_t j = 1; j < all.size(); ++j) {
+      ops->decode_accumulate(codec_, all[j].data(), all[j].size, DType::kF32, {DType::kF32, n, sum},
+                             next);
+      std::swap(sum, next);
+    }
+    ops->round_into(sum, op, p, out);
+    ops->synchronize();
+  } catch (...) {
+    states_.erase(key);  // a half-updated residual must not be used again
+    throw;
+  }
+  state.steps += 1;
+  stats.compressed = true;
+  stats.compress_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+      stats.comm_seconds;
+  return stats;
+}
+
+}  // namespace hycc

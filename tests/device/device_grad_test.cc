@@ -1,0 +1,138 @@
+// DeviceGradCompressor (error feedback on device buffers, host-emulated device): results and
+// residuals bit-identical to the host GradCompressor of the same spec, step after step, with
+// both transports; the policy path (hybrid's ef+quant on dp) bit-identical to the host policy
+// path; bad specs and stale states rejected.
+#include <cstring>
+#include <functional>
+
+#include "coll_test_util.h"
+#include "hycc/grad.h"
+#include "hycc/grad_device.h"
+#include "hycc/policy_engine.h"
+
+namespace hycc::test {
+namespace {
+
+DeviceCollectiveOptions emulated(DeviceTransport transport = DeviceTransport::kAuto) {
+  DeviceCollectiveOptions o;
+  o.backend = DeviceBackend::kHostEmulation;
+  o.transport = transport;
+  return o;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Gradient of step t on this rank: different every step, so that the residual matters.
+Buffer gradient(DType d, size_t n, int step) {
+  return make_input(d, n, world().rank() + 7 * step, false);
+}
+
+TEST(DeviceGrad, ErrorFeedbackMatchesTheHostCompressorStepAfterStep) {
+  constexpr uint64_t kKey = 11;
+  for (const char* spec :
+       {"ef+quant:bits=4", "ef+quant:bits=2,round=stochastic", "ef+zfp:rate=4", "ef+eb:abs=0.01"}) {
+    for (const DeviceTransport t : {DeviceTransport::kStagedMpi, DeviceTransport::kNccl}) {
+      for (const DType d : {DType::kF32, DType::kBF16}) {
+        for (const size_t n : {size_t{1000}, size_t{100003}}) {
+          for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+            GradCompressor host(spec);
+            DeviceGradCompressor device(spec);
+            for (int step = 0; step < 3; ++step) {
+              const std::string what =
+                  std::string(spec) + (t == DeviceTransport::kNccl ? " nccl " : " staged ") +
+                  std::string(dtype_name(d)) + " n=" + std::to_string(n) +
+                  (op == ReduceOp::kSum ? " sum" : " average") + " step " + std::to_string(step);
+              const Buffer g = gradient(d, n, step);
+              Buffer want = clone(g), got(d, n);
+              grad_allreduce(world(), host, GradTensor{kKey, {}}, want.view(), GradOptions{op, 0});
+              const GradStepStats s =
+                  device.allreduce(world(), kKey, g.view(), got.view(), op, emulated(t));
+              expect_bits_equal(got, want, what);
+              expect_identical_across_ranks(got, what);
+              EXPECT_TRUE(same_bits(device.residual(kKey), host.residual(kKey)))
+                  << what << ": residuals differ";
+              EXPECT_TRUE(s.compressed) << what;
+              EXPECT_GT(s.payload_bytes, 0u) << what;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// In place, and "none" (a plain allreduce, no state).
+TEST(DeviceGrad, InPlaceAndNone) {
+  const size_t n = 4099;
+  GradCompressor host("ef+quant:bits=4");
+  DeviceGradCompressor device("ef+quant:bits=4");
+  Buffer want = gradient(DType::kF32, n, 0), got = clone(want);
+  grad_allreduce(world(), host, GradTensor{5, {}}, want.view(), GradOptions{ReduceOp::kSum, 0});
+  device.allreduce(world(), 5, got.view(), got.view(), ReduceOp::kSum, emulated());
+  expect_bits_equal(got, want, "in place");
+
+  DeviceGradCompressor none("none");
+  const Buffer g = gradient(DType::kF32, n, 1);
+  Buffer plain(DType::kF32, n), via_none(DType::kF32, n);
+  allreduce_device(world(), g.view(), plain.view(), ReduceOp::kSum, emulated());
+  const GradStepStats s =
+      none.allreduce(world(), 5, g.view(), via_none.view(), ReduceOp::kSum, emulated());
+  expect_bits_equal(via_none, plain, "none");
+  EXPECT_FALSE(s.compressed);
+  EXPECT_TRUE(none.residual(5).empty());
+}
+
+TEST(DeviceGrad, HybridPolicyOnDpMatchesTheHostPolicyPath) {
+  const Communicator dp = world().dup("dp");
+  PolicyEngine host_engine(Policy::preset("hybrid")), device_engine(Policy::preset("hybrid"));
+  const size_t n = 1 << 16;  // above hybrid's threshold
+  for (int step = 0; step < 3; ++step) {
+    const Buffer g = gradient(DType::kBF16, n, step);
+    Buffer want = clone(g), got(DType::kBF16, n);
+    CollectiveOptions h;
+    h.policy = &host_engine;
+    h.key = 99;
+    allreduce(dp, want.view(), want.view(), ReduceOp::kAverage, h);
+    DeviceCollectiveOptions o = emulated();
+    o.policy = &device_engine;
+    o.key = 99;
+    CollectiveStats stats;
+    o.stats = &stats;
+    allreduce_device(dp, g.view(), got.view(), ReduceOp::kAverage, o);
+    expect_bits_equal(got, want, "hybrid dp step " + std::to_string(step));
+    EXPECT_EQ(stats.compressed, dp.size() > 1);
+  }
+  const CommStats s = device_engine.stats();
+  const StatsEntry* e = s.find(Dimension::kDp, Operation::kAllreduce);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->calls, 3u);
+  EXPECT_EQ(e->compressed_calls, dp.size() > 1 ? 3u : 0u);
+  if (dp.size() > 1) {
+    const std::string spec = "ef+quant:bits=6,block=64,round=nearest";
+    EXPECT_TRUE(same_bits(device_engine.device_grad_compressor(spec).residual(99),
+                          host_engine.grad_compressor(spec).residual(99)));
+  }
+}
+
+TEST(DeviceGrad, BadSpecsAndStaleStatesAreRejected) {
+  for (const char* spec :
+       {"powersgd", "topk:ratio=0.1", "sign", "ef+zstd", "ef+zfp:accuracy=1e-3", "nonsense"}) {
+    EXPECT_FALSE(DeviceGradCompressor::supports(spec)) << spec;
+    EXPECT_THROW(DeviceGradCompressor{spec}, InvalidArgument) << spec;
+  }
+  EXPECT_TRUE(DeviceGradCompressor::supports("ef+quant:bits=4"));
+  DeviceGradCompressor device("ef+quant:bits=4");
+  const Buffer a = gradient(DType::kF32, 100, 0), b = gradient(DType::kF32, 200, 0);
+  Buffer out_a(DType::kF32, 100), out_b(DType::kF32, 200);
+  device.allreduce(world(), 1, a.view(), out_a.view(), ReduceOp::kSum, emulated());
+  EXPECT_THROW(device.allreduce(world(), 1, b.view(), out_b.view(), ReduceOp::kSum, emulated()),
+               InvalidArgument);
+  device.reset(1);
+  device.allreduce(world(), 1, b.view(), out_b.view(), ReduceOp::kSum, emulated());
+  EXPECT_EQ(device.residual(1).size(), 200u);
+}
+
+}  // namespace
+}  // namespace hycc::test
