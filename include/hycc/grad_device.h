@@ -15,12 +15,14 @@
 // residuals (float32, one per key) live in device memory of the backend of the first call of
 // that key; options.codec is ignored (the spec names the codec).
 //
-// Not yet on the device: PowerSGD, top-k, sign, reduce_scatter, save/load of the state.
+// Not yet on the device: PowerSGD, top-k, sign, reduce_scatter.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +53,13 @@ class DeviceGradCompressor {
 
   void reset();
   void reset(uint64_t key);
+  // The state (residuals, step counters, rank and size of each key) as a checksummed blob in
+  // GradCompressor::save()'s format: a host GradCompressor of the same spec loads it, and
+  // load() takes what either saved, so that a resumed run continues with identical bits.
+  std::vector<std::byte> save() const;
+  // Replaces the state; the residuals go to device memory of options.backend (and stream).
+  // Throws CorruptStream for a malformed blob, InvalidArgument for another spec's.
+  void load(std::span<const std::byte> blob, const DeviceCollectiveOptions& options = {});
   // The residual of a key, copied to the host (empty if none).
   std::vector<float> residual(uint64_t key) const;
 

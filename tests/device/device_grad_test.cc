@@ -116,6 +116,44 @@ TEST(DeviceGrad, HybridPolicyOnDpMatchesTheHostPolicyPath) {
   }
 }
 
+// save() writes GradCompressor::save()'s blob byte for byte; each loads the other's, and the
+// resumed compressors continue with the same bits as the uninterrupted ones.
+TEST(DeviceGrad, SaveAndLoadInterchangeWithTheHostCompressor) {
+  const std::string spec = "ef+quant:bits=4,round=stochastic";
+  const size_t n = 5003;
+  GradCompressor host(spec);
+  DeviceGradCompressor device(spec);
+  const auto step_both = [&](GradCompressor& h, DeviceGradCompressor& d, int step, uint64_t key,
+                             const std::string& what) {
+    const Buffer g = gradient(DType::kF32, n, step + static_cast<int>(key));
+    Buffer want = clone(g), got(DType::kF32, n);
+    grad_allreduce(world(), h, GradTensor{key, {}}, want.view(), GradOptions{ReduceOp::kSum, 0});
+    d.allreduce(world(), key, g.view(), got.view(), ReduceOp::kSum, emulated());
+    expect_bits_equal(got, want, what);
+    return got;
+  };
+  for (int step = 0; step < 2; ++step) {
+    for (const uint64_t key : {uint64_t{1}, uint64_t{2}})
+      step_both(host, device, step, key, "before");
+  }
+  const std::vector<std::byte> from_device = device.save(), from_host = host.save();
+  EXPECT_TRUE(from_device == from_host) << "the device blob differs from the host's";
+  GradCompressor host_resumed(spec);
+  DeviceGradCompressor device_resumed(spec);
+  host_resumed.load(from_device);
+  device_resumed.load(from_host, emulated());
+  const Buffer a = step_both(host, device, 2, 1, "uninterrupted");
+  const Buffer b = step_both(host_resumed, device_resumed, 2, 1, "resumed");
+  expect_bits_equal(b, a, "resumed vs uninterrupted");
+  EXPECT_TRUE(same_bits(device_resumed.residual(1), device.residual(1)));
+
+  std::vector<std::byte> bad = from_device;
+  bad[bad.size() / 2] ^= std::byte{1};
+  EXPECT_THROW(device_resumed.load(bad, emulated()), CorruptStream);
+  EXPECT_THROW(DeviceGradCompressor("ef+quant:bits=8").load(from_device, emulated()),
+               InvalidArgument);
+}
+
 TEST(DeviceGrad, BadSpecsAndStaleStatesAreRejected) {
   for (const char* spec :
        {"powersgd", "topk:ratio=0.1", "sign", "ef+zstd", "ef+zfp:accuracy=1e-3", "nonsense"}) {

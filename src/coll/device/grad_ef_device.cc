@@ -12,6 +12,7 @@
 #include "common/checksum.h"
 #include "grad/grad_spec.h"
 #include "grad/method.h"
+#include "grad/state.h"
 
 namespace hycc {
 
@@ -84,6 +85,46 @@ bool DeviceGradCompressor::supports(std::string_view spec) {
 
 void DeviceGradCompressor::reset() { states_.clear(); }
 void DeviceGradCompressor::reset(uint64_t key) { states_.erase(key); }
+
+std::vector<std::byte> DeviceGradCompressor::save() const {
+  grad::StateTable table;
+  for (const auto& [key, state] : states_) {
+    grad::TensorState& t = table[key];
+    t.steps = state->steps;
+    t.rank = state->rank;
+    t.size = state->size;
+    t.count = state->count;
+    if (error_feedback_) t.residual = residual(key);
+  }
+  return grad::serialize_state(spec_, table);
+}
+
+void DeviceGradCompressor::load(std::span<const std::byte> blob,
+                                const DeviceCollectiveOptions& options) {
+  const grad::StateTable table = grad::deserialize_state(spec_, blob);
+  const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
+  std::map<uint64_t, std::unique_ptr<State>> loaded;
+  for (const auto& [key, t] : table) {
+    if (!t.residual.empty() && t.residual.size() != t.count) {
+      throw CorruptStream(tagged("grad:device", "the saved residual of key ", key, " has ",
+                                 t.residual.size(), " values for ", t.count, " elements"));
+    }
+    auto s = std::make_unique<State>();
+    s->backend = options.backend;
+    s->stream = options.stream;
+    s->steps = t.steps;
+    s->rank = t.rank;
+    s->size = t.size;
+    s->count = t.count;
+    s->residual = ops->allocate(t.count * sizeof(float));
+    const std::vector<float> zeros(t.residual.empty() ? t.count : 0, 0.0f);
+    ops->copy_to_device(s->residual.data(), t.residual.empty() ? zeros.data() : t.residual.data(),
+                        t.count * sizeof(float));
+    loaded[key] = std::move(s);
+  }
+  ops->synchronize();
+  states_ = std::move(loaded);
+}
 
 std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
   const auto it = states_.find(key);
