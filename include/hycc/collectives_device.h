@@ -6,9 +6,10 @@
 //   (DeviceBackend::kHostEmulation) takes host memory instead and runs the same algorithm with
 //   the CPU codecs, so that it can be tested without a GPU.
 // - The algorithms are the rings of the host calls (allreduce: ring reduce-scatter + ring
-//   allgather; reduce_scatter; allgather) and the chain of broadcast, step for step: with the
-//   same codec, segment size and seed the result is bit-identical to the host call with
-//   Algorithm::kRing (kChain for broadcast) and threshold_bytes = 0. There is no native path and no
+//   allgather; reduce_scatter; allgather), the chain of broadcast and the pairwise exchange of
+//   alltoall, step for step: with the same codec, segment size and seed the result is
+//   bit-identical to the host call with Algorithm::kRing (kChain for broadcast, kPairwise for
+//   alltoall) and threshold_bytes = 0. There is no native path and no
 //   threshold: codec "none" moves the raw bytes round the same ring.
 // - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header),
 //   so a malformed payload is detected by the codec's own checks (sizes, block headers), not by a
@@ -107,6 +108,13 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
 // payload too.
 void broadcast_device(const Communicator& comm, TensorView buffer, int root,
                       const DeviceCollectiveOptions& options = {});
+
+// Block j of send (send.count / size elements) goes to rank j, block i of recv comes from rank i
+// (pairwise exchange, alltoall_pairwise.cc's schedule: bit-identical to the host call with
+// Algorithm::kPairwise and threshold 0). send.count == recv.count, a multiple of size; in place
+// when send.data == recv.data. This rank's own block is copied as it is.
+void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                     const DeviceCollectiveOptions& options = {});
 
 // Point to point, blocking. The message carries dtype, count, segmentation and the codec's
 // spec, so recv_device needs only the backend, stream and transport of `options` (its codec,

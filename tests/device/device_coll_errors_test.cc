@@ -97,6 +97,13 @@ TEST(DeviceCollErrors, WrongSizeOnOneRank) {
                           {DType::kF32, culprit ? mine.count + 1 : mine.count, out.data()},
                           ReduceOp::kSum, emulated());
   });
+  // alltoall: the counts agree, but they are not a multiple of the ranks (everyone's problem).
+  if (p > 1) {
+    const Buffer odd = make_input(DType::kF32, 2 * static_cast<size_t>(p) + 1, r, true);
+    Buffer odd_out(DType::kF32, odd.count());
+    expect_outcome(Outcome::kInvalid, "alltoall_device with a count not a multiple of p",
+                   [&] { alltoall_device(world(), odd.view(), odd_out.view(), emulated()); });
+  }
   expect_still_works();
 }
 

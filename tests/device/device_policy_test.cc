@@ -99,6 +99,12 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   broadcast_device(tp, b.view(), p - 1, o);
   broadcast_device(tp, b_want.view(), p - 1, emulated_with("bf16"));
   expect_bits_equal(b, b_want, "tp broadcast (bf16)");
+  const Buffer a2a = make_input(DType::kF32, 1000 * static_cast<size_t>(p), r, false);
+  Buffer a2a_got(DType::kF32, a2a.count()), a2a_want(DType::kF32, a2a.count());
+  alltoall_device(tp, a2a.view(), a2a_got.view(), o);
+  alltoall_device(tp, a2a.view(), a2a_want.view(), emulated_with("bf16"));
+  expect_bits_equal(a2a_got, a2a_want, "tp alltoall (bf16)");
+  EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kAlltoall).calls, 1u);
   EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kAllgather).calls, 1u);
   EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kBroadcast).calls, 1u);
 

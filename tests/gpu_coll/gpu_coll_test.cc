@@ -140,6 +140,30 @@ TEST(GpuDeviceCollectives, BroadcastCudaEqualsHostEmulation) {
   }
 }
 
+TEST(GpuDeviceCollectives, AlltoallCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  const size_t p = static_cast<size_t>(world.size());
+  for (const std::string& spec : device_coll_codecs()) {
+    for (const DType d : kDtypes) {
+      for (const size_t block : {size_t{7}, size_t{65537}}) {
+        DeviceCollectiveOptions o;
+        o.codec = CodecConfig::parse(spec);
+        o.segment_bytes = block > 7 ? 16 << 10 : 4;
+        o.transport = DeviceTransport::kStagedMpi;
+        const Buffer x = input(d, block * p, 400 + static_cast<uint64_t>(world.rank()));
+        Buffer want(d, x.count());
+        o.backend = DeviceBackend::kHostEmulation;
+        alltoall_device(world, x.view(), want.view(), o);
+        OnDevice din(x), dout(Buffer(d, x.count()));
+        o.backend = DeviceBackend::kCuda;
+        alltoall_device(world, din.view(), dout.view(), o);
+        EXPECT_TRUE(dout.to_host().bits_equal(want))
+            << "alltoall " << spec << " " << dtype_name(d) << " block=" << block;
+      }
+    }
+  }
+}
+
 // Error feedback on the GPU (DeviceGradCompressor) against the emulated one: results and
 // residuals bit for bit, three steps.
 TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {

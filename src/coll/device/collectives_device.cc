@@ -40,6 +40,7 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
   host.tag = options.tag;
   host.algorithm = op == OpKind::kSendRecvDevice ? Algorithm::kAuto
                    : op == OpKind::kBroadcast    ? Algorithm::kChain
+                   : op == OpKind::kAlltoall     ? Algorithm::kPairwise
                                                  : Algorithm::kRing;
   check_options(check, comm, op == OpKind::kSendRecvDevice ? OpKind::kSendRecv : op, host);
   if (options.backend != DeviceBackend::kCuda && options.backend != DeviceBackend::kHostEmulation) {
@@ -323,6 +324,46 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
       comm, OpKind::kBroadcast, *ops, buffer.dtype, options, buffer.bytes(), start,
       [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
       Algorithm::kChain);
+}
+
+void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                     const DeviceCollectiveOptions& options) {
+  if (options.policy != nullptr) {
+    return dev::run_with_policy(
+        comm, Operation::kAlltoall, send.bytes(), options,
+        [&](const DeviceCollectiveOptions& o) { alltoall_device(comm, send, recv, o); });
+  }
+  const auto start = dev::device_clock(options);
+  ArgCheck check(OpKind::kAlltoall);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_pair(check, ops.get(), "alltoall_device", send, recv);
+  if (check.ok() && recv.count != send.count) {
+    check.fail(
+        tagged("coll", "alltoall_device: recv has ", recv.count, " elements, send ", send.count));
+  }
+  if (check.ok() && send.count % static_cast<size_t>(comm.size()) != 0) {
+    check.fail(tagged("coll", "alltoall_device: ", send.count, " elements are not a multiple of ",
+                      comm.size(), " ranks"));
+  }
+  if (check.ok() && send.data != recv.data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(
+        tagged("coll", "alltoall_device: send and recv overlap without being the same ", "buffer"));
+  }
+  dev::check_device_options(check, comm, OpKind::kAlltoall, options, true);
+  dev::add_device_fields(check, send.count, send.dtype, options);
+  dev::settle(check, comm, unavailable);
+  if (comm.size() == 1 || send.count == 0) {
+    ops->copy_device(recv.data, send.data, send.bytes());
+    ops->synchronize();
+    dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
+    return;
+  }
+  dev::run_collective(
+      comm, OpKind::kAlltoall, *ops, send.dtype, options, send.bytes(), start,
+      [&](dev::DeviceContext& ctx) { dev::alltoall_pairwise_device(ctx, send, recv); },
+      Algorithm::kPairwise);
 }
 
 }  // namespace hycc

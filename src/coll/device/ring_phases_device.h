@@ -70,5 +70,6 @@ void reduce_scatter_ring_device(DeviceContext& ctx, ConstTensorView send, Tensor
                                 ReduceOp op);
 void allgather_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView recv);
 void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root);
+void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorView recv);
 
 }  // namespace hycc::coll::device
