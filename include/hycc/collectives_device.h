@@ -11,9 +11,9 @@
 //   bit-identical to the host call with Algorithm::kRing (kChain for broadcast, kPairwise for
 //   alltoall) and threshold_bytes = 0. There is no native path and no
 //   threshold: codec "none" moves the raw bytes round the same ring.
-// - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header),
-//   so a malformed payload is detected by the codec's own checks (sizes, block headers), not by a
-//   checksum. CorruptStream is thrown on the decoding rank after the message pattern completed.
+// - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header)
+//   with a checksum of their own (DeviceCollectiveOptions::checksum). CorruptStream is thrown on
+//   the receiving rank after the message pattern completed.
 // - Calls are blocking and ordered on options.stream: they start after the work already queued
 //   on it and return when the result is in place.
 // - All ranks must pass matching arguments (count, dtype, codec, op, segment size, tag,
@@ -67,6 +67,12 @@ struct DeviceCollectiveOptions {
   DeviceStream stream = nullptr;
   DeviceBackend backend = DeviceBackend::kCuda;
   DeviceTransport transport = DeviceTransport::kAuto;
+  // Every payload carries an 8-byte checksum, computed and verified on the device (one read of
+  // the payload on each side): a payload altered on its way gives CorruptStream on the ranks that
+  // receive it, after the message pattern completed. Off: such a payload decodes to wrong values
+  // unless the codec's own checks (sizes, block headers) reject it. Send/recv: the sender's
+  // choice travels with the message.
+  bool checksum = true;
   // When set, each call overwrites *stats with what it did on this rank (algorithm kRing, or
   // kAuto for point to point and calls with nothing to do). wire_bytes counts payload bytes.
   CollectiveStats* stats = nullptr;

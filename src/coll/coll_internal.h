@@ -69,7 +69,7 @@ class ArgCheck {
 
  private:
   OpKind op_;
-  static constexpr size_t kMaxFields = 12;
+  static constexpr size_t kMaxFields = 16;
   // Signature values are masked to 62 bits so that negating them (for the max) cannot overflow.
   static constexpr int64_t kFieldMask = (int64_t{1} << 62) - 1;
   std::array<const char*, kMaxFields> names_;  // [0, fields_) are set

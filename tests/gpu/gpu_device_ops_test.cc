@@ -97,6 +97,13 @@ TEST_P(GpuDeviceOps, CudaEqualsHostEmulation) {
         gpu->synchronize();
         copy_to_host(ddiff.data(), ddiff_buf.data(), n * 4);
         EXPECT_TRUE(std::memcmp(hdiff.data(), ddiff.data(), n * 4) == 0) << what << ": subtract";
+        // the payload checksum, aligned and not
+        EXPECT_EQ(gpu->checksum(dp.data(), dsize), emu->checksum(hp.data(), hsize)) << what;
+        if (hsize > 1) {
+          EXPECT_EQ(gpu->checksum(static_cast<const std::byte*>(dp.data()) + 1, dsize - 1),
+                    emu->checksum(hp.data() + 1, hsize - 1))
+              << what << ": checksum at an odd address";
+        }
       }
     }
   }

@@ -45,7 +45,7 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
       b = std::move(free.back());
       free.pop_back();
     }
-    if (b.capacity() < bound) b.memory = ctx.ops.allocate(bound);
+    if (!holds_payload(b, bound)) b.memory = allocate_payload(ctx.ops, bound);
     b.size = b.raw_bytes = 0;
     return b;
   };

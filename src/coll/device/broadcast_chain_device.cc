@@ -31,7 +31,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
       b = std::move(free.back());
       free.pop_back();
     } else {
-      b.memory = ctx.ops.allocate(bound);
+      b.memory = allocate_payload(ctx.ops, bound);
     }
     b.size = b.raw_bytes = 0;
     return b;

@@ -78,6 +78,7 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
   check.field("tag", options.tag);
   check.field("backend", static_cast<int64_t>(options.backend));
   check.field("transport", static_cast<int64_t>(options.transport));
+  check.field("checksum", options.checksum ? 1 : 0);
 }
 
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
@@ -89,8 +90,10 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
             ? DeviceTransport::kNccl
             : DeviceTransport::kStagedMpi;
   }
-  if (t == DeviceTransport::kNccl) return make_nccl_transport(comm, ops, options, tag, collective);
-  return make_staged_mpi_transport(ops, comm.mpi(), tag);
+  std::unique_ptr<Transport> inner = t == DeviceTransport::kNccl
+                                         ? make_nccl_transport(comm, ops, options, tag, collective)
+                                         : make_staged_mpi_transport(ops, comm.mpi(), tag);
+  return options.checksum ? with_checksums(ops, std::move(inner)) : std::move(inner);
 }
 
 void report_device(const DeviceCollectiveOptions& options, const Counters* counters, Algorithm ran,
@@ -168,6 +171,7 @@ void run_collective(const Communicator& comm, OpKind op, DeviceOps& ops, DType d
                     .counters = {}};
   algorithm(ctx);
   ops.synchronize();
+  if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
   ctx.errors.rethrow();
   report_device(options, &ctx.counters, ran, message_bytes, start);
 }

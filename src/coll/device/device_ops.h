@@ -58,11 +58,14 @@ class Memory {
 };
 
 // A codec payload in device memory: bytes [0, size) of `memory`, and the uncompressed bytes it
-// holds (for statistics).
+// holds (for statistics). A received payload keeps the checksum it came with, so that a
+// forwarded payload carries it on unchanged (checksum_transport.cc).
 struct Payload {
   Memory memory;
   size_t size = 0;
   size_t raw_bytes = 0;
+  uint64_t checksum = 0;
+  bool has_checksum = false;
   void* data() const { return memory.data(); }
   size_t capacity() const { return memory.bytes(); }
 };
@@ -106,7 +109,19 @@ class DeviceOps {
   virtual void round_into(const float* partial, ReduceOp op, int size, TensorView out) = 0;
   // out[i] = a[i] - b[i] in float32, n elements (out may be a or b).
   virtual void subtract(const float* a, const float* b, float* out, size_t n) = 0;
+  // payload_checksum() (payload_checksum.h) of `bytes` bytes of device memory; waits for it.
+  virtual uint64_t checksum(const void* data, size_t bytes) = 0;
 };
+
+// Room every payload buffer has after the largest payload it may hold: the checksum trailer.
+inline constexpr size_t kPayloadTrailer = 8;
+// A payload buffer for payloads of at most `bound` bytes.
+inline Memory allocate_payload(DeviceOps& ops, size_t bound) {
+  return ops.allocate(bound + kPayloadTrailer);
+}
+inline bool holds_payload(const Payload& p, size_t bound) {
+  return p.capacity() >= bound + kPayloadTrailer;
+}
 
 // The host emulation (host_device_ops.cc).
 std::unique_ptr<DeviceOps> make_host_emulated_ops();

@@ -23,6 +23,7 @@ void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64
   const DeviceCodecClock clock(ctx);
   out.size = ctx.ops.encode(ctx.codec, in, out.data(), out.capacity(), seed);
   out.raw_bytes = in.bytes();
+  out.has_checksum = false;
 }
 
 size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems) {
@@ -49,7 +50,9 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
       free.pop_back();
     }
     // Received payloads may come in buffers of their own bound only (the NCCL transport's).
-    if (b.capacity() < schedule.max_payload) b.memory = ctx.ops.allocate(schedule.max_payload);
+    if (!holds_payload(b, schedule.max_payload)) {
+      b.memory = allocate_payload(ctx.ops, schedule.max_payload);
+    }
     b.size = b.raw_bytes = 0;
     return b;
   };

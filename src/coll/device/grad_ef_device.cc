@@ -44,6 +44,8 @@ void gather_payloads(dev::DeviceContext& ctx, dev::Payload&& own, size_t bound, 
     ctx.ops.copy_device(to.data(), from.data(), from.size);
     to.size = from.size;
     to.raw_bytes = raw;
+    to.checksum = from.checksum;  // forwarded as received
+    to.has_checksum = from.has_checksum;
   };
   ring.first = [&](size_t, dev::Payload& out) { copy(own, out); };
   ring.arrived = [&](int t, size_t, dev::Payload& in, dev::Payload& out) {
@@ -219,7 +221,7 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, uint64_t
                            {DType::kF32, n, residual}, acc);
     const size_t bound = codec_.codec().max_payload_bytes(DType::kF32, n);
     dev::Payload own;
-    own.memory = ops->allocate(bound);
+    own.memory = dev::allocate_payload(*ops, bound);
     own.size = ops->encode(codec_, {DType::kF32, n, acc}, own.data(), bound,
                            grad::step_seed(key, state.steps, me));
     stats.payload_bytes = own.size;
@@ -242,6 +244,9 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, uint64_t
                            .counters = {}};
     std::vector<dev::Payload> all;
     gather_payloads(ctx, std::move(own), bound, n * sizeof(float), all);
+    if (!transport->integrity_error().empty()) {
+      throw CorruptStream(transport->integrity_error());
+    }
     stats.comm_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
     stats.wire_bytes = ctx.counters.wire_bytes;

@@ -10,6 +10,7 @@
 #include "codec/float_io.h"
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
+#include "coll/device/payload_checksum.h"
 #include "hycc/codec_device.h"
 
 namespace hycc::coll::device {
@@ -78,6 +79,10 @@ class HostEmulatedOps final : public DeviceOps {
 
   void subtract(const float* a, const float* b, float* out, size_t n) override {
     for (size_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+  }
+
+  uint64_t checksum(const void* data, size_t bytes) override {
+    return payload_checksum(data, bytes);
   }
 
  private:

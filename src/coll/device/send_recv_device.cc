@@ -26,7 +26,8 @@ struct DeviceEnvelope {
   char magic[4];  // "HYD1": hycc device point-to-point, version 1
   uint8_t dtype;
   uint8_t spec_bytes;  // length of the spec that follows the envelope
-  uint8_t reserved[2];
+  uint8_t checksum;    // 1: every payload carries a checksum (checksum_transport.cc)
+  uint8_t reserved;
   uint64_t count;          // elements in the whole message
   uint64_t segments;       // payloads that follow
   uint64_t segment_elems;  // elements per payload (the last one may have fewer)
@@ -69,6 +70,7 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
   std::memcpy(env.magic, kMagic, 4);
   env.dtype = static_cast<uint8_t>(data.dtype);
   env.spec_bytes = static_cast<uint8_t>(spec.size());
+  env.checksum = options.checksum ? 1 : 0;
   env.count = data.count;
   env.segments = segs.count();
   env.segment_elems = segs.per;
@@ -98,7 +100,7 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
       out = std::move(free.back());
       free.pop_back();
     } else {
-      out.memory = ops->allocate(bound);
+      out.memory = dev::allocate_payload(*ops, bound);
     }
     dev::encode_payload(ctx, coll::slice(data, segs[k].offset, segs[k].count), out,
                         coll::stream_seed(options.seed, ctx.rank, 0, k));
@@ -141,7 +143,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
   if (head.size() >= sizeof(env)) std::memcpy(&env, head.data(), sizeof(env));
   CodecConfig codec;
   bool valid = head.size() >= sizeof(env) && std::memcmp(env.magic, kMagic, 4) == 0 &&
-               is_valid_dtype(env.dtype) && env.segment_elems != 0 &&
+               is_valid_dtype(env.dtype) && env.segment_elems != 0 && env.checksum <= 1 &&
                head.size() == sizeof(env) + env.spec_bytes &&
                env.segments == env.count / env.segment_elems + (env.count % env.segment_elems != 0);
   if (valid) {
@@ -161,6 +163,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
   const coll::Segments segs{env.count, env.segment_elems};
   DeviceCollectiveOptions with_codec = options;
   with_codec.codec = codec;
+  with_codec.checksum = env.checksum == 1;
   const std::unique_ptr<dev::Transport> transport =
       dev::make_transport(comm, *ops, with_codec, itag, false);
   dev::DeviceContext ctx{.rank = comm.rank(),
@@ -175,7 +178,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
   const bool matches = dtype == data.dtype && env.count == data.count;
   const size_t m = segs.count();
   dev::Payload in;
-  in.memory = ops->allocate(dev::payload_bound(codec, dtype, env.count, segs.per));
+  in.memory = dev::allocate_payload(*ops, dev::payload_bound(codec, dtype, env.count, segs.per));
   size_t posted = 0;
   for (size_t k = 0; k < m; ++k) {
     for (; posted < m && posted < k + kRecvWindow; ++posted) {
@@ -202,6 +205,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
                            ") but the receive buffer holds ", data.count, " ",
                            dtype_name(data.dtype)));
   }
+  if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
   ctx.errors.rethrow();
   result.codec_seconds = ctx.counters.codec_seconds;
   return result;

@@ -13,8 +13,10 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "coll/device/device_ops.h"
@@ -51,7 +53,16 @@ class Transport {
   virtual void progress() = 0;
   // Moves the payloads of completed sends into `free`; with `wait`, completes every send first.
   virtual void reclaim(std::vector<Payload>& free, bool wait) = 0;
+  // A payload that arrived altered (checksum transport): the first failure, or "".
+  virtual const std::string& integrity_error() const {
+    static const std::string none;
+    return none;
+  }
 };
+
+// `inner` with a checksum appended to every payload (kPayloadTrailer bytes) and verified on
+// arrival (checksum_transport.cc).
+std::unique_ptr<Transport> with_checksums(DeviceOps& ops, std::unique_ptr<Transport> inner);
 
 // Staged MPI on `comm` with internal tag `tag`.
 std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm comm, int tag);

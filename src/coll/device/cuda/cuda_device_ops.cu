@@ -15,6 +15,7 @@
 
 #include "codec/cuda/device_util.cuh"
 #include "coll/device/device_ops.h"
+#include "coll/device/payload_checksum.h"
 #include "hycc/codec_device.h"
 #include "hycc/device.h"
 
@@ -23,6 +24,7 @@ namespace {
 
 using codec::cuda::grid_for;
 using codec::cuda::kThreads;
+using codec::cuda::kWarp;
 using codec::cuda::load_float;
 using codec::cuda::store_float;
 
@@ -102,6 +104,26 @@ __global__ void subtract_kernel(const float* a, const float* b, float* out, uint
   out[i] = a[i] - b[i];
 }
 
+// *sum += the checksum terms of the payload's words (payload_checksum.h); grid-stride, one atomic
+// add per warp.
+__global__ void checksum_kernel(const unsigned char* data, uint64_t bytes, uint64_t words,
+                                bool aligned, unsigned long long* sum) {
+  uint64_t h = 0;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < words;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    uint64_t w = 0;
+    if (aligned && 8 * i + 8 <= bytes) {
+      w = reinterpret_cast<const uint64_t*>(data)[i];
+    } else {
+      w = payload_word(data, bytes, i);
+    }
+    h += checksum_term(w, i);
+  }
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    h += __shfl_down_sync(0xffffffffu, h, offset);
+  if ((threadIdx.x & (kWarp - 1)) == 0) atomicAdd(sum, static_cast<unsigned long long>(h));
+}
+
 class CudaOps final : public DeviceOps {
  public:
   explicit CudaOps(DeviceStream stream) : stream_(stream) {}
@@ -177,6 +199,25 @@ class CudaOps final : public DeviceOps {
     HYCC_CUDA_CHECK(cudaGetLastError());
   }
 
+  uint64_t checksum(const void* data, size_t bytes) override {
+    uint64_t h = splitmix64(bytes);
+    if (bytes == 0) return h;
+    if (checksum_.bytes() < 8) checksum_ = take(false, 8);
+    auto* sum = static_cast<unsigned long long*>(checksum_.data());
+    HYCC_CUDA_CHECK(cudaMemsetAsync(sum, 0, 8, stream_));
+    const uint64_t words = checksum_words(bytes);
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<uint64_t>(grid_for(words, kThreads), 1024));
+    const bool aligned = reinterpret_cast<uintptr_t>(data) % 8 == 0;
+    checksum_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const unsigned char*>(data),
+                                                      bytes, words, aligned, sum);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+    unsigned long long terms = 0;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(&terms, sum, 8, cudaMemcpyDeviceToHost, stream_));
+    HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return h + static_cast<uint64_t>(terms);
+  }
+
   void subtract(const float* a, const float* b, float* out, size_t n) override {
     if (n == 0) return;
     subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n);
@@ -191,7 +232,8 @@ class CudaOps final : public DeviceOps {
   }
 
   cudaStream_t stream_;
-  Memory narrow_;  // 16-bit payloads of step 0, decoded before they are widened and added
+  Memory narrow_;    // 16-bit payloads of step 0, decoded before they are widened and added
+  Memory checksum_;  // the checksum kernel's sum
 };
 
 }  // namespace
