@@ -5,12 +5,13 @@
 // - Views point to device memory (cudaMalloc) of the backend's device; the host emulation
 //   (DeviceBackend::kHostEmulation) takes host memory instead and runs the same algorithm with
 //   the CPU codecs, so that it can be tested without a GPU.
-// - The algorithms are the rings of the host calls (allreduce: ring reduce-scatter + ring
-//   allgather; reduce_scatter; allgather), the chain of broadcast and the pairwise exchange of
-//   alltoall, step for step: with the same codec, segment size and seed the result is
-//   bit-identical to the host call with Algorithm::kRing (kChain for broadcast, kPairwise for
-//   alltoall) and threshold_bytes = 0. There is no native path and no
-//   threshold: codec "none" moves the raw bytes round the same ring.
+// - At or above options.threshold_bytes (0 by default: every call), the algorithms are the rings
+//   of the host calls (allreduce: ring reduce-scatter + ring allgather; reduce_scatter;
+//   allgather), the chain of broadcast and the pairwise exchange of alltoall, step for step: with
+//   the same codec, segment size and seed the result is bit-identical to the host call with
+//   Algorithm::kRing (kChain for broadcast, kPairwise for alltoall) and threshold_bytes = 0.
+//   Codec "none" moves the raw bytes round the same ring. Below the threshold: the host's native
+//   call on staged copies.
 // - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header)
 //   with a checksum of their own (DeviceCollectiveOptions::checksum). CorruptStream is thrown on
 //   the receiving rank after the message pattern completed.
@@ -62,6 +63,11 @@ struct DeviceCollectiveOptions {
   CodecConfig codec;  // "none" by default
   // Pipelining segment (uncompressed bytes of the caller's dtype, >= 1), as for the host calls.
   size_t segment_bytes = 1 << 20;
+  // Calls whose message (as for the host calls: the send buffer; allgather: the receive buffer)
+  // is smaller go native: the data is staged to pinned host memory and the host collective runs
+  // with Algorithm::kNative (the MPI call), bit-identical to that host call. 0 (the default):
+  // every call runs the device algorithm. Not for send/recv.
+  size_t threshold_bytes = 0;
   uint64_t seed = 0;  // stochastic rounding seed, mixed with rank, phase and segment
   int tag = 0;        // as CollectiveOptions::tag (send/recv take their tag as an argument)
   DeviceStream stream = nullptr;
@@ -79,7 +85,7 @@ struct DeviceCollectiveOptions {
   // When set, the engine's policy chooses the codec for this call (replacing `codec`) from the
   // communicator's dimension, the operation and the message size, and the engine records the
   // call in its statistics, as for the host calls (hycc/policy_engine.h). On the device:
-  // - below the decision's threshold the call runs with codec "none" (there is no native path);
+  // - the decision's threshold becomes threshold_bytes: smaller calls go native;
   // - a gradient compressor decision "ef+CODEC" on an allreduce runs the engine's
   //   DeviceGradCompressor (hycc/grad_device.h) keyed by `key`, bit-identical to the host's
   //   gradient compressor; elsewhere (reduce_scatter, other operations) and for powersgd, topk

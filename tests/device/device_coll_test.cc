@@ -263,6 +263,52 @@ TEST(DeviceColl, AlltoallMatchesHostPairwiseBitForBit) {
   }
 }
 
+// Below threshold_bytes every operation runs the host's native call on staged copies (the same
+// bits as that call); at the threshold the device algorithm runs.
+TEST(DeviceColl, BelowTheThresholdCallsGoNative) {
+  const int p = world().size(), r = world().rank();
+  const size_t n = 60 * static_cast<size_t>(p);  // a multiple of p, for alltoall
+  const Buffer in = make_input(DType::kBF16, n, r, false);
+  CollectiveOptions native;
+  native.algorithm = Algorithm::kNative;
+  DeviceCollectiveOptions o = device_options("quant:bits=4", 64, DeviceTransport::kAuto);
+  CollectiveStats stats;
+  o.stats = &stats;
+  const Algorithm expected = p == 1 ? Algorithm::kAuto : Algorithm::kNative;
+  const ChunkRange mine = chunk_range(n, p, r);
+  o.threshold_bytes = n * 2 + 1;
+  Buffer want = clone(in), got = clone(in);
+  allreduce(world(), want.view(), want.view(), ReduceOp::kAverage, native);
+  allreduce_device(world(), got.view(), got.view(), ReduceOp::kAverage, o);
+  expect_bits_equal(got, want, "allreduce in place");
+  EXPECT_EQ(stats.algorithm, expected);
+  Buffer rs_want(DType::kBF16, mine.count), rs_got(DType::kBF16, mine.count);
+  reduce_scatter(world(), in.view(), rs_want.view(), ReduceOp::kSum, native);
+  reduce_scatter_device(world(), in.view(), rs_got.view(), ReduceOp::kSum, o);
+  expect_bits_equal(rs_got, rs_want, "reduce_scatter");
+  const size_t all_n = n * static_cast<size_t>(p);
+  Buffer all_want(DType::kBF16, all_n), all_got(DType::kBF16, all_n);
+  o.threshold_bytes = all_n * 2 + 1;
+  allgather(world(), in.view(), all_want.view(), native);
+  allgather_device(world(), in.view(), all_got.view(), o);
+  expect_bits_equal(all_got, all_want, "allgather");
+  o.threshold_bytes = n * 2 + 1;
+  Buffer b_want = clone(in), b_got = clone(in);
+  broadcast(world(), b_want.view(), p - 1, native);
+  broadcast_device(world(), b_got.view(), p - 1, o);
+  expect_bits_equal(b_got, b_want, "broadcast");
+  Buffer a_want(DType::kBF16, n), a_got(DType::kBF16, n);
+  alltoall(world(), in.view(), a_want.view(), native);
+  alltoall_device(world(), in.view(), a_got.view(), o);
+  expect_bits_equal(a_got, a_want, "alltoall");
+  EXPECT_EQ(stats.algorithm, expected);
+  // At the threshold: the ring.
+  o.threshold_bytes = n * 2;
+  Buffer out(DType::kBF16, n);
+  allreduce_device(world(), in.view(), out.view(), ReduceOp::kSum, o);
+  EXPECT_EQ(stats.algorithm, p == 1 ? Algorithm::kAuto : Algorithm::kRing);
+}
+
 TEST(DeviceColl, StatisticsDescribeTheRing) {
   const int p = world().size();
   const Buffer in = make_input(DType::kF32, 1000, world().rank(), false);

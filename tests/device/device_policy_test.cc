@@ -1,8 +1,8 @@
 // The device collectives with a PolicyEngine (DeviceCollectiveOptions::policy), host-emulated
 // device: the rule of the communicator's dimension picks the codec (bit-identical to passing
-// that codec), the threshold turns compression off for small messages, gradient compressors run
-// the codec they wrap, codecs without a device implementation run as "none", and the engine
-// records every call.
+// that codec), small messages below the threshold go native, gradient compressors on
+// reduce-scatters run the codec they wrap (on allreduces: device_grad_test.cc), codecs without a
+// device implementation run as "none", and the engine records every call.
 #include <functional>
 
 #include "coll_test_util.h"
@@ -72,11 +72,16 @@ TEST(DevicePolicy, TheDimensionsRuleChoosesTheCodec) {
     EXPECT_GT(e.ratio(), 4.0);
   }
 
-  // Below the threshold: no compression, the exact sum.
+  // Below the threshold: the native call, as the host's.
   const size_t small = 1000;  // 4000 bytes
-  expect_bits_equal(device_allreduce(dp, small, o),
-                    device_allreduce(dp, small, emulated_with("none")), "below the threshold");
+  const Buffer in = make_input(DType::kF32, small, dp.rank(), false);
+  Buffer native(DType::kF32, small);
+  CollectiveOptions h;
+  h.algorithm = Algorithm::kNative;
+  allreduce(dp, in.view(), native.view(), ReduceOp::kSum, h);
+  expect_bits_equal(device_allreduce(dp, small, o), native, "below the threshold");
   EXPECT_FALSE(stats.compressed);
+  EXPECT_EQ(stats.algorithm, p1 ? Algorithm::kAuto : Algorithm::kNative);
   EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).calls, 2u);
   EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).compressed_calls, p1 ? 0u : 1u);
 }

@@ -3,6 +3,7 @@
 // transport. The algorithms live in one file each (ring_phases_device.h).
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "codec/params_io.h"
@@ -75,6 +76,7 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
   check.field("codec id", static_cast<int64_t>(options.codec.id()));
   check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
   check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));
+  check.field("threshold_bytes", static_cast<int64_t>(options.threshold_bytes));
   check.field("tag", options.tag);
   check.field("backend", static_cast<int64_t>(options.backend));
   check.field("transport", static_cast<int64_t>(options.transport));
@@ -221,6 +223,12 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
     dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
+  if (send.bytes() < options.threshold_bytes) {
+    return dev::run_native_staged(*ops, send, recv, options, start,
+                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+                                    allreduce(comm, s, r, op, o);
+                                  });
+  }
   dev::run_collective(
       comm, OpKind::kAllreduce, *ops, send.dtype, options, send.bytes(), start,
       [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); });
@@ -257,6 +265,12 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
     ops->synchronize();
     dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
+  }
+  if (send.bytes() < options.threshold_bytes) {
+    return dev::run_native_staged(*ops, send, recv, options, start,
+                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+                                    reduce_scatter(comm, s, r, op, o);
+                                  });
   }
   dev::run_collective(
       comm, OpKind::kReduceScatter, *ops, send.dtype, options, send.bytes(), start,
@@ -295,6 +309,12 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
     dev::report_device(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
     return;
   }
+  if (recv.bytes() < options.threshold_bytes) {
+    return dev::run_native_staged(*ops, send, recv, options, start,
+                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+                                    allgather(comm, s, r, o);
+                                  });
+  }
   dev::run_collective(
       comm, OpKind::kAllgather, *ops, send.dtype, options, recv.bytes(), start,
       [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); });
@@ -323,6 +343,13 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
   if (comm.size() == 1 || buffer.count == 0) {
     dev::report_device(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
     return;
+  }
+  if (buffer.bytes() < options.threshold_bytes) {
+    return dev::run_native_staged(*ops, buffer, buffer, options, start,
+                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+                                    std::memcpy(r.data, s.data, s.bytes());
+                                    broadcast(comm, r, root, o);
+                                  });
   }
   dev::run_collective(
       comm, OpKind::kBroadcast, *ops, buffer.dtype, options, buffer.bytes(), start,
@@ -363,6 +390,12 @@ void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView 
     ops->synchronize();
     dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
+  }
+  if (send.bytes() < options.threshold_bytes) {
+    return dev::run_native_staged(*ops, send, recv, options, start,
+                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+                                    alltoall(comm, s, r, o);
+                                  });
   }
   dev::run_collective(
       comm, OpKind::kAlltoall, *ops, send.dtype, options, send.bytes(), start,

@@ -52,7 +52,7 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
 
 // The device codec a policy decision gives a call of `bytes` bytes (collectives_device.h,
 // DeviceCollectiveOptions::policy).
-CodecConfig device_codec_of(const PolicyDecision& decision, size_t bytes);
+CodecConfig device_codec_of(const PolicyDecision& decision);
 // Runs `call` with the options options.policy decides for it (policy cleared) and records it in
 // the engine; fills *options.stats too. A gradient compressor decision with a device version
 // (DeviceGradCompressor::supports) runs `gradient` instead, with the engine's compressor of that
@@ -66,6 +66,14 @@ void run_with_policy(
 // The key of a tensor for a gradient compressor: options.key, or one made of its address and
 // count (as the host calls do).
 uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count);
+
+// The call below options.threshold_bytes: `send` staged to pinned host memory, `host_call` run
+// on host views of send and recv with Algorithm::kNative, the result copied back into `recv`
+// (native_staged.cc). Fills *options.stats.
+void run_native_staged(
+    DeviceOps& ops, ConstTensorView send, TensorView recv, const DeviceCollectiveOptions& options,
+    std::chrono::steady_clock::time_point start,
+    const std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>& host_call);
 
 std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options);
 // Fills *options.stats (if set); `counters` may be null for a call with nothing to do.

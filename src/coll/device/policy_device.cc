@@ -10,8 +10,7 @@
 
 namespace hycc::coll::device {
 
-CodecConfig device_codec_of(const PolicyDecision& decision, size_t bytes) {
-  if (bytes < decision.threshold_bytes) return CodecConfig{};
+CodecConfig device_codec_of(const PolicyDecision& decision) {
   const CodecConfig& codec = decision.gradient ? decision.gradient_codec : decision.options.codec;
   return has_device_codec(codec) ? codec : CodecConfig{};
 }
@@ -27,7 +26,8 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
   CollectiveStats stats;
   DeviceCollectiveOptions inner = options;
   inner.policy = nullptr;
-  inner.codec = device_codec_of(decision, bytes);
+  inner.codec = device_codec_of(decision);
+  inner.threshold_bytes = decision.threshold_bytes;
   inner.stats = &stats;
   if (gradient && decision.gradient && comm.size() > 1 && bytes > 0 &&
       bytes >= decision.threshold_bytes && DeviceGradCompressor::supports(decision.compressor)) {
