@@ -144,22 +144,21 @@ TEST(DeviceCollErrors, CudaBackendWithoutDeviceIsUnavailable) {
   expect_still_works();
 }
 
-// Rank 0 sends every payload one byte short: the ranks that decode what rank 0 sent (or
-// forwarded) throw CorruptStream, rank 0 itself completes, nobody hangs.
-TEST(DeviceCollErrors, TruncatedPayloadsAreCorruptStreamsOnTheDecodingRanks) {
+// With `filter` applied to what rank 0 sends, every codec x {allreduce, allgather}: the ranks
+// that decode what rank 0 sent (or forwarded) throw CorruptStream, rank 0 itself completes,
+// nobody hangs.
+void expect_corrupt_from_rank0(const std::function<size_t(std::byte*, size_t)>& filter,
+                               const std::string& how) {
   const int p = world().size(), r = world().rank();
   const size_t n = 1000;
   for (const std::string spec :
        {"none", "bf16", "quant:bits=4", "eb:abs=1e-3", "mpc", "zfp:rate=8"}) {
     for (const char* op : {"allreduce", "allgather"}) {
-      if (r == 0) {
-        coll::device::testing::set_staged_send_filter(
-            [](std::byte*, size_t size) { return size == 0 ? size_t{0} : size - 1; });
-      }
+      if (r == 0) coll::device::testing::set_staged_send_filter(filter);
       const Buffer in = make_input(DType::kF32, n, r, false);
       Buffer out(DType::kF32, std::string(op) == "allreduce" ? n : n * static_cast<size_t>(p));
       const Outcome want = r == 0 || p == 1 ? Outcome::kOk : Outcome::kCorrupt;
-      expect_outcome(want, spec + " " + op + " with truncated payloads from rank 0", [&] {
+      expect_outcome(want, spec + " " + op + " with " + how + " payloads from rank 0", [&] {
         DeviceCollectiveOptions o = emulated(spec.c_str());
         o.segment_bytes = 1024;
         if (std::string(op) == "allreduce") {
@@ -171,43 +170,26 @@ TEST(DeviceCollErrors, TruncatedPayloadsAreCorruptStreamsOnTheDecodingRanks) {
       coll::device::testing::set_staged_send_filter({});
     }
   }
+}
+
+// Rank 0 sends every payload one byte short.
+TEST(DeviceCollErrors, TruncatedPayloadsAreCorruptStreamsOnTheDecodingRanks) {
+  expect_corrupt_from_rank0(
+      [](std::byte*, size_t size) { return size == 0 ? size_t{0} : size - 1; }, "truncated");
   expect_still_works();
 }
 
-// Rank 0 flips one bit in the middle of every payload it sends (the size stays right): with
-// checksums, the ranks that receive what rank 0 sent (or forwarded) throw CorruptStream, for
-// every codec, "none" included; without them, codec "none" delivers the altered values silently
-// (what the checksum is for).
+// Rank 0 flips one bit in the middle of every payload it sends (the size stays right): caught by
+// the checksums, for every codec, "none" included; without them, codec "none" delivers the
+// altered values silently (what the checksum is for).
 TEST(DeviceCollErrors, AlteredPayloadsFailTheirChecksum) {
+  const auto flip = [](std::byte* data, size_t size) {
+    if (size > 16) data[size / 2] ^= std::byte{0x10};
+    return size;
+  };
+  expect_corrupt_from_rank0(flip, "altered");
   const int p = world().size(), r = world().rank();
   const size_t n = 1000;
-  const auto flip_on_rank0 = [r] {
-    if (r == 0) {
-      coll::device::testing::set_staged_send_filter([](std::byte* data, size_t size) {
-        if (size > 16) data[size / 2] ^= std::byte{0x10};
-        return size;
-      });
-    }
-  };
-  for (const std::string spec :
-       {"none", "bf16", "quant:bits=4", "eb:abs=1e-3", "mpc", "zfp:rate=8"}) {
-    for (const char* op : {"allreduce", "allgather"}) {
-      flip_on_rank0();
-      const Buffer in = make_input(DType::kF32, n, r, false);
-      Buffer out(DType::kF32, std::string(op) == "allreduce" ? n : n * static_cast<size_t>(p));
-      const Outcome want = r == 0 || p == 1 ? Outcome::kOk : Outcome::kCorrupt;
-      expect_outcome(want, spec + " " + op + " with payloads altered by rank 0", [&] {
-        DeviceCollectiveOptions o = emulated(spec.c_str());
-        o.segment_bytes = 1024;
-        if (std::string(op) == "allreduce") {
-          allreduce_device(world(), in.view(), out.view(), ReduceOp::kSum, o);
-        } else {
-          allgather_device(world(), in.view(), out.view(), o);
-        }
-      });
-      coll::device::testing::set_staged_send_filter({});
-    }
-  }
   // Without checksums an altered "none" payload goes unnoticed: the result is wrong on the ranks
   // that received rank 0's data, and nothing is thrown.
   const Buffer in = make_input(DType::kF32, n, r, true);
@@ -216,7 +198,7 @@ TEST(DeviceCollErrors, AlteredPayloadsFailTheirChecksum) {
   o.segment_bytes = 1024;
   o.checksum = false;
   allgather_device(world(), in.view(), right.view(), o);
-  flip_on_rank0();
+  if (r == 0) coll::device::testing::set_staged_send_filter(flip);
   expect_outcome(Outcome::kOk, "allgather without checksums",
                  [&] { allgather_device(world(), in.view(), altered.view(), o); });
   coll::device::testing::set_staged_send_filter({});

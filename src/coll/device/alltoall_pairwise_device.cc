@@ -38,17 +38,7 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
   const size_t m = segs.count();
   const size_t bound = payload_bound(ctx.codec, send.dtype, block, ctx.seg_elems);
   Transport& transport = ctx.transport;
-  std::vector<Payload> free;
-  const auto take = [&] {
-    Payload b;
-    if (!free.empty()) {
-      b = std::move(free.back());
-      free.pop_back();
-    }
-    if (!holds_payload(b, bound)) b.memory = allocate_payload(ctx.ops, bound);
-    b.size = b.raw_bytes = 0;
-    return b;
-  };
+  PayloadPool pool(ctx.ops, bound);
   // Receives announced in (step, segment) order, up to kRecvWindow ahead of the one decoded.
   int post_s = 1;
   size_t post_k = 0, announced = 0, waited = 0;
@@ -71,7 +61,7 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
       all_announced = true;
     }
   };
-  Payload in = take();
+  Payload in = pool.take();
   const auto receive = [&](int s, size_t k) {
     const int source = (r - s + p) % p;
     transport.wait_recv(in);
@@ -90,7 +80,7 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
   for (int s = 1; s < p; ++s) {
     const int dest = (r + s) % p;
     for (size_t k = 0; k < m; ++k) {
-      Payload out = take();
+      Payload out = pool.take();
       encode_payload(ctx, slice(from, at(dest) + segs[k].offset, segs[k].count), out,
                      stream_seed(ctx.seed, r, static_cast<uint64_t>(s), k));
       ctx.counters.wire_bytes += out.size;
@@ -99,11 +89,11 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
       transport.post_send(dest, std::move(out), pairwise_round(s, k));
       transport.progress();
       if (k > 0) receive(s, k - 1);
-      transport.reclaim(free, false);
+      transport.reclaim(pool.free(), false);
     }
     if (m > 0) receive(s, m - 1);
   }
-  transport.reclaim(free, true);
+  transport.reclaim(pool.free(), true);
 }
 
 }  // namespace hycc::coll::device

@@ -24,18 +24,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
   const size_t m = segs.count();
   const size_t bound = payload_bound(ctx.codec, buffer.dtype, buffer.count, ctx.seg_elems);
   Transport& transport = ctx.transport;
-  std::vector<Payload> free;
-  const auto take = [&] {
-    Payload b;
-    if (!free.empty()) {
-      b = std::move(free.back());
-      free.pop_back();
-    } else {
-      b.memory = allocate_payload(ctx.ops, bound);
-    }
-    b.size = b.raw_bytes = 0;
-    return b;
-  };
+  PayloadPool pool(ctx.ops, bound);
   // Transport rounds (transport.h): segment k leaves chain position j in round k * p + j.
   const auto round = [&](size_t k, int from_position) {
     return static_cast<uint64_t>(k) * static_cast<uint64_t>(p) +
@@ -52,7 +41,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
     transport.receives_announced();
     for (size_t k = 0; k < m; ++k) {
       const TensorView part = slice(buffer, segs[k].offset, segs[k].count);
-      Payload out = take();
+      Payload out = pool.take();
       encode_payload(ctx, part, out, stream_seed(ctx.seed, r, 0, k));
       if (!ctx.codec.lossless()) {
         const DeviceCodecClock clock(ctx);
@@ -60,7 +49,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
       }
       send(std::move(out), k);
       transport.progress();
-      transport.reclaim(free, false);
+      transport.reclaim(pool.free(), false);
     }
   } else {
     size_t posted = 0;
@@ -71,7 +60,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
                             round(posted, position - 1));
         if (posted + 1 == m) transport.receives_announced();
       }
-      Payload in = take();
+      Payload in = pool.take();
       transport.wait_recv(in);
       {
         const DeviceCodecClock clock(ctx);
@@ -86,12 +75,12 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
         in.raw_bytes = segs[k].count * dtype_size(buffer.dtype);
         send(std::move(in), k);
       } else {
-        free.push_back(std::move(in));
+        pool.give(std::move(in));
       }
-      transport.reclaim(free, false);
+      transport.reclaim(pool.free(), false);
     }
   }
-  transport.reclaim(free, true);
+  transport.reclaim(pool.free(), true);
 }
 
 }  // namespace hycc::coll::device

@@ -151,6 +151,17 @@ void check_pair(ArgCheck& check, const DeviceOps* ops, const char* op, ConstTens
   check_same_dtype(check, op, send, recv);
 }
 
+void check_same_count_or_buffer(ArgCheck& check, const char* op, ConstTensorView send,
+                                ConstTensorView recv) {
+  if (check.ok() && recv.count != send.count) {
+    check.fail(tagged("coll", op, ": recv has ", recv.count, " elements, send ", send.count));
+  }
+  if (check.ok() && send.data != recv.data &&
+      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    check.fail(tagged("coll", op, ": send and recv overlap without being the same buffer"));
+  }
+}
+
 namespace {
 
 // Runs `algorithm` with a context for this call, then rethrows a deferred decoding error and
@@ -180,6 +191,27 @@ void run_collective(const Communicator& comm, OpKind op, DeviceOps& ops, DType d
 
 }  // namespace
 
+void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
+              const std::exception_ptr& unavailable, DeviceOps* ops,
+              const DeviceCollectiveOptions& options, std::chrono::steady_clock::time_point start) {
+  check_device_options(check, comm, call.op, options, true);
+  add_device_fields(check, call.count, call.send.dtype, options);
+  settle(check, comm, unavailable);
+  if (comm.size() == 1 || call.count == 0) {
+    if (call.send.data != call.recv.data) {
+      ops->copy_device(call.recv.data, call.send.data, call.send.bytes());
+    }
+    ops->synchronize();
+    report_device(options, nullptr, Algorithm::kAuto, call.message_bytes, start);
+    return;
+  }
+  if (call.message_bytes < options.threshold_bytes) {
+    return run_native_staged(*ops, call.send, call.recv, options, start, call.native);
+  }
+  run_collective(comm, call.op, *ops, call.send.dtype, options, call.message_bytes, start,
+                 call.algorithm, call.ran);
+}
+
 }  // namespace hycc::coll::device
 
 namespace hycc {
@@ -204,34 +236,21 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
   dev::check_pair(check, ops.get(), "allreduce_device", send, recv);
-  if (check.ok() && recv.count != send.count) {
-    check.fail(
-        tagged("coll", "allreduce_device: recv has ", recv.count, " elements, send ", send.count));
-  }
-  if (check.ok() && send.data != recv.data &&
-      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
-    check.fail(tagged("coll", "allreduce_device: send and recv overlap without being the same ",
-                      "buffer"));
-  }
+  dev::check_same_count_or_buffer(check, "allreduce_device", send, recv);
   coll::check_reduce_op(check, op);
-  dev::check_device_options(check, comm, OpKind::kAllreduce, options, true);
-  dev::add_device_fields(check, send.count, send.dtype, options);
-  dev::settle(check, comm, unavailable);
-  if (comm.size() == 1 || send.count == 0) {
-    ops->copy_device(recv.data, send.data, send.bytes());
-    ops->synchronize();
-    dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
-    return;
-  }
-  if (send.bytes() < options.threshold_bytes) {
-    return dev::run_native_staged(*ops, send, recv, options, start,
-                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
-                                    allreduce(comm, s, r, op, o);
-                                  });
-  }
-  dev::run_collective(
-      comm, OpKind::kAllreduce, *ops, send.dtype, options, send.bytes(), start,
-      [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); });
+  dev::run_call(
+      comm,
+      {.op = OpKind::kAllreduce,
+       .send = send,
+       .recv = recv,
+       .count = send.count,
+       .message_bytes = send.bytes(),
+       .native = [&](ConstTensorView s, TensorView r,
+                     const CollectiveOptions& o) { allreduce(comm, s, r, op, o); },
+       .algorithm =
+           [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); },
+       .ran = Algorithm::kRing},
+      check, unavailable, ops.get(), options, start);
 }
 
 void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
@@ -257,24 +276,19 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
                       "rank's chunk of it"));
   }
   coll::check_reduce_op(check, op);
-  dev::check_device_options(check, comm, OpKind::kReduceScatter, options, true);
-  dev::add_device_fields(check, send.count, send.dtype, options);
-  dev::settle(check, comm, unavailable);
-  if (comm.size() == 1 || send.count == 0) {
-    ops->copy_device(recv.data, send.data, send.bytes());
-    ops->synchronize();
-    dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
-    return;
-  }
-  if (send.bytes() < options.threshold_bytes) {
-    return dev::run_native_staged(*ops, send, recv, options, start,
-                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
-                                    reduce_scatter(comm, s, r, op, o);
-                                  });
-  }
-  dev::run_collective(
-      comm, OpKind::kReduceScatter, *ops, send.dtype, options, send.bytes(), start,
-      [&](dev::DeviceContext& ctx) { dev::reduce_scatter_ring_device(ctx, send, recv, op); });
+  dev::run_call(
+      comm,
+      {.op = OpKind::kReduceScatter,
+       .send = send,
+       .recv = recv,
+       .count = send.count,
+       .message_bytes = send.bytes(),
+       .native = [&](ConstTensorView s, TensorView r,
+                     const CollectiveOptions& o) { reduce_scatter(comm, s, r, op, o); },
+       .algorithm =
+           [&](dev::DeviceContext& ctx) { dev::reduce_scatter_ring_device(ctx, send, recv, op); },
+       .ran = Algorithm::kRing},
+      check, unavailable, ops.get(), options, start);
 }
 
 void allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
@@ -300,24 +314,18 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
     check.fail(
         tagged("coll", "allgather_device: send overlaps recv without being this rank's ", "block"));
   }
-  dev::check_device_options(check, comm, OpKind::kAllgather, options, true);
-  dev::add_device_fields(check, send.count, send.dtype, options);
-  dev::settle(check, comm, unavailable);
-  if (comm.size() == 1 || send.count == 0) {
-    ops->copy_device(recv.data, send.data, send.bytes());
-    ops->synchronize();
-    dev::report_device(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
-    return;
-  }
-  if (recv.bytes() < options.threshold_bytes) {
-    return dev::run_native_staged(*ops, send, recv, options, start,
-                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
-                                    allgather(comm, s, r, o);
-                                  });
-  }
-  dev::run_collective(
-      comm, OpKind::kAllgather, *ops, send.dtype, options, recv.bytes(), start,
-      [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); });
+  dev::run_call(
+      comm,
+      {.op = OpKind::kAllgather,
+       .send = send,
+       .recv = recv,
+       .count = send.count,
+       .message_bytes = recv.bytes(),
+       .native = [&](ConstTensorView s, TensorView r,
+                     const CollectiveOptions& o) { allgather(comm, s, r, o); },
+       .algorithm = [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); },
+       .ran = Algorithm::kRing},
+      check, unavailable, ops.get(), options, start);
 }
 
 void broadcast_device(const Communicator& comm, TensorView buffer, int root,
@@ -336,25 +344,23 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
     check.fail(
         tagged("coll", "broadcast_device: root ", root, " out of range [0, ", comm.size(), ")"));
   }
-  dev::check_device_options(check, comm, OpKind::kBroadcast, options, true);
   check.field("root", root);
-  dev::add_device_fields(check, buffer.count, buffer.dtype, options);
-  dev::settle(check, comm, unavailable);
-  if (comm.size() == 1 || buffer.count == 0) {
-    dev::report_device(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
-    return;
-  }
-  if (buffer.bytes() < options.threshold_bytes) {
-    return dev::run_native_staged(*ops, buffer, buffer, options, start,
-                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
-                                    std::memcpy(r.data, s.data, s.bytes());
-                                    broadcast(comm, r, root, o);
-                                  });
-  }
-  dev::run_collective(
-      comm, OpKind::kBroadcast, *ops, buffer.dtype, options, buffer.bytes(), start,
-      [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
-      Algorithm::kChain);
+  dev::run_call(
+      comm,
+      {.op = OpKind::kBroadcast,
+       .send = buffer,
+       .recv = buffer,
+       .count = buffer.count,
+       .message_bytes = buffer.bytes(),
+       .native =
+           [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+             std::memcpy(r.data, s.data, s.bytes());
+             broadcast(comm, r, root, o);
+           },
+       .algorithm =
+           [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
+       .ran = Algorithm::kChain},
+      check, unavailable, ops.get(), options, start);
 }
 
 void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
@@ -369,38 +375,24 @@ void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView 
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
   dev::check_pair(check, ops.get(), "alltoall_device", send, recv);
-  if (check.ok() && recv.count != send.count) {
-    check.fail(
-        tagged("coll", "alltoall_device: recv has ", recv.count, " elements, send ", send.count));
-  }
+  dev::check_same_count_or_buffer(check, "alltoall_device", send, recv);
   if (check.ok() && send.count % static_cast<size_t>(comm.size()) != 0) {
     check.fail(tagged("coll", "alltoall_device: ", send.count, " elements are not a multiple of ",
                       comm.size(), " ranks"));
   }
-  if (check.ok() && send.data != recv.data &&
-      coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
-    check.fail(
-        tagged("coll", "alltoall_device: send and recv overlap without being the same ", "buffer"));
-  }
-  dev::check_device_options(check, comm, OpKind::kAlltoall, options, true);
-  dev::add_device_fields(check, send.count, send.dtype, options);
-  dev::settle(check, comm, unavailable);
-  if (comm.size() == 1 || send.count == 0) {
-    ops->copy_device(recv.data, send.data, send.bytes());
-    ops->synchronize();
-    dev::report_device(options, nullptr, Algorithm::kAuto, send.bytes(), start);
-    return;
-  }
-  if (send.bytes() < options.threshold_bytes) {
-    return dev::run_native_staged(*ops, send, recv, options, start,
-                                  [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
-                                    alltoall(comm, s, r, o);
-                                  });
-  }
-  dev::run_collective(
-      comm, OpKind::kAlltoall, *ops, send.dtype, options, send.bytes(), start,
-      [&](dev::DeviceContext& ctx) { dev::alltoall_pairwise_device(ctx, send, recv); },
-      Algorithm::kPairwise);
+  dev::run_call(
+      comm,
+      {.op = OpKind::kAlltoall,
+       .send = send,
+       .recv = recv,
+       .count = send.count,
+       .message_bytes = send.bytes(),
+       .native = [&](ConstTensorView s, TensorView r,
+                     const CollectiveOptions& o) { alltoall(comm, s, r, o); },
+       .algorithm =
+           [&](dev::DeviceContext& ctx) { dev::alltoall_pairwise_device(ctx, send, recv); },
+       .ran = Algorithm::kPairwise},
+      check, unavailable, ops.get(), options, start);
 }
 
 }  // namespace hycc

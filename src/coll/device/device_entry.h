@@ -9,6 +9,7 @@
 
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
+#include "coll/device/device_ring.h"
 #include "coll/device/transport.h"
 #include "hycc/collectives_device.h"
 #include "hycc/grad_device.h"
@@ -40,6 +41,9 @@ void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, 
 // check_device_view of send and recv, and their dtypes equal.
 void check_pair(ArgCheck& check, const DeviceOps* ops, const char* op, ConstTensorView send,
                 ConstTensorView recv);
+// recv has send's count, and the two are the same buffer or do not overlap.
+void check_same_count_or_buffer(ArgCheck& check, const char* op, ConstTensorView send,
+                                ConstTensorView recv);
 // The signature all ranks share: count, dtype, codec, segment size, tag, backend, transport.
 void add_device_fields(ArgCheck& check, size_t count, DType dtype,
                        const DeviceCollectiveOptions& options);
@@ -74,6 +78,26 @@ void run_native_staged(
     DeviceOps& ops, ConstTensorView send, TensorView recv, const DeviceCollectiveOptions& options,
     std::chrono::steady_clock::time_point start,
     const std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>& host_call);
+
+// What an entry point hands to run_call().
+struct CallSpec {
+  OpKind op;
+  ConstTensorView send;
+  TensorView recv;
+  size_t count = 0;          // elements of the call's signature (0: nothing to move)
+  size_t message_bytes = 0;  // for the threshold and the statistics
+  std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)> native;
+  std::function<void(DeviceContext&)> algorithm;
+  Algorithm ran = Algorithm::kRing;
+};
+
+// The common end of the collective entry points, after their own argument checks: the option
+// checks and the cross-rank agreement; then one rank or nothing to move (send copied to recv),
+// the native path below options.threshold_bytes, or the device algorithm (with its transport,
+// integrity check and deferred decoding errors), and the statistics.
+void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
+              const std::exception_ptr& unavailable, DeviceOps* ops,
+              const DeviceCollectiveOptions& options, std::chrono::steady_clock::time_point start);
 
 std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options);
 // Fills *options.stats (if set); `counters` may be null for a call with nothing to do.

@@ -26,6 +26,18 @@ void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64
   out.has_checksum = false;
 }
 
+Payload PayloadPool::take() {
+  Payload b;
+  if (!free_.empty()) {
+    b = std::move(free_.back());
+    free_.pop_back();
+  }
+  if (!holds_payload(b, bound_)) b.memory = allocate_payload(ops_, bound_);
+  b.size = b.raw_bytes = 0;
+  b.has_checksum = false;
+  return b;
+}
+
 size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems) {
   return codec.codec().max_payload_bytes(dtype, std::min(count, seg_elems));
 }
@@ -42,20 +54,7 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
   const size_t window = 2 * widest + 2;
   Transport& transport = ctx.transport;
 
-  std::vector<Payload> free;
-  const auto take = [&] {
-    Payload b;
-    if (!free.empty()) {
-      b = std::move(free.back());
-      free.pop_back();
-    }
-    // Received payloads may come in buffers of their own bound only (the NCCL transport's).
-    if (!holds_payload(b, schedule.max_payload)) {
-      b.memory = allocate_payload(ctx.ops, schedule.max_payload);
-    }
-    b.size = b.raw_bytes = 0;
-    return b;
-  };
+  PayloadPool pool(ctx.ops, schedule.max_payload);
 
   size_t posted = 0;
   int post_t = 0;  // the next receive to announce: payload post_k of step post_t
@@ -86,30 +85,30 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
 
   post_receives();
   for (size_t k = 0; k < schedule.first_segments; ++k) {
-    Payload out = take();
+    Payload out = pool.take();
     schedule.first(k, out);
     send(std::move(out), 0, k);
     transport.progress();
-    transport.reclaim(free, false);
+    transport.reclaim(pool.free(), false);
   }
   for (int t = 0; t < steps; ++t) {
     for (size_t k = 0; k < nrecv[static_cast<size_t>(t)]; ++k) {
-      Payload in = take();
+      Payload in = pool.take();
       transport.wait_recv(in);
       --posted;
-      Payload out = take();
+      Payload out = pool.take();
       schedule.arrived(t, k, in, out);
       if (t + 1 < steps) {
         send(std::move(out), t + 1, k);
       } else {
-        free.push_back(std::move(out));
+        pool.give(std::move(out));
       }
-      free.push_back(std::move(in));
+      pool.give(std::move(in));
       post_receives();
-      transport.reclaim(free, false);
+      transport.reclaim(pool.free(), false);
     }
   }
-  transport.reclaim(free, true);
+  transport.reclaim(pool.free(), true);
 }
 
 }  // namespace hycc::coll::device

@@ -48,6 +48,22 @@ class DeviceCodecClock {
 // out.raw_bytes. `out` must hold payload_capacity() bytes for in's dtype and count.
 void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64_t seed);
 
+// The payload buffers of one call, recycled: take() hands out a buffer for payloads of at most
+// `bound` bytes, one that came back (give(), or a transport's reclaim() into free()) when it is
+// large enough (received ones may be smaller: the NCCL transport's have their own bound).
+class PayloadPool {
+ public:
+  PayloadPool(DeviceOps& ops, size_t bound) : ops_(ops), bound_(bound) {}
+  Payload take();
+  void give(Payload&& p) { free_.push_back(std::move(p)); }
+  std::vector<Payload>& free() { return free_; }
+
+ private:
+  DeviceOps& ops_;
+  size_t bound_;
+  std::vector<Payload> free_;
+};
+
 // Upper bound of the payloads of `count` elements of `dtype` cut into segments of seg_elems.
 size_t payload_bound(const CodecConfig& codec, DType dtype, size_t count, size_t seg_elems);
 

@@ -164,13 +164,7 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, uint64_t
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
   dev::check_pair(check, ops.get(), "DeviceGradCompressor::allreduce", grad, out);
-  if (check.ok() && out.count != grad.count) {
-    check.fail(tagged("grad:device", "out has ", out.count, " elements, grad ", grad.count));
-  }
-  if (check.ok() && grad.data != out.data &&
-      coll::overlaps(grad.data, grad.bytes(), out.data, out.bytes())) {
-    check.fail(tagged("grad:device", "grad and out overlap without being the same buffer"));
-  }
+  dev::check_same_count_or_buffer(check, "DeviceGradCompressor::allreduce", grad, out);
   coll::check_reduce_op(check, op);
   dev::check_device_options(check, comm, coll::OpKind::kAllreduce, plain, false);
   const auto found = states_.find(key);

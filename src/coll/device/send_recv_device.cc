@@ -92,25 +92,19 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
                          .counters = {}};
   ctx.counters.wire_bytes = head.size();
   const size_t bound = dev::payload_bound(options.codec, data.dtype, data.count, segs.per);
-  std::vector<dev::Payload> free;
+  dev::PayloadPool pool(*ops, bound);
   transport->receives_announced();
   for (size_t k = 0; k < segs.count(); ++k) {
-    dev::Payload out;
-    if (!free.empty()) {
-      out = std::move(free.back());
-      free.pop_back();
-    } else {
-      out.memory = dev::allocate_payload(*ops, bound);
-    }
+    dev::Payload out = pool.take();
     dev::encode_payload(ctx, coll::slice(data, segs[k].offset, segs[k].count), out,
                         coll::stream_seed(options.seed, ctx.rank, 0, k));
     ctx.counters.wire_bytes += out.size;
     ctx.counters.raw_bytes += out.raw_bytes;
     ++ctx.counters.streams;
     transport->post_send(dest, std::move(out), k);
-    transport->reclaim(free, false);
+    transport->reclaim(pool.free(), false);
   }
-  transport->reclaim(free, true);
+  transport->reclaim(pool.free(), true);
   dev::report_device(options, &ctx.counters, Algorithm::kAuto, data.bytes(), start);
 }
 
