@@ -309,6 +309,28 @@ TEST(DeviceColl, BelowTheThresholdCallsGoNative) {
   EXPECT_EQ(stats.algorithm, p == 1 ? Algorithm::kAuto : Algorithm::kRing);
 }
 
+// The staged transport forwards an allgather's payloads from the pinned buffers they arrived in:
+// a rank copies back from the device only the payloads it encoded itself (its own block's
+// segments), not the (p - 2) blocks it passes on.
+TEST(DeviceColl, StagedAllgatherForwardsWithoutCopyingBack) {
+  const int p = world().size(), r = world().rank();
+  const size_t n = 3000;  // several segments of about 4000 bytes (f32)
+  const Buffer in = make_input(DType::kF32, n, r, false);
+  Buffer out(DType::kF32, n * static_cast<size_t>(p));
+  DeviceCollectiveOptions o = device_options("quant:bits=4", 4000, DeviceTransport::kStagedMpi);
+  CollectiveStats stats;
+  o.stats = &stats;
+  const size_t before = coll::device::testing::staged_send_copies();
+  allgather_device(world(), in.view(), out.view(), o);
+  const size_t copies = coll::device::testing::staged_send_copies() - before;
+  if (p == 1) {
+    EXPECT_EQ(copies, 0u);
+  } else {
+    EXPECT_GE(copies, 3u);  // the own block's segments (segments are whole codec blocks)
+    EXPECT_EQ(stats.streams, copies * static_cast<size_t>(p - 1));
+  }
+}
+
 TEST(DeviceColl, StatisticsDescribeTheRing) {
   const int p = world().size();
   const Buffer in = make_input(DType::kF32, 1000, world().rank(), false);

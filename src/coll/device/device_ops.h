@@ -66,6 +66,16 @@ struct Payload {
   size_t raw_bytes = 0;
   uint64_t checksum = 0;
   bool has_checksum = false;
+  // The staged MPI transport's pinned copy of the message it arrived in (`staged_bytes` bytes),
+  // kept so that forwarding the payload unchanged sends it without copying it back; dropped by
+  // whatever rewrites the payload.
+  Memory staged;
+  size_t staged_bytes = 0;
+  void rewritten() {
+    has_checksum = false;
+    staged.reset();
+    staged_bytes = 0;
+  }
   void* data() const { return memory.data(); }
   size_t capacity() const { return memory.bytes(); }
 };

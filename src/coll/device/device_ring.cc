@@ -23,7 +23,7 @@ void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64
   const DeviceCodecClock clock(ctx);
   out.size = ctx.ops.encode(ctx.codec, in, out.data(), out.capacity(), seed);
   out.raw_bytes = in.bytes();
-  out.has_checksum = false;
+  out.rewritten();
 }
 
 Payload PayloadPool::take() {
@@ -34,7 +34,7 @@ Payload PayloadPool::take() {
   }
   if (!holds_payload(b, bound_)) b.memory = allocate_payload(ops_, bound_);
   b.size = b.raw_bytes = 0;
-  b.has_checksum = false;
+  b.rewritten();
   return b;
 }
 

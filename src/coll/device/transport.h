@@ -84,6 +84,9 @@ namespace testing {
 // them and returns the size to send, at most the given size); empty to stop. For the tests of
 // malformed payloads only.
 void set_staged_send_filter(std::function<size_t(std::byte* data, size_t size)> filter);
+// Payloads the staged transport of this process has copied from the device to send them (a
+// forwarded one goes from the pinned buffer it arrived in), since the start.
+size_t staged_send_copies();
 }  // namespace testing
 
 }  // namespace hycc::coll::device
