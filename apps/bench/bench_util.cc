@@ -1,5 +1,7 @@
 #include "bench_util.h"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -74,6 +76,15 @@ void write_json(const std::string& path, const nlohmann::json& rows) {
   std::ofstream out(path);
   out << rows.dump(2) << "\n";
   if (!out) throw Error(tagged("bench", "cannot write JSON to '", path, "'"));
+}
+
+MpiSession::MpiSession() {
+  MPI_Initialized(&was_initialized_);
+  if (!was_initialized_) MPI_Init(nullptr, nullptr);
+}
+
+MpiSession::~MpiSession() {
+  if (!was_initialized_) MPI_Finalize();
 }
 
 }  // namespace hycc::bench

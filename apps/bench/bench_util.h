@@ -44,6 +44,19 @@ std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // The median (the mean of the two middle values for an even count); 0 for no values.
 double median(std::vector<double> values);
 
+// MPI for the span of a benchmark run: initialized here unless it already is, and then
+// finalized here when this object goes.
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+ private:
+  int was_initialized_ = 0;
+};
+
 // Writes `rows` as a JSON array to `path`; throws hycc::Error if the file cannot be written.
 void write_json(const std::string& path, const nlohmann::json& rows);
 

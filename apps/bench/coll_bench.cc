@@ -633,9 +633,7 @@ CLI::App* add_coll_command(CLI::App& app, CollBenchOptions& o) {
 }
 
 int run_coll_bench(const CollBenchOptions& o) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) MPI_Init(nullptr, nullptr);
+  const MpiSession mpi;
   const Communicator comm = Communicator::world();
   int rc = 0;
   Setup s;
@@ -689,7 +687,6 @@ int run_coll_bench(const CollBenchOptions& o) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
-  if (!initialized) MPI_Finalize();
   return rc;
 }
 

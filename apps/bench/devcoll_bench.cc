@@ -295,9 +295,7 @@ CLI::App* add_devcoll_command(CLI::App& app, DevCollBenchOptions& o) {
 }
 
 int run_devcoll_bench(const DevCollBenchOptions& o) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) MPI_Init(nullptr, nullptr);
+  const MpiSession mpi;
   const Communicator comm = Communicator::world();
   int rc = 0;
   Setup s;
@@ -352,7 +350,6 @@ int run_devcoll_bench(const DevCollBenchOptions& o) {
       }
     }
   }
-  if (!initialized) MPI_Finalize();
   return rc;
 }
 

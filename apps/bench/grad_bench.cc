@@ -189,9 +189,7 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
 }
 
 int run_grad_bench(const GradBenchOptions& options) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) MPI_Init(nullptr, nullptr);
+  const MpiSession mpi;
   const Communicator comm = Communicator::world();
   GradBenchOptions o = options;
   std::vector<std::vector<size_t>> shapes;
@@ -210,10 +208,7 @@ int run_grad_bench(const GradBenchOptions& options) {
     if (comm.rank() == 0) std::fprintf(stderr, "hycc-bench grad: %s\n", e.what());
     rc = 2;
   }
-  if (rc != 0) {
-    if (!initialized) MPI_Finalize();
-    return rc;
-  }
+  if (rc != 0) return rc;
   const bool print = comm.rank() == 0;
   const Table table({{"shape", 12, ""},
                      {"count", 11, "(elements)"},
@@ -304,7 +299,6 @@ int run_grad_bench(const GradBenchOptions& options) {
     std::fflush(stdout);
   }
   rc = differing == 0 ? 0 : 1;
-  if (!initialized) MPI_Finalize();
   return rc;
 }
 
