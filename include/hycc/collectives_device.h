@@ -86,11 +86,11 @@ struct DeviceCollectiveOptions {
   // communicator's dimension, the operation and the message size, and the engine records the
   // call in its statistics, as for the host calls (hycc/policy_engine.h). On the device:
   // - the decision's threshold becomes threshold_bytes: smaller calls go native;
-  // - a gradient compressor decision "ef+CODEC" on an allreduce runs the engine's
-  //   DeviceGradCompressor (hycc/grad_device.h) keyed by `key`, bit-identical to the host's
-  //   gradient compressor; elsewhere (reduce_scatter, other operations) and for powersgd, topk
-  //   and sign it runs the codec the compressor wraps (ef+quant:bits=4 -> quant:bits=4;
-  //   powersgd, topk, sign -> none);
+  // - a gradient compressor decision "ef+CODEC" on an allreduce or a reduce_scatter runs the
+  //   engine's DeviceGradCompressor (hycc/grad_device.h) keyed by `key`, bit-identical to the
+  //   host's gradient compressor; on other operations, and for powersgd, topk and sign, it runs
+  //   the codec the compressor wraps (ef+quant:bits=4 -> quant:bits=4; powersgd, topk,
+  //   sign -> none);
   // - a codec without a device implementation (zfp:accuracy, zstd) runs as "none";
   // - the engine's error sampling (HYCC_SAMPLE_ERROR) does not apply.
   // recv_device needs no policy (the message names its codec).

@@ -15,7 +15,7 @@
 // residuals (float32, one per key) live in device memory of the backend of the first call of
 // that key; options.codec is ignored (the spec names the codec).
 //
-// Not yet on the device: PowerSGD, top-k, sign, reduce_scatter.
+// Not yet on the device: PowerSGD, top-k, sign.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +50,13 @@ class DeviceGradCompressor {
   // same. Collective over comm; all ranks pass the same key, count, dtype and op.
   GradStepStats allreduce(const Communicator& comm, uint64_t key, ConstTensorView grad,
                           TensorView out, ReduceOp op, const DeviceCollectiveOptions& options = {});
+
+  // shard = this rank's chunk (chunk_range(grad.count, size, rank)) of allreduce(): the whole
+  // step runs and the chunk is kept, as GradCompressor's grad_reduce_scatter does (same bits,
+  // same residual). shard may be this rank's chunk of grad (in place).
+  GradStepStats reduce_scatter(const Communicator& comm, uint64_t key, ConstTensorView grad,
+                               TensorView shard, ReduceOp op,
+                               const DeviceCollectiveOptions& options = {});
 
   void reset();
   void reset(uint64_t key);

@@ -63,6 +63,34 @@ TEST(DeviceGrad, ErrorFeedbackMatchesTheHostCompressorStepAfterStep) {
   }
 }
 
+// reduce_scatter: the whole step, this rank's chunk kept, as grad_reduce_scatter (out of place
+// and in place).
+TEST(DeviceGrad, ReduceScatterMatchesTheHostCompressor) {
+  const int p = world().size(), r = world().rank();
+  for (const DType d : {DType::kF32, DType::kBF16}) {
+    for (const bool in_place : {false, true}) {
+      GradCompressor host("ef+quant:bits=4");
+      DeviceGradCompressor device("ef+quant:bits=4");
+      const size_t n = 10007;
+      const ChunkRange mine = chunk_range(n, p, r);
+      for (int step = 0; step < 3; ++step) {
+        const std::string what = std::string(dtype_name(d)) + (in_place ? " in place" : "") +
+                                 " step " + std::to_string(step);
+        const Buffer g = gradient(d, n, step);
+        Buffer want(d, mine.count);
+        grad_reduce_scatter(world(), host, GradTensor{3, {}}, g.view(), want.view(),
+                            GradOptions{ReduceOp::kAverage, 0});
+        Buffer got_in = clone(g), got(d, mine.count);
+        const TensorView shard = in_place ? view_of(got_in, mine.offset, mine.count) : got.view();
+        device.reduce_scatter(world(), 3, got_in.view(), shard, ReduceOp::kAverage, emulated());
+        const Buffer result = in_place ? part_of(got_in, mine.offset, mine.count) : clone(got);
+        expect_bits_equal(result, want, "reduce_scatter " + what);
+        EXPECT_TRUE(same_bits(device.residual(3), host.residual(3))) << what << ": residuals";
+      }
+    }
+  }
+}
+
 // In place, and "none" (a plain allreduce, no state).
 TEST(DeviceGrad, InPlaceAndNone) {
   const size_t n = 4099;
@@ -82,6 +110,31 @@ TEST(DeviceGrad, InPlaceAndNone) {
   expect_bits_equal(via_none, plain, "none");
   EXPECT_FALSE(s.compressed);
   EXPECT_TRUE(none.residual(5).empty());
+}
+
+// hybrid's zero_grad rule (ef+quant:bits=6 on reduce-scatters of the "zero" communicator).
+TEST(DeviceGrad, HybridPolicyOnZeroGradMatchesTheHostPolicyPath) {
+  const Communicator zero = world().dup("zero");
+  PolicyEngine host_engine(Policy::preset("hybrid")), device_engine(Policy::preset("hybrid"));
+  const size_t n = 1 << 16;
+  const ChunkRange mine = chunk_range(n, zero.size(), zero.rank());
+  for (int step = 0; step < 3; ++step) {
+    const Buffer g = gradient(DType::kF32, n, step);
+    Buffer want(DType::kF32, mine.count), got(DType::kF32, mine.count);
+    CollectiveOptions h;
+    h.policy = &host_engine;
+    h.key = 5;
+    reduce_scatter(zero, g.view(), want.view(), ReduceOp::kAverage, h);
+    DeviceCollectiveOptions o = emulated();
+    o.policy = &device_engine;
+    o.key = 5;
+    reduce_scatter_device(zero, g.view(), got.view(), ReduceOp::kAverage, o);
+    expect_bits_equal(got, want, "hybrid zero_grad step " + std::to_string(step));
+  }
+  const CommStats s = device_engine.stats();
+  const StatsEntry* e = s.find(Dimension::kZeroGrad, Operation::kReduceScatter);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->compressed_calls, zero.size() > 1 ? 3u : 0u);
 }
 
 TEST(DeviceGrad, HybridPolicyOnDpMatchesTheHostPolicyPath) {

@@ -1,8 +1,8 @@
 // The device collectives with a PolicyEngine (DeviceCollectiveOptions::policy), host-emulated
 // device: the rule of the communicator's dimension picks the codec (bit-identical to passing
-// that codec), small messages below the threshold go native, gradient compressors on
-// reduce-scatters run the codec they wrap (on allreduces: device_grad_test.cc), codecs without a
-// device implementation run as "none", and the engine records every call.
+// that codec), small messages below the threshold go native, gradient compressors without a
+// device version run the codec they wrap (error feedback: device_grad_test.cc), codecs without
+// a device implementation run as "none", and the engine records every call.
 #include <functional>
 
 #include "coll_test_util.h"
@@ -144,27 +144,27 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   }
 }
 
-// "hybrid" gives ZeRO gradient reduce-scatters ef+quant:bits=6: on the device, the quant codec it
-// wraps (error feedback runs on device allreduces only: device_grad_test.cc).
-TEST(DevicePolicy, GradientCompressorsOnReduceScatterRunTheCodecTheyWrap) {
-  const Communicator zg = world().dup("zero");  // reductions: zero_grad
-  PolicyEngine engine(Policy::preset("hybrid"));
-  const size_t n = 1 << 16;
-  const PolicyDecision d = engine.decide(zg, Operation::kReduceScatter, n * 4);
+// Gradient compressors without a device version (top-k) run the codec they wrap (none); error
+// feedback runs on device allreduces and reduce-scatters (device_grad_test.cc).
+TEST(DevicePolicy, GradientCompressorsWithoutADeviceVersionRunTheCodecTheyWrap) {
+  const Communicator dp = world().dup("dp");
+  PolicyEngine engine(Policy::parse_toml(R"(
+[[rule]]
+dimension = "dp"
+operation = "allreduce"
+compressor = "topk:ratio=0.1"
+threshold = 0
+)",
+                                         "test.toml"));
+  const size_t n = 1 << 14;
+  const PolicyDecision d = engine.decide(dp, Operation::kAllreduce, n * 4);
   ASSERT_TRUE(d.gradient);
-  ASSERT_EQ(d.gradient_codec.id(), CodecId::kQuant);
-  DeviceCollectiveOptions o = emulated_with("none");
+  ASSERT_EQ(d.gradient_codec.id(), CodecId::kNone);
+  DeviceCollectiveOptions o = emulated_with("quant:bits=4");
   o.policy = &engine;
-  DeviceCollectiveOptions want = emulated_with("none");
-  want.codec = d.gradient_codec;
-  const Buffer in = make_input(DType::kF32, n, zg.rank(), false);
-  const ChunkRange mine = chunk_range(n, zg.size(), zg.rank());
-  Buffer got(DType::kF32, mine.count), expected(DType::kF32, mine.count);
-  reduce_scatter_device(zg, in.view(), got.view(), ReduceOp::kSum, o);
-  reduce_scatter_device(zg, in.view(), expected.view(), ReduceOp::kSum, want);
-  expect_bits_equal(got, expected, "hybrid zero_grad reduce_scatter");
-  EXPECT_EQ(entry(engine, Dimension::kZeroGrad, Operation::kReduceScatter).compressed_calls,
-            zg.size() > 1 ? 1u : 0u);
+  expect_bits_equal(device_allreduce(dp, n, o), device_allreduce(dp, n, emulated_with("none")),
+                    "top-k on the device");
+  EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).calls, 1u);
 }
 
 }  // namespace

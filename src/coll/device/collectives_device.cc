@@ -258,7 +258,11 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
   if (options.policy != nullptr) {
     return dev::run_with_policy(
         comm, Operation::kReduceScatter, send.bytes(), options,
-        [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); });
+        [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
+        [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
+          return g.reduce_scatter(comm, dev::tensor_key(options, send.data, send.count), send, recv,
+                                  op, o);
+        });
   }
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kReduceScatter);

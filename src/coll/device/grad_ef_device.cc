@@ -85,6 +85,28 @@ bool DeviceGradCompressor::supports(std::string_view spec) {
   }
 }
 
+GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm, uint64_t key,
+                                                   ConstTensorView grad, TensorView shard,
+                                                   ReduceOp op,
+                                                   const DeviceCollectiveOptions& options) {
+  const ChunkRange mine = chunk_range(grad.count, comm.size(), comm.rank());
+  if (shard.dtype != grad.dtype || shard.count != mine.count) {
+    throw InvalidArgument(tagged("grad:device", "reduce_scatter: shard holds ", shard.count, " ",
+                                 dtype_name(shard.dtype), " elements, this rank's chunk is ",
+                                 mine.count, " ", dtype_name(grad.dtype)));
+  }
+  const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
+  const dev::Memory whole = ops->allocate(grad.bytes());
+  const GradStepStats stats =
+      allreduce(comm, key, grad, {grad.dtype, grad.count, whole.data()}, op, options);
+  ops->copy_device(
+      shard.data,
+      static_cast<const std::byte*>(whole.data()) + mine.offset * dtype_size(grad.dtype),
+      shard.bytes());
+  ops->synchronize();
+  return stats;
+}
+
 void DeviceGradCompressor::reset() { states_.clear(); }
 void DeviceGradCompressor::reset(uint64_t key) { states_.erase(key); }
 
