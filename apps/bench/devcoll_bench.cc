@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -154,12 +155,20 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
                {"busbw", 8, "(GB/s)"},
                {"none", 10, "(us)"},
                {"speedup", 8, "(x)"},
+               {"native", 10, "(us)"},
+               {"vs_native", 9, "(x)"},
                {"ratio", 7, "(x)"},
                {"#wrong", 8}});
   if (rank == 0) {
-    std::printf("# hycc-bench devcoll: %s %s, codec %s vs none, %s, %d ranks, %d x %d calls\n",
-                o.op.c_str(), dtype_name(s.dtype).data(), s.options.codec.spec().c_str(),
-                s.cuda ? "CUDA" : "host emulation", p, o.rounds, o.iters);
+    std::printf(
+        "# hycc-bench devcoll: %s %s, codec %s vs none vs native, %s, %d ranks, %d x %d "
+        "calls\n",
+        o.op.c_str(), dtype_name(s.dtype).data(), s.options.codec.spec().c_str(),
+        s.cuda ? "CUDA" : "host emulation", p, o.rounds, o.iters);
+    std::printf(
+        "# none: the same device algorithm uncompressed; native: the MPI call on staged "
+        "host copies (the path below threshold_bytes); speedup, vs_native: their time / "
+        "time\n");
     std::printf("%s\n", table.header().c_str());
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -173,15 +182,17 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
     Memory send(s.cuda, input.size()), recv(s.cuda, shape.recv * esize);
     send.load(input);
     const TensorView sv{s.dtype, shape.send, send.data()}, rv{s.dtype, shape.recv, recv.data()};
-    DeviceCollectiveOptions with_codec = s.options, none = s.options;
+    DeviceCollectiveOptions with_codec = s.options, none = s.options, native = s.options;
     none.codec = CodecConfig{};
+    native.threshold_bytes = SIZE_MAX;
     CollectiveStats stats;
     with_codec.stats = &stats;
     for (int i = 0; i < o.warmup; ++i) {
       call(s.op, comm, sv, rv, with_codec, nullptr);
       call(s.op, comm, sv, rv, none, nullptr);
+      call(s.op, comm, sv, rv, native, nullptr);
     }
-    std::vector<double> codec_t, none_t;
+    std::vector<double> codec_t, none_t, native_t;
     for (int round = 0; round < o.rounds; ++round) {
       const auto codec_block = [&] {
         codec_t.push_back(
@@ -191,10 +202,16 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
         none_t.push_back(
             time_block(comm, o.iters, [&] { call(s.op, comm, sv, rv, none, nullptr); }));
       };
+      const auto native_block = [&] {
+        native_t.push_back(
+            time_block(comm, o.iters, [&] { call(s.op, comm, sv, rv, native, nullptr); }));
+      };
       if (round % 2 == 0) {
         codec_block();
         none_block();
+        native_block();
       } else {
+        native_block();
         none_block();
         codec_block();
       }
@@ -228,7 +245,7 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
     }
     wrong_total += wrong;
     const size_t message = (s.op == DevOp::kAllgather ? shape.recv : shape.send) * esize;
-    const double t = median(codec_t), tn = median(none_t);
+    const double t = median(codec_t), tn = median(none_t), tm = median(native_t);
     const double algbw = gbps(static_cast<double>(message), t);
     const double ratio = stats.wire_bytes > 0 ? static_cast<double>(stats.raw_bytes) /
                                                     static_cast<double>(stats.wire_bytes)
@@ -241,6 +258,7 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
                     std::string(dtype_name(s.dtype)), format("%.1f", t * 1e6),
                     format("%.2f", algbw), format("%.2f", algbw * bus_factor(s.op, p)),
                     format("%.1f", tn * 1e6), format("%.2f", t > 0 ? tn / t : 0),
+                    format("%.1f", tm * 1e6), format("%.2f", t > 0 ? tm / t : 0),
                     format("%.2f", ratio), o.check ? format("%zu", wrong) : std::string("-")})
               .c_str());
       rows.push_back({{"op", o.op},
@@ -252,6 +270,7 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
                       {"ranks", p},
                       {"seconds", t},
                       {"none_seconds", tn},
+                      {"native_seconds", tm},
                       {"algbw_gbps", algbw},
                       {"busbw_gbps", algbw * bus_factor(s.op, p)},
                       {"ratio", ratio},

@@ -1,6 +1,7 @@
 // hycc-bench devcoll: the collectives on device buffers (hycc/collectives_device.h), one row per
-// message size: the call with the codec against the same device algorithm with codec "none" in
-// the same run (rounds of both, median per side), and a check that the result equals the host
+// message size: the call with the codec against the same device algorithm with codec "none" and
+// against the native path (the MPI call on staged host copies) in the same run (rounds of the
+// three, median per side), and a check that the result equals the host
 // collective's bits (kRing / kChain / kPairwise, threshold 0, same codec, segments and seed).
 // --device cuda needs a GPU; --device emulation runs the same algorithm on host memory with the
 // CPU codecs (what the device path adds to the host collectives). Run it under mpirun; rank 0
@@ -21,7 +22,7 @@ struct DevCollBenchOptions {
   size_t factor = 4;
   int iters = 5;   // timed calls per block
   int warmup = 2;  // untimed calls before the first block
-  int rounds = 3;  // blocks of each side per size (codec, none, none, codec, ...): median
+  int rounds = 3;  // blocks of each side per size (codec, none, native, native, ...): median
   std::string dtype = "float";
   std::string codec = "quant:bits=4";
   std::string device = "auto";     // auto|cuda|emulation (auto: cuda when a GPU is present)
