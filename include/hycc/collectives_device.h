@@ -92,9 +92,16 @@ struct DeviceCollectiveOptions {
   //   the codec the compressor wraps (ef+quant:bits=4 -> quant:bits=4; powersgd, topk,
   //   sign -> none);
   // - a codec without a device implementation (zfp:accuracy, zstd) runs as "none";
-  // - the engine's error sampling (HYCC_SAMPLE_ERROR) does not apply.
+  // - the engine's error sampling (HYCC_SAMPLE_ERROR) applies to codec calls (max_error), not
+  //   to error-feedback ones.
   // recv_device needs no policy (the message names its codec).
   PolicyEngine* policy = nullptr;
+  // When set, a call that runs the device algorithm first runs the native path on staged copies
+  // too (the uncompressed result) and stores here the largest |difference| of its own result
+  // from it; 0 for calls that do not compress (one rank, nothing to move, below the threshold).
+  // It costs a whole uncompressed collective and two copies: a diagnostic, which a policy
+  // engine applies to its HYCC_SAMPLE_ERROR calls. All ranks must set it alike.
+  double* max_error = nullptr;
   // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
   // residual is kept under it); 0: made from the address and count of the send buffer.
   uint64_t key = 0;

@@ -1,7 +1,10 @@
 #include "codec/float_io.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "codec/float_convert.h"
 #include "hycc/error.h"
@@ -61,6 +64,23 @@ void convert(ConstTensorView in, TensorView out) {
     load_as_float(in, i, n, tmp);
     store_from_float(tmp, n, out, i);
   }
+}
+
+double max_abs_difference(ConstTensorView a, ConstTensorView b) {
+  constexpr size_t kBlock = 4096;
+  std::vector<float> x(kBlock), y(kBlock);
+  double worst = 0;
+  for (size_t i = 0; i < a.count; i += kBlock) {
+    const size_t n = std::min(kBlock, a.count - i);
+    codec::load_as_float(a, i, n, x.data());
+    codec::load_as_float(b, i, n, y.data());
+    for (size_t k = 0; k < n; ++k) {
+      const double d = std::fabs(double(x[k]) - double(y[k]));
+      if (std::isnan(d)) return INFINITY;
+      worst = std::max(worst, d);
+    }
+  }
+  return worst;
 }
 
 }  // namespace hycc::codec

@@ -16,4 +16,8 @@ void store_from_float(const float* in, size_t n, TensorView out, size_t begin);
 // Converts a whole tensor between dtypes (round to nearest even), sizes must match.
 void convert(ConstTensorView in, TensorView out);
 
+// Largest |a - b| over two tensors of equal count (any dtypes), in float; NaN anywhere gives
+// infinity.
+double max_abs_difference(ConstTensorView a, ConstTensorView b);
+
 }  // namespace hycc::codec

@@ -19,24 +19,6 @@
 namespace hycc::policy {
 namespace {
 
-// Largest |a - b| over two tensors of equal count (any dtypes), in float; NaN anywhere gives inf.
-double max_abs_difference(ConstTensorView a, ConstTensorView b) {
-  constexpr size_t kBlock = 4096;
-  std::vector<float> x(kBlock), y(kBlock);
-  double worst = 0;
-  for (size_t i = 0; i < a.count; i += kBlock) {
-    const size_t n = std::min(kBlock, a.count - i);
-    codec::load_as_float(a, i, n, x.data());
-    codec::load_as_float(b, i, n, y.data());
-    for (size_t k = 0; k < n; ++k) {
-      const double d = std::fabs(double(x[k]) - double(y[k]));
-      if (std::isnan(d)) return INFINITY;
-      worst = std::max(worst, d);
-    }
-  }
-  return worst;
-}
-
 // A buffer shaped like `like`, for the uncompressed reference of a sampled call.
 struct Scratch {
   std::vector<std::byte> bytes;
@@ -109,7 +91,7 @@ class PolicyCall {
     if (caller_.stats != nullptr) *caller_.stats = stats_;
     engine_.record(comm_, op_, decision_, stats_);
     if (sampled_ && !scratch_.empty()) {
-      engine_.record_error(comm_, op_, max_abs_difference(result, scratch_.back().view));
+      engine_.record_error(comm_, op_, codec::max_abs_difference(result, scratch_.back().view));
     }
   }
 

@@ -8,6 +8,7 @@
 // counts and in/out of place) to keep the number of test cases small.
 #include <functional>
 
+#include "codec/float_io.h"
 #include "coll/device/transport.h"
 #include "coll_test_util.h"
 #include "hycc/collectives_device.h"
@@ -329,6 +330,38 @@ TEST(DeviceColl, StagedAllgatherForwardsWithoutCopyingBack) {
     EXPECT_GE(copies, 3u);  // the own block's segments (segments are whole codec blocks)
     EXPECT_EQ(stats.streams, copies * static_cast<size_t>(p - 1));
   }
+}
+
+// max_error: the largest difference from the native call's result, for every operation; 0 when
+// the call does not compress.
+TEST(DeviceColl, MaxErrorIsTheDifferenceFromTheNativeResult) {
+  const int p = world().size(), r = world().rank();
+  const size_t n = 3000 * static_cast<size_t>(p);
+  const Buffer in = make_input(DType::kF32, n, r, false);
+  CollectiveOptions native;
+  native.algorithm = Algorithm::kNative;
+  double error = -1;
+  DeviceCollectiveOptions o = device_options("quant:bits=4", 4096, DeviceTransport::kAuto);
+  o.max_error = &error;
+  Buffer got(DType::kF32, n), want(DType::kF32, n);
+  allreduce_device(world(), in.view(), got.view(), ReduceOp::kSum, o);
+  allreduce(world(), in.view(), want.view(), ReduceOp::kSum, native);
+  EXPECT_EQ(error, codec::max_abs_difference(got.view(), want.view()));
+  if (p > 1) {
+    EXPECT_GT(error, 0.0);
+  }
+  Buffer b_got = clone(in), b_want = clone(in);
+  broadcast_device(world(), b_got.view(), 0, o);
+  broadcast(world(), b_want.view(), 0, native);
+  EXPECT_EQ(error, codec::max_abs_difference(b_got.view(), b_want.view()));
+  Buffer a_got(DType::kF32, n), a_want(DType::kF32, n);
+  alltoall_device(world(), in.view(), a_got.view(), o);
+  alltoall(world(), in.view(), a_want.view(), native);
+  EXPECT_EQ(error, codec::max_abs_difference(a_got.view(), a_want.view()));
+  o.threshold_bytes = n * 4 + 1;  // native: nothing compressed
+  error = -1;
+  allreduce_device(world(), in.view(), got.view(), ReduceOp::kSum, o);
+  EXPECT_EQ(error, 0.0);
 }
 
 TEST(DeviceColl, StatisticsDescribeTheRing) {

@@ -5,6 +5,7 @@
 // a device implementation run as "none", and the engine records every call.
 #include <functional>
 
+#include "codec/float_io.h"
 #include "coll_test_util.h"
 #include "hycc/collectives_device.h"
 #include "hycc/policy_engine.h"
@@ -84,6 +85,33 @@ TEST(DevicePolicy, TheDimensionsRuleChoosesTheCodec) {
   EXPECT_EQ(stats.algorithm, p1 ? Algorithm::kAuto : Algorithm::kNative);
   EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).calls, 2u);
   EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).compressed_calls, p1 ? 0u : 1u);
+}
+
+// HYCC_SAMPLE_ERROR on device calls: every compressed call (every = 1) also runs natively, and
+// the engine records the largest difference, the one the test computes against the host's
+// native call.
+TEST(DevicePolicy, SampledCallsRecordTheirError) {
+  const Communicator dp = world().dup("dp");
+  EngineOptions eo;
+  eo.sample_error_every = 1;
+  PolicyEngine engine(Policy::parse_toml(kPolicy, "test.toml"), eo);
+  DeviceCollectiveOptions o = emulated_with("none");
+  o.policy = &engine;
+  const size_t n = 10000;  // above the dp rule's threshold
+  const Buffer got = device_allreduce(dp, n, o);
+  const Buffer in = make_input(DType::kF32, n, dp.rank(), false);
+  Buffer native(DType::kF32, n);
+  CollectiveOptions h;
+  h.algorithm = Algorithm::kNative;
+  allreduce(dp, in.view(), native.view(), ReduceOp::kSum, h);
+  const StatsEntry e = entry(engine, Dimension::kDp, Operation::kAllreduce);
+  if (dp.size() == 1) {
+    EXPECT_EQ(e.error_samples, 0u);
+    return;
+  }
+  EXPECT_EQ(e.error_samples, 1u);
+  EXPECT_GT(e.max_error, 0.0);
+  EXPECT_EQ(e.max_error, codec::max_abs_difference(got.view(), native.view()));
 }
 
 TEST(DevicePolicy, OtherOperationsAndDimensions) {

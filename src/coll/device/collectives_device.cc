@@ -81,6 +81,7 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
   check.field("backend", static_cast<int64_t>(options.backend));
   check.field("transport", static_cast<int64_t>(options.transport));
   check.field("checksum", options.checksum ? 1 : 0);
+  check.field("max_error", options.max_error != nullptr ? 1 : 0);
 }
 
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
@@ -197,6 +198,7 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
   check_device_options(check, comm, call.op, options, true);
   add_device_fields(check, call.count, call.send.dtype, options);
   settle(check, comm, unavailable);
+  if (options.max_error != nullptr) *options.max_error = 0;
   if (comm.size() == 1 || call.count == 0) {
     if (call.send.data != call.recv.data) {
       ops->copy_device(call.recv.data, call.send.data, call.send.bytes());
@@ -208,8 +210,15 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
   if (call.message_bytes < options.threshold_bytes) {
     return run_native_staged(*ops, call.send, call.recv, options, start, call.native);
   }
+  Memory reference;  // the uncompressed result, when the error is asked for
+  if (options.max_error != nullptr) {
+    reference = native_on_host(*ops, call.send, call.recv, options, call.native, nullptr);
+  }
   run_collective(comm, call.op, *ops, call.send.dtype, options, call.message_bytes, start,
                  call.algorithm, call.ran);
+  if (options.max_error != nullptr) {
+    *options.max_error = max_error_against(*ops, call.result, reference);
+  }
 }
 
 }  // namespace hycc::coll::device
@@ -243,6 +252,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
       {.op = OpKind::kAllreduce,
        .send = send,
        .recv = recv,
+       .result = recv,
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
@@ -285,6 +295,7 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
       {.op = OpKind::kReduceScatter,
        .send = send,
        .recv = recv,
+       .result = recv,
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
@@ -323,6 +334,7 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
       {.op = OpKind::kAllgather,
        .send = send,
        .recv = recv,
+       .result = recv,
        .count = send.count,
        .message_bytes = recv.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
@@ -354,6 +366,7 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
       {.op = OpKind::kBroadcast,
        .send = buffer,
        .recv = buffer,
+       .result = buffer,
        .count = buffer.count,
        .message_bytes = buffer.bytes(),
        .native =
@@ -389,6 +402,7 @@ void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView 
       {.op = OpKind::kAlltoall,
        .send = send,
        .recv = recv,
+       .result = recv,
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,

@@ -71,22 +71,32 @@ void run_with_policy(
 // count (as the host calls do).
 uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count);
 
-// The call below options.threshold_bytes: `send` staged to pinned host memory, `host_call` run
-// on host views of send and recv with Algorithm::kNative, the result copied back into `recv`
-// (native_staged.cc). Fills *options.stats.
-void run_native_staged(
-    DeviceOps& ops, ConstTensorView send, TensorView recv, const DeviceCollectiveOptions& options,
-    std::chrono::steady_clock::time_point start,
-    const std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>& host_call);
+// A host collective on host views of a device call's send and recv buffers.
+using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;
+
+// `send` staged to pinned host memory and `host_call` run on it with Algorithm::kNative; returns
+// the host result (recv.bytes() of pinned memory). native_staged.cc.
+Memory native_on_host(DeviceOps& ops, ConstTensorView send, TensorView recv,
+                      const DeviceCollectiveOptions& options, const HostCall& host_call,
+                      CollectiveStats* stats);
+// The call below options.threshold_bytes: native_on_host, then the result copied back into
+// `recv`. Fills *options.stats.
+void run_native_staged(DeviceOps& ops, ConstTensorView send, TensorView recv,
+                       const DeviceCollectiveOptions& options,
+                       std::chrono::steady_clock::time_point start, const HostCall& host_call);
+// The largest |difference| between the device tensor `result` and a host one of its shape.
+double max_error_against(DeviceOps& ops, ConstTensorView result, const Memory& reference);
 
 // What an entry point hands to run_call().
 struct CallSpec {
   OpKind op;
   ConstTensorView send;
   TensorView recv;
+  // Where the result is (recv; broadcast: the buffer), for DeviceCollectiveOptions::max_error.
+  ConstTensorView result;
   size_t count = 0;          // elements of the call's signature (0: nothing to move)
   size_t message_bytes = 0;  // for the threshold and the statistics
-  std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)> native;
+  HostCall native;
   std::function<void(DeviceContext&)> algorithm;
   Algorithm ran = Algorithm::kRing;
 };

@@ -48,7 +48,14 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
     stats.algorithm = Algorithm::kRing;
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } else {
+    // Sampled as the host calls are: compressed calls of collectives, every N-th.
+    const bool compresses = comm.size() > 1 && bytes > 0 && bytes >= decision.threshold_bytes &&
+                            inner.codec.id() != CodecId::kNone;
+    double error = 0;
+    const bool sampled = compresses && op != Operation::kSendRecv && engine.sample_error(comm, op);
+    if (sampled) inner.max_error = &error;
     call(inner);
+    if (sampled) engine.record_error(comm, op, error);
   }
   if (options.stats != nullptr) *options.stats = stats;
   engine.record(comm, op, decision, stats);
