@@ -56,10 +56,7 @@ void RingAllgather::arrived(int s, size_t k, StreamBuffer& in, StreamBuffer& out
 }
 
 void allgather_ring(Context& ctx, ConstTensorView send, TensorView recv) {
-  std::vector<TensorView> blocks(static_cast<size_t>(ctx.size));
-  for (int j = 0; j < ctx.size; ++j) {
-    blocks[static_cast<size_t>(j)] = slice(recv, static_cast<size_t>(j) * send.count, send.count);
-  }
+  const std::vector<TensorView> blocks = block_views(recv, ctx.size, send.count);
   RingAllgather ag(ctx, send, blocks);
   run_ring(ctx, RingSchedule{
                     .steps = ag.steps(),

@@ -20,11 +20,7 @@ void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceO
   const size_t n = send.count;
   const ChunkRange mine = chunk_range(n, ctx.size, ctx.rank);
   const TensorView own = slice(recv, mine.offset, mine.count);
-  std::vector<TensorView> blocks(static_cast<size_t>(ctx.size));
-  for (int j = 0; j < ctx.size; ++j) {
-    const ChunkRange c = chunk_range(n, ctx.size, j);
-    blocks[static_cast<size_t>(j)] = slice(recv, c.offset, c.count);
-  }
+  const std::vector<TensorView> blocks = chunk_views(recv, ctx.size);
   RingReduceScatter rs(ctx, send);
   RingAllgather ag(ctx, own, blocks);
   const int half = rs.steps();  // steps [0, half) reduce, [half, 2 half) gather

@@ -102,6 +102,21 @@ int internal_tag(MPI_Comm comm, int user_tag, OpKind op) {
 
 int reserved_tag(MPI_Comm comm) { return static_cast<int>(tag_upper_bound(comm) / 2 + 1); }
 
+std::vector<TensorView> chunk_views(TensorView v, int size) {
+  std::vector<TensorView> views(static_cast<size_t>(size));
+  for (int j = 0; j < size; ++j) {
+    const ChunkRange c = chunk_range(v.count, size, j);
+    views[static_cast<size_t>(j)] = slice(v, c.offset, c.count);
+  }
+  return views;
+}
+
+std::vector<TensorView> block_views(TensorView v, int size, size_t per) {
+  std::vector<TensorView> views(static_cast<size_t>(size));
+  for (int j = 0; j < size; ++j) views[static_cast<size_t>(j)] = slice(v, size_t(j) * per, per);
+  return views;
+}
+
 // ---- ArgCheck -----------------------------------------------------------------------------------
 
 void ArgCheck::fail(std::string message) {
@@ -163,14 +178,18 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
   }
 }
 
+void add_signature_fields(ArgCheck& check, size_t count, DType dtype, const CodecConfig& codec) {
+  const std::string& spec = codec.spec();
+  check.field("count", static_cast<int64_t>(count));
+  check.field("dtype", static_cast<int64_t>(dtype));
+  check.field("codec id", static_cast<int64_t>(codec.id()));
+  check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+}
+
 void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
                        bool agree) {
   if (!agree) return;
-  const std::string& spec = options.codec.spec();
-  check.field("count", static_cast<int64_t>(count));
-  check.field("dtype", static_cast<int64_t>(dtype));
-  check.field("codec id", static_cast<int64_t>(options.codec.id()));
-  check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  add_signature_fields(check, count, dtype, options.codec);
   check.field("algorithm", static_cast<int64_t>(options.algorithm));
   check.field("threshold_bytes", static_cast<int64_t>(options.threshold_bytes));
   check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));

@@ -92,6 +92,8 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
 // Whether the ranks run the cross-rank agreement before a call that goes to native MPI
 // (`native`) or to one of hycc's algorithms.
 bool agree_on_arguments(const CollectiveOptions& options, bool native);
+// The fields every call's signature has: count, dtype, codec (id and a hash of its spec).
+void add_signature_fields(ArgCheck& check, size_t count, DType dtype, const CodecConfig& codec);
 // Adds the signature fields every collective shares: count, dtype, codec, algorithm, threshold,
 // segment size, tag. Nothing (not even the codec spec string) without `agree`.
 void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
@@ -112,6 +114,10 @@ inline ConstTensorView slice(ConstTensorView v, size_t offset, size_t count) {
 inline TensorView slice(TensorView v, size_t offset, size_t count) {
   return {v.dtype, count, static_cast<std::byte*>(v.data) + offset * dtype_size(v.dtype)};
 }
+// The `size` chunks of `v` (chunk_range(v.count, size, j)), as the reductions split a tensor.
+std::vector<TensorView> chunk_views(TensorView v, int size);
+// `size` consecutive blocks of `per` elements of `v`, as allgather lays out its result.
+std::vector<TensorView> block_views(TensorView v, int size, size_t per);
 // Copies elements (same dtype and count); nothing if the views are the same memory.
 void copy_view(ConstTensorView from, TensorView to);
 

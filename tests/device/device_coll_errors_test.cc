@@ -13,47 +13,6 @@
 namespace hycc::test {
 namespace {
 
-enum class Outcome { kOk, kInvalid, kComm, kCorrupt, kUnavailable };
-
-const char* outcome_name(Outcome o) {
-  switch (o) {
-    case Outcome::kOk:
-      return "success";
-    case Outcome::kInvalid:
-      return "InvalidArgument";
-    case Outcome::kComm:
-      return "CommError";
-    case Outcome::kCorrupt:
-      return "CorruptStream";
-    case Outcome::kUnavailable:
-      return "Unavailable";
-  }
-  return "?";
-}
-
-template <typename F>
-void expect_outcome(Outcome want, const std::string& what, F&& call) {
-  Outcome got = Outcome::kOk;
-  std::string message;
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    got = Outcome::kInvalid;
-    message = e.what();
-  } catch (const CommError& e) {
-    got = Outcome::kComm;
-    message = e.what();
-  } catch (const CorruptStream& e) {
-    got = Outcome::kCorrupt;
-    message = e.what();
-  } catch (const Unavailable& e) {
-    got = Outcome::kUnavailable;
-    message = e.what();
-  }
-  EXPECT_EQ(outcome_name(got), std::string(outcome_name(want)))
-      << what << " on rank " << world().rank() << ": " << message;
-}
-
 DeviceCollectiveOptions emulated(const char* spec = "quant:bits=4") {
   DeviceCollectiveOptions o;
   o.codec = CodecConfig::parse(spec);

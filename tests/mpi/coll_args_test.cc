@@ -6,33 +6,6 @@
 namespace hycc::test {
 namespace {
 
-enum class Outcome { kOk, kInvalid, kComm };
-
-const char* outcome_name(Outcome o) {
-  return o == Outcome::kOk ? "success" : o == Outcome::kInvalid ? "InvalidArgument" : "CommError";
-}
-
-template <typename F>
-void expect_outcome(Outcome want, const std::string& what, const std::string& message_part,
-                    F&& call) {
-  Outcome got = Outcome::kOk;
-  std::string message;
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    got = Outcome::kInvalid;
-    message = e.what();
-  } catch (const CommError& e) {
-    got = Outcome::kComm;
-    message = e.what();
-  }
-  EXPECT_EQ(outcome_name(got), std::string(outcome_name(want)))
-      << what << " on rank " << world().rank() << ": " << message;
-  if (got != Outcome::kOk && !message_part.empty()) {
-    EXPECT_NE(message.find(message_part), std::string::npos) << what << ": " << message;
-  }
-}
-
 CollectiveOptions compressed(const char* spec = "quant:bits=8") {
   CollectiveOptions o;
   o.codec = CodecConfig::parse(spec);

@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coll/coll_internal.h"
 #include "common/checksum.h"
 #include "common/synthetic_data.h"
 #include "hycc/collectives.h"
+#include "hycc/error.h"
 #include "test_util.h"
 
 namespace hycc::test {
@@ -26,6 +28,58 @@ namespace hycc::test {
 inline const Communicator& world() {
   static const Communicator w = Communicator::world();
   return w;
+}
+
+// What a call that may fail ended with.
+enum class Outcome { kOk, kInvalid, kComm, kCorrupt, kUnavailable };
+
+inline const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kOk:
+      return "success";
+    case Outcome::kInvalid:
+      return "InvalidArgument";
+    case Outcome::kComm:
+      return "CommError";
+    case Outcome::kCorrupt:
+      return "CorruptStream";
+    case Outcome::kUnavailable:
+      return "Unavailable";
+  }
+  return "?";
+}
+
+// Runs `call` and expects it to end with `want`; with a `message_part`, a failure's message
+// must contain it.
+template <typename F>
+void expect_outcome(Outcome want, const std::string& what, const std::string& message_part,
+                    F&& call) {
+  Outcome got = Outcome::kOk;
+  std::string message;
+  try {
+    call();
+  } catch (const InvalidArgument& e) {
+    got = Outcome::kInvalid;
+    message = e.what();
+  } catch (const CommError& e) {
+    got = Outcome::kComm;
+    message = e.what();
+  } catch (const CorruptStream& e) {
+    got = Outcome::kCorrupt;
+    message = e.what();
+  } catch (const Unavailable& e) {
+    got = Outcome::kUnavailable;
+    message = e.what();
+  }
+  EXPECT_EQ(outcome_name(got), std::string(outcome_name(want)))
+      << what << " on rank " << world().rank() << ": " << message;
+  if (got != Outcome::kOk && !message_part.empty()) {
+    EXPECT_NE(message.find(message_part), std::string::npos) << what << ": " << message;
+  }
+}
+template <typename F>
+void expect_outcome(Outcome want, const std::string& what, F&& call) {
+  expect_outcome(want, what, std::string(), std::forward<F>(call));
 }
 
 // The codecs every collective is tested with.

@@ -8,6 +8,7 @@
 
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/kernels.h"
+#include "codec/device_codecs.h"
 #include "codec/eb_reference.h"
 #include "codec/params_io.h"
 #include "codec/zfp_fixed_rate.h"
@@ -17,8 +18,6 @@ namespace hycc {
 namespace {
 
 using codec::cuda::copy_to_host;
-
-constexpr uint8_t kZfpFixedRate = 1;  // codec_zfp.cc's Mode::kFixedRate in parameter byte 0
 
 [[noreturn]] void unsupported(const CodecConfig& config) {
   throw InvalidArgument(tagged("codec:device", "codec '", config.spec(),
@@ -110,21 +109,7 @@ void copy_to_host(void* host, const void* device, size_t bytes, cudaStream_t str
 
 }  // namespace codec::cuda
 
-bool device_supports(const CodecConfig& config) {
-  switch (config.id()) {
-    case CodecId::kNone:
-    case CodecId::kBF16:
-    case CodecId::kFP16:
-    case CodecId::kQuant:
-    case CodecId::kEb:
-    case CodecId::kMpc:
-      return true;
-    case CodecId::kZfp:
-      return codec::get_u8(config.codec().params(), 0) == kZfpFixedRate;
-    default:
-      return false;
-  }
-}
+bool device_supports(const CodecConfig& config) { return codec::has_device_implementation(config); }
 
 size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
                      const CompressOptions& options, DeviceStream stream) {

@@ -72,10 +72,7 @@ void DeviceAllgather::arrived(int s, size_t k, Payload& in, Payload& out) const 
 }
 
 void allgather_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView recv) {
-  std::vector<TensorView> blocks(static_cast<size_t>(ctx.size));
-  for (int j = 0; j < ctx.size; ++j) {
-    blocks[static_cast<size_t>(j)] = slice(recv, static_cast<size_t>(j) * send.count, send.count);
-  }
+  const std::vector<TensorView> blocks = block_views(recv, ctx.size, send.count);
   DeviceAllgather ag(ctx, send, blocks);
   run_device_ring(ctx, DeviceRingSchedule{
                            .steps = ag.steps(),

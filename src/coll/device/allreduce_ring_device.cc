@@ -13,11 +13,7 @@ void allreduce_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView 
   const size_t n = send.count;
   const ChunkRange mine = chunk_range(n, ctx.size, ctx.rank);
   const TensorView own = slice(recv, mine.offset, mine.count);
-  std::vector<TensorView> blocks(static_cast<size_t>(ctx.size));
-  for (int j = 0; j < ctx.size; ++j) {
-    const ChunkRange c = chunk_range(n, ctx.size, j);
-    blocks[static_cast<size_t>(j)] = slice(recv, c.offset, c.count);
-  }
+  const std::vector<TensorView> blocks = chunk_views(recv, ctx.size);
   DeviceReduceScatter rs(ctx, send);
   DeviceAllgather ag(ctx, own, blocks);
   const int half = rs.steps();  // steps [0, half) reduce, [half, 2 half) gather

@@ -6,28 +6,12 @@
 #include <cstring>
 #include <vector>
 
-#include "codec/params_io.h"
+#include "codec/device_codecs.h"
 #include "coll/device/device_entry.h"
 #include "coll/device/ring_phases_device.h"
 #include "common/checksum.h"
 
 namespace hycc::coll::device {
-
-bool has_device_codec(const CodecConfig& config) {
-  switch (config.id()) {
-    case CodecId::kNone:
-    case CodecId::kBF16:
-    case CodecId::kFP16:
-    case CodecId::kQuant:
-    case CodecId::kEb:
-    case CodecId::kMpc:
-      return true;
-    case CodecId::kZfp:  // fixed rate only (codec_zfp.cc: parameter byte 0 is 1)
-      return codec::get_u8(config.codec().params(), 0) == 1;
-    default:
-      return false;
-  }
-}
 
 std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options) {
   if (options.backend == DeviceBackend::kHostEmulation) return make_host_emulated_ops();
@@ -52,7 +36,7 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
       options.transport != DeviceTransport::kNccl) {
     check.fail(tagged("coll:device", "invalid transport ", static_cast<int>(options.transport)));
   }
-  if (check_codec && !has_device_codec(options.codec)) {
+  if (check_codec && !codec::has_device_implementation(options.codec)) {
     check.fail(tagged("coll:device", "codec '", options.codec.spec(),
                       "' has no device implementation; device codecs: none, bf16, fp16, quant, ",
                       "eb, mpc, zfp:rate=R"));
@@ -70,11 +54,7 @@ void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, 
 
 void add_device_fields(ArgCheck& check, size_t count, DType dtype,
                        const DeviceCollectiveOptions& options) {
-  const std::string& spec = options.codec.spec();
-  check.field("count", static_cast<int64_t>(count));
-  check.field("dtype", static_cast<int64_t>(dtype));
-  check.field("codec id", static_cast<int64_t>(options.codec.id()));
-  check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  add_signature_fields(check, count, dtype, options.codec);
   check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));
   check.field("threshold_bytes", static_cast<int64_t>(options.threshold_bytes));
   check.field("tag", options.tag);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "codec/device_codecs.h"
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/device_ring.h"
@@ -16,10 +17,6 @@
 #include "hycc/policy.h"
 
 namespace hycc::coll::device {
-
-// True if `config` is one of the codecs with a device implementation (codec_device.h's
-// device_supports(), answered without CUDA so that the host emulation runs the same set).
-bool has_device_codec(const CodecConfig& config);
 
 // The device operations of `options.backend`; Unavailable if it cannot run here.
 std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options);

@@ -78,8 +78,8 @@ DeviceGradCompressor& DeviceGradCompressor::operator=(DeviceGradCompressor&&) no
 bool DeviceGradCompressor::supports(std::string_view spec) {
   try {
     const grad::GradSpec parsed = grad::parse_grad_spec(spec);
-    return parsed.kind == grad::Kind::kNone ||
-           (parsed.kind == grad::Kind::kErrorFeedback && dev::has_device_codec(parsed.codec));
+    return parsed.kind == grad::Kind::kNone || (parsed.kind == grad::Kind::kErrorFeedback &&
+                                                codec::has_device_implementation(parsed.codec));
   } catch (const InvalidArgument&) {
     return false;
   }

@@ -12,7 +12,7 @@ namespace hycc::coll::device {
 
 CodecConfig device_codec_of(const PolicyDecision& decision) {
   const CodecConfig& codec = decision.gradient ? decision.gradient_codec : decision.options.codec;
-  return has_device_codec(codec) ? codec : CodecConfig{};
+  return codec::has_device_implementation(codec) ? codec : CodecConfig{};
 }
 
 void run_with_policy(const Communicator& comm, Operation op, size_t bytes,

@@ -144,7 +144,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
     try {
       codec = CodecConfig::parse(std::string_view(
           reinterpret_cast<const char*>(head.data()) + sizeof(env), env.spec_bytes));
-      valid = dev::has_device_codec(codec);
+      valid = codec::has_device_implementation(codec);
     } catch (const InvalidArgument&) {
       valid = false;
     }
