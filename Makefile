@@ -26,7 +26,8 @@ build: configure
 # Every test: the Release suite, then the same suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer (without the exhaustive 2^32-pattern test, too slow there, and
 # without the emulated-cluster tests and the experiment's smoke test, which test scripts and the
-# network, not memory).
+# network, not memory). The sanitizer build compiles the CUDA sources for the CPU emulator
+# (tests/cuda_emu), so the GPU tests run there too, kernels included.
 test: test-release test-sanitize
 
 test-release: build data
@@ -34,9 +35,10 @@ test-release: build data
 
 test-sanitize: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYCC_SANITIZE=ON \
-	  -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF $(CMAKE_ARGS)
+	  -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests \
-	  hycc_device_coll_tests hycc-train hycc-sim
+	  hycc_device_coll_tests hycc-train hycc-sim hycc_cuda_emu_tests hycc_gpu_tests \
+	  hycc_gpu_coll_tests
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment'
 
 # The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid

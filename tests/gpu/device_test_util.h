@@ -22,6 +22,15 @@ inline const std::vector<std::string>& device_coll_codecs() {
 }
 inline constexpr DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
+// The largest tensor of the device operation and collective tests: 2^18 + 3 values, 2^16 + 3 on
+// the CUDA emulator (HYCC_CUDA_EMULATION builds, docs/gpu.md), which runs every thread of a
+// kernel on the CPU, about a thousand times slower than a GPU.
+#if defined(HYCC_CUDA_EMULATION)
+inline constexpr size_t kLargeTensor = (size_t{1} << 16) + 3;
+#else
+inline constexpr size_t kLargeTensor = (size_t{1} << 18) + 3;
+#endif
+
 // A device copy of a host Buffer, and back.
 struct OnDevice {
   DeviceBuffer memory;

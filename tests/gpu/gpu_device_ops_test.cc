@@ -27,7 +27,7 @@ TEST_P(GpuDeviceOps, CudaEqualsHostEmulation) {
   const auto emu = dev::make_host_emulated_ops();
   const auto gpu = dev::make_cuda_ops(nullptr);
   for (const DType d : kDtypes) {
-    for (const size_t n : {size_t{1}, size_t{3}, size_t{4097}, size_t{262147}}) {
+    for (const size_t n : {size_t{1}, size_t{3}, size_t{4097}, kLargeTensor}) {
       const std::string what =
           GetParam() + " " + std::string(dtype_name(d)) + " n=" + std::to_string(n);
       // The ring encodes the caller's dtype at step 0 and float32 partial sums later.

@@ -39,7 +39,7 @@ TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
   for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
     for (const std::string& spec : device_coll_codecs()) {
       for (const DType d : kDtypes) {
-        for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{262147}}) {
+        for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kLargeTensor}) {
           for (const bool in_place : {false, true}) {
             const std::string what = std::to_string(static_cast<int>(op)) + " " + spec + " " +
                                      std::string(dtype_name(d)) + " n=" + std::to_string(n) +
@@ -123,7 +123,7 @@ TEST(GpuDeviceCollectives, BroadcastCudaEqualsHostEmulation) {
   const Communicator world = Communicator::world();
   for (const std::string& spec : device_coll_codecs()) {
     for (const DType d : kDtypes) {
-      for (const size_t n : {size_t{7}, size_t{262147}}) {
+      for (const size_t n : {size_t{7}, kLargeTensor}) {
         DeviceCollectiveOptions o;
         o.codec = CodecConfig::parse(spec);
         o.segment_bytes = n > 7 ? 64 << 10 : 4;

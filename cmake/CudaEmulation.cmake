@@ -1,0 +1,27 @@
+# HYCC_CUDA_EMULATION: hycc's CUDA sources compiled as C++ against the CPU emulator of the CUDA
+# runtime in tests/cuda_emu (kernels on fibers, streams on worker threads, checked copies), so the
+# GPU tests run, kernels included, on a machine without a GPU. docs/gpu.md, "The CUDA emulator".
+#
+# hycc_cuda_emulated_sources(<out-var> <source>...): the translated copies of the sources.
+function(hycc_cuda_emulated_sources out)
+  set(result)
+  foreach(src IN LISTS ARGN)
+    file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${src})
+    set(dst ${CMAKE_BINARY_DIR}/cuda_emu_src/${rel}.cc)
+    add_custom_command(OUTPUT ${dst}
+      COMMAND ${CMAKE_COMMAND} -DIN=${src} -DOUT=${dst} -DNAME=${rel}
+              -P ${CMAKE_SOURCE_DIR}/tests/cuda_emu/translate.cmake
+      DEPENDS ${src} ${CMAKE_SOURCE_DIR}/tests/cuda_emu/translate.cmake
+      COMMENT "cuda-emu: ${rel}")
+    # GCC's flow analysis of the inlined per-block stages takes arrays that the unpacking fills
+    # for maybe uninitialized (a false positive at -O3 that nvcc's front end does not report).
+    set_source_files_properties(${dst} PROPERTIES COMPILE_OPTIONS -Wno-maybe-uninitialized)
+    list(APPEND result ${dst})
+  endforeach()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+add_library(hycc_cuda_emu STATIC ${CMAKE_SOURCE_DIR}/tests/cuda_emu/fiber.cc
+  ${CMAKE_SOURCE_DIR}/tests/cuda_emu/blocks.cc ${CMAKE_SOURCE_DIR}/tests/cuda_emu/runtime.cc)
+target_include_directories(hycc_cuda_emu PUBLIC ${CMAKE_SOURCE_DIR}/tests/cuda_emu/include)
+target_link_libraries(hycc_cuda_emu PRIVATE hycc_warnings Threads::Threads)
