@@ -21,7 +21,15 @@ function(hycc_cuda_emulated_sources out)
   set(${out} ${result} PARENT_SCOPE)
 endfunction()
 
-add_library(hycc_cuda_emu STATIC ${CMAKE_SOURCE_DIR}/tests/cuda_emu/fiber.cc
+# Shared: the emulated libnccl.so.2 below, which hycc loads at run time, must use the same
+# emulated device (streams, memory, errors) as the program.
+add_library(hycc_cuda_emu SHARED ${CMAKE_SOURCE_DIR}/tests/cuda_emu/fiber.cc
   ${CMAKE_SOURCE_DIR}/tests/cuda_emu/blocks.cc ${CMAKE_SOURCE_DIR}/tests/cuda_emu/runtime.cc)
 target_include_directories(hycc_cuda_emu PUBLIC ${CMAKE_SOURCE_DIR}/tests/cuda_emu/include)
-target_link_libraries(hycc_cuda_emu PRIVATE hycc_warnings Threads::Threads)
+target_link_libraries(hycc_cuda_emu PRIVATE hycc_warnings Threads::Threads ${CMAKE_DL_LIBS})
+
+# NCCL's point-to-point calls between the processes of one machine, as libnccl.so.2 beside
+# libhycc_cuda_emu.so, which loads it when a program starts (runtime.cc).
+add_library(hycc_nccl_emu SHARED ${CMAKE_SOURCE_DIR}/tests/cuda_emu/nccl.cc)
+set_target_properties(hycc_nccl_emu PROPERTIES OUTPUT_NAME nccl SOVERSION 2)
+target_link_libraries(hycc_nccl_emu PRIVATE hycc_cuda_emu hycc_warnings)

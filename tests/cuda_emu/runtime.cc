@@ -1,4 +1,7 @@
 // The CUDA runtime of the CPU emulator (cuda_runtime.h): memory, streams, events and errors.
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -338,6 +341,21 @@ cudaError_t set(void* p, int value, size_t bytes, cudaStream_t stream, const cha
   return cudaSuccess;
 }
 
+// Loads the emulator's libnccl.so.2 from beside this library when the program starts, so that
+// a later dlopen("libnccl.so.2") (hycc's NCCL transport) finds it loaded, whatever the search
+// path would give (a real NCCL, or nothing: under AddressSanitizer, dlopen does not search the
+// program's RUNPATH).
+__attribute__((constructor)) void load_emulated_nccl() {
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&load_emulated_nccl), &self) == 0 ||
+      self.dli_fname == nullptr) {
+    return;
+  }
+  std::string path = self.dli_fname;
+  path = path.substr(0, path.find_last_of('/') + 1) + "libnccl.so.2";
+  dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // absent (a bundle without it): no NCCL
+}
+
 }  // namespace
 
 cudaError_t record(cudaError_t e) {
@@ -455,7 +473,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 
 cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int length, int device) {
   if (bus_id == nullptr || length <= 0 || device != 0) return record(cudaErrorInvalidValue);
-  std::snprintf(bus_id, static_cast<size_t>(length), "0000:00:00.0");
+  // Every process has a device of its own (its memory is the process's): ranks of one machine
+  // count as ranks with one GPU each, as NCCL needs.
+  std::snprintf(bus_id, static_cast<size_t>(length), "emulated:%d", static_cast<int>(getpid()));
   return cudaSuccess;
 }
 

@@ -2,11 +2,14 @@
 // the device operations alone are checked without MPI in tests/gpu/gpu_device_ops_test.cc):
 // - the CUDA collectives (staged MPI; 1 or 2 ranks sharing the GPU) against the emulated ones on
 //   the same inputs, bit for bit, broadcast and point to point;
-// - the NCCL transport on one rank (a loopback round on MPI_COMM_SELF), when libnccl.so.2 loads.
+// - the NCCL transport on one rank (a loopback round on MPI_COMM_SELF), when libnccl.so.2 loads;
+// - the collectives over NCCL against the emulated ones where every rank has a GPU of its own
+//   (on the CUDA emulator: every process; its libnccl.so.2 joins processes of one machine).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -33,13 +36,16 @@ void run_op(Op op, const Communicator& comm, TensorView send, TensorView recv,
   if (op == Op::kAllgather) allgather_device(comm, send, recv, o);
 }
 
-TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
+// Every op x spec x dtype x count, out of place and in place, on `transport`: the CUDA
+// collective on device buffers equals the host-emulated one on host buffers, bit for bit.
+void expect_collectives_match(DeviceTransport transport, const std::vector<std::string>& specs,
+                              const std::vector<DType>& dtypes, const std::vector<size_t>& counts) {
   const Communicator world = Communicator::world();
   const int p = world.size(), r = world.rank();
   for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
-    for (const std::string& spec : device_coll_codecs()) {
-      for (const DType d : kDtypes) {
-        for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kLargeTensor}) {
+    for (const std::string& spec : specs) {
+      for (const DType d : dtypes) {
+        for (const size_t n : counts) {
           for (const bool in_place : {false, true}) {
             const std::string what = std::to_string(static_cast<int>(op)) + " " + spec + " " +
                                      std::string(dtype_name(d)) + " n=" + std::to_string(n) +
@@ -48,7 +54,7 @@ TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
             o.codec = CodecConfig::parse(spec);
             o.segment_bytes = n > 7 ? 64 << 10 : 4;
             o.seed = 5;
-            o.transport = DeviceTransport::kStagedMpi;
+            o.transport = transport;
             const ChunkRange mine = chunk_range(n, p, r);
             const size_t out_n = op == Op::kAllreduce       ? n
                                  : op == Op::kReduceScatter ? mine.count
@@ -92,6 +98,11 @@ TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
       }
     }
   }
+}
+
+TEST(GpuDeviceCollectives, CudaEqualsHostEmulation) {
+  expect_collectives_match(DeviceTransport::kStagedMpi, device_coll_codecs(),
+                           {std::begin(kDtypes), std::end(kDtypes)}, {0, 1, 7, kLargeTensor});
 }
 
 TEST(GpuDeviceCollectives, SendRecvCudaEqualsHostEmulation) {
@@ -188,6 +199,17 @@ TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
       }
     }
   }
+}
+
+// The collectives over NCCL, where every rank has a GPU of its own (a machine with one GPU per
+// rank; the CUDA emulator, whose processes each have their own device); skipped otherwise.
+TEST(GpuNccl, CollectivesEqualHostEmulation) {
+  if (!dev::nccl_usable(Communicator::world())) {
+    GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2? ranks sharing a GPU?)";
+  }
+  expect_collectives_match(DeviceTransport::kNccl,
+                           {"none", "quant:bits=4", "eb:abs=1e-3", "zfp:rate=8"},
+                           {DType::kF32, DType::kBF16}, {1, 7, kLargeTensor});
 }
 
 // NCCL cannot put two ranks on one GPU: its transport is checked on one rank, sending to
