@@ -26,6 +26,8 @@ endfunction()
 add_library(hycc_cuda_emu SHARED ${CMAKE_SOURCE_DIR}/tests/cuda_emu/fiber.cc
   ${CMAKE_SOURCE_DIR}/tests/cuda_emu/blocks.cc ${CMAKE_SOURCE_DIR}/tests/cuda_emu/runtime.cc)
 target_include_directories(hycc_cuda_emu PUBLIC ${CMAKE_SOURCE_DIR}/tests/cuda_emu/include)
+# Code built on the emulator knows it (the GPU tests shrink their largest tensors).
+target_compile_definitions(hycc_cuda_emu PUBLIC HYCC_CUDA_EMULATION=1)
 target_link_libraries(hycc_cuda_emu PRIVATE hycc_warnings Threads::Threads ${CMAKE_DL_LIBS})
 
 # NCCL's point-to-point calls between the processes of one machine, as libnccl.so.2 beside

@@ -178,7 +178,7 @@ class BlockRunner {
       try {
         (*lane->runner->body_)();
       } catch (const std::exception& e) {
-        lane->runner->error_ = std::string("a thread threw: ") + e.what();
+        lane->runner->set_error(std::string("a thread threw: ") + e.what());
       }
       lane->state = LaneState::kDone;
       lane->fiber->yield();

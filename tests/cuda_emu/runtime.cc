@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -56,21 +57,30 @@ Memory& memory() {
   return *m;
 }
 
-// The allocation holding p (p may be its end), or nullptr.
-const Allocation* find(const void* p, uintptr_t* begin) {
+struct Block {
+  uintptr_t begin;
+  Allocation allocation;
+};
+
+// The allocation holding p (p may be its end), if any.
+std::optional<Block> block_of(const void* p) {
   Memory& m = memory();
+  const std::lock_guard<std::mutex> lock(m.mutex);
   const auto a = reinterpret_cast<uintptr_t>(p);
   auto it = m.blocks.upper_bound(a);
-  if (it == m.blocks.begin()) return nullptr;
+  if (it == m.blocks.begin()) return std::nullopt;
   --it;
-  if (a > it->first + it->second.bytes) return nullptr;
-  *begin = it->first;
-  return &it->second;
+  if (a > it->first + it->second.bytes) return std::nullopt;
+  return Block{it->first, it->second};
 }
 
-const char* kind_name(const Allocation* a) {
-  if (a == nullptr) return "pageable host memory";
-  return a->kind == MemoryKind::kDevice ? "device memory" : "pinned host memory";
+bool is_device(const std::optional<Block>& b) {
+  return b && b->allocation.kind == MemoryKind::kDevice;
+}
+
+const char* kind_name(const std::optional<Block>& b) {
+  if (!b) return "pageable host memory";
+  return is_device(b) ? "device memory" : "pinned host memory";
 }
 
 std::string hex(const void* p) {
@@ -265,35 +275,16 @@ const char* direction_name(cudaMemcpyKind k) {
 
 // "" when [p, p + bytes) is memory of the expected side (device or host) for the copy.
 std::string check_side(const char* role, const void* p, size_t bytes, bool device) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mutex);
-  uintptr_t begin = 0;
-  const Allocation* a = find(p, &begin);
-  const bool is_device = a != nullptr && a->kind == MemoryKind::kDevice;
-  if (is_device != device) {
-    return std::string(role) + " " + hex(p) + " is " + kind_name(a) + ", not " +
+  const std::optional<Block> b = block_of(p);
+  if (is_device(b) != device) {
+    return std::string(role) + " " + hex(p) + " is " + kind_name(b) + ", not " +
            (device ? "device" : "host") + " memory";
   }
-  if (a != nullptr && reinterpret_cast<uintptr_t>(p) + bytes > begin + a->bytes) {
+  if (b && reinterpret_cast<uintptr_t>(p) + bytes > b->begin + b->allocation.bytes) {
     return std::string(role) + " " + hex(p) + " + " + std::to_string(bytes) +
-           " bytes runs past the end of its " + std::to_string(a->bytes) + "-byte block";
+           " bytes runs past the end of its " + std::to_string(b->allocation.bytes) + "-byte block";
   }
   return "";
-}
-
-bool is_pinned_or_device(const void* p) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mutex);
-  uintptr_t begin = 0;
-  return find(p, &begin) != nullptr;
-}
-
-bool is_device(const void* p) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mutex);
-  uintptr_t begin = 0;
-  const Allocation* a = find(p, &begin);
-  return a != nullptr && a->kind == MemoryKind::kDevice;
 }
 
 cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream,
@@ -301,7 +292,8 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
   if (sticky) return sticky_error();
   if (bytes == 0) return cudaSuccess;
   if (kind == cudaMemcpyDefault) {
-    kind = static_cast<cudaMemcpyKind>((is_device(src) ? 2 : 0) + (is_device(dst) ? 1 : 0));
+    kind = static_cast<cudaMemcpyKind>((is_device(block_of(src)) ? 2 : 0) +
+                                       (is_device(block_of(dst)) ? 1 : 0));
   }
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -312,8 +304,8 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
              " bytes): " + problem);
     return record(cudaErrorInvalidValue);
   }
-  const bool src_pageable = !src_device && !is_pinned_or_device(src);
-  const bool dst_pageable = !dst_device && !is_pinned_or_device(dst);
+  const bool src_pageable = !src_device && !block_of(src);
+  const bool dst_pageable = !dst_device && !block_of(dst);
   uint64_t position = 0;
   if (src_pageable) {
     // Pageable source: CUDA stages it before returning; the caller may reuse it at once.
@@ -363,8 +355,6 @@ cudaError_t record(cudaError_t e) {
   return e;
 }
 
-bool failed() { return sticky; }
-
 void fail(const char* what) {
   {
     const std::lock_guard<std::mutex> lock(sticky_mutex);
@@ -383,10 +373,7 @@ void clear_sticky_error_for_testing() {
 }
 
 std::string describe_kernel_access(const void* p) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mutex);
-  uintptr_t begin = 0;
-  if (find(p, &begin) != nullptr) return "";
+  if (block_of(p)) return "";
   return hex(p) + " is not device memory (a host pointer?)";
 }
 
@@ -507,16 +494,12 @@ cudaError_t cudaFreeHost(void* p) {
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p) {
   if (attributes == nullptr) return record(cudaErrorInvalidValue);
   *attributes = {};
-  cuda_emu::Memory& m = cuda_emu::memory();
-  const std::lock_guard<std::mutex> lock(m.mutex);
-  uintptr_t begin = 0;
-  const cuda_emu::Allocation* a = cuda_emu::find(p, &begin);
-  if (a != nullptr) {
-    attributes->type =
-        a->kind == cuda_emu::MemoryKind::kDevice ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+  const std::optional<cuda_emu::Block> b = cuda_emu::block_of(p);
+  if (b) {
+    const bool device = cuda_emu::is_device(b);
+    attributes->type = device ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
     attributes->devicePointer = const_cast<void*>(p);
-    attributes->hostPointer =
-        a->kind == cuda_emu::MemoryKind::kPinned ? const_cast<void*>(p) : nullptr;
+    attributes->hostPointer = device ? nullptr : const_cast<void*>(p);
   }
   return cudaSuccess;
 }

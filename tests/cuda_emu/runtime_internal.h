@@ -10,11 +10,9 @@ namespace cuda_emu {
 
 // The error of a call, remembered as CUDA's "last error" of the host thread.
 cudaError_t record(cudaError_t e);
-// Whether [p, p + bytes) lies in one device allocation or pinned host block (memory a kernel may
-// touch); "" if so, else what it is.
+// "" if p lies in a device allocation or pinned host block (memory a kernel may touch), else
+// what it is.
 std::string describe_kernel_access(const void* p);
-// The sticky error's message, "" while there is none.
-bool failed();
 
 // Environment switches: HYCC_CUDA_EMU_ORDER=reverse runs the blocks of a grid and the threads of
 // a block in reverse order (a kernel whose result depends on the order has a race).
