@@ -8,13 +8,15 @@
 // codec from the collective's arguments. frame_payload() turns a payload copied to the host
 // into a regular stream.
 //
-// Device codecs: "none", "bf16", "fp16", "quant" (both roundings, stochastic rounding draws the
-// same noise as the CPU), "eb" (abs and rel), "mpc" (every dim) and "zfp:rate=R";
-// device_supports() says which. In a build without
-// CUDA (see device_codecs_built()) every function but the queries throws Unavailable. Buffers
-// are plain device allocations (cudaMalloc). Calls are stream-ordered but return only when the
-// payload size is known (they synchronize on `stream`). zfp inputs holding NaN or infinities are
-// encoded on the host from a copy (exception or raw layout), and such payloads decoded there.
+// Codecs with device kernels: "none", "bf16", "fp16", "quant" (both roundings, stochastic
+// rounding draws the same noise as the CPU), "eb" (abs and rel), "mpc" (every dim) and
+// "zfp:rate=R"; device_supports() says which. Every other codec ("zfp:accuracy=T", "zstd") takes
+// the host path: the device data is copied to the host, the CPU codec runs there and the result
+// is copied back (the same payload, at the CPU codec's speed). zfp inputs holding NaN or
+// infinities take it too (exception or raw layout), and so do such payloads when decoded.
+// In a build without CUDA (see device_codecs_built()) every function but the queries throws
+// Unavailable. Buffers are plain device allocations (cudaMalloc). Calls are stream-ordered but
+// return only when the payload size is known (they synchronize on `stream`).
 #pragma once
 
 #include <cstddef>
@@ -25,19 +27,19 @@
 
 namespace hycc {
 
-// True if `config` has a device implementation.
+// True if `config` runs in device kernels; false for the codecs that take the host path.
 bool device_supports(const CodecConfig& config);
 
 // Compresses `in` (device memory) into the payload at `out` (device memory, at least
 // config.codec().max_payload_bytes(in.dtype, in.count) bytes); returns the payload size.
-// Throws InvalidArgument for an unsupported codec or a short `out`; Unavailable without CUDA or
-// device, and for CUDA failures (with CUDA's error string).
+// Throws InvalidArgument for a short `out`; Unavailable without CUDA or device, and for CUDA
+// failures (with CUDA's error string).
 size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
                      const CompressOptions& options = {}, DeviceStream stream = nullptr);
 
 // Decodes a payload (device memory) into `out` (device memory) whose dtype and count are those
 // the payload was encoded from. Throws CorruptStream for a malformed payload (`out` may then be
-// partly written), InvalidArgument and Unavailable as encode_device.
+// partly written), Unavailable as encode_device.
 void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
                    TensorView out, DeviceStream stream = nullptr);
 

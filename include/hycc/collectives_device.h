@@ -19,9 +19,9 @@
 //   on it and return when the result is in place.
 // - All ranks must pass matching arguments (count, dtype, codec, op, segment size, tag,
 //   transport); one MPI_Allreduce checks this before anything moves, as for the host calls.
-// Codecs: those with a device implementation (device_supports(): none, bf16, fp16, quant, eb,
-// mpc, zfp:rate=R); the host emulation accepts those too, and nothing else, so that it runs
-// what the GPU runs.
+// Codecs: every codec. Those with device kernels (device_supports(): none, bf16, fp16, quant,
+// eb, mpc, zfp:rate=R) compress on the GPU; the others (zfp:accuracy, zstd) take the host path of
+// codec_device.h for each payload: the same ring and the same bits, at the CPU codec's speed.
 #pragma once
 
 #include <cstddef>
@@ -86,12 +86,10 @@ struct DeviceCollectiveOptions {
   // communicator's dimension, the operation and the message size, and the engine records the
   // call in its statistics, as for the host calls (hycc/policy_engine.h). On the device:
   // - the decision's threshold becomes threshold_bytes: smaller calls go native;
-  // - a gradient compressor decision "ef+CODEC" on an allreduce or a reduce_scatter runs the
-  //   engine's DeviceGradCompressor (hycc/grad_device.h) keyed by `key`, bit-identical to the
-  //   host's gradient compressor; on other operations, and for powersgd, topk and sign, it runs
-  //   the codec the compressor wraps (ef+quant:bits=4 -> quant:bits=4; powersgd, topk,
-  //   sign -> none);
-  // - a codec without a device implementation (zfp:accuracy, zstd) runs as "none";
+  // - a gradient compressor decision on an allreduce or a reduce_scatter runs the engine's
+  //   DeviceGradCompressor (hycc/grad_device.h) of that spec keyed by `key`, bit-identical to
+  //   the host's gradient compressor; on other operations it runs the codec the compressor wraps
+  //   (ef+quant:bits=4 -> quant:bits=4; powersgd, topk, sign -> none), as the host calls do;
   // - the engine's error sampling (HYCC_SAMPLE_ERROR) applies to codec calls (max_error), not
   //   to error-feedback ones.
   // recv_device needs no policy (the message names its codec).

@@ -1,21 +1,25 @@
-// Error-feedback gradient compression on device buffers: the device counterpart of
-// GradCompressor (hycc/grad.h) for the specs "none" and "ef+CODEC" with a device codec
-// (none, bf16, fp16, quant, eb, mpc, zfp:rate=R). docs/gpu.md describes it.
+// Gradient compression on device buffers: the device counterpart of GradCompressor (hycc/grad.h),
+// for every spec. docs/gpu.md describes it.
 //
 //   hycc::DeviceGradCompressor ef("ef+quant:bits=6");
 //   hycc::DeviceCollectiveOptions o;
 //   o.stream = stream;
 //   ef.allreduce(grid.dp(), /*key=*/bucket_id, d_grad, d_grad, hycc::ReduceOp::kAverage, o);
 //
-// Per call, as GradCompressor's ef+CODEC: acc = grad + e (float32); every rank encodes acc once
+// "none" and "ef+CODEC" run on the device (runs_on_device()). Per call, as GradCompressor's
+// ef+CODEC: acc = grad + e (float32); every rank encodes acc once
 // (seeded by key, step and rank); the payloads go round a device ring (each rank forwards what
 // it receives); every rank decodes the p payloads and sums them in rank order in float32; the
 // residual is e = acc - decode(own payload). With the same spec, keys and inputs, the results
 // and residuals are bit-identical to GradCompressor's (grad_allreduce) step after step. The
 // residuals (float32, one per key) live in device memory of the backend of the first call of
-// that key; options.codec is ignored (the spec names the codec).
+// that key; options.codec is ignored (the spec names the codec). A codec without device kernels
+// (ef+zstd, ef+zfp:accuracy=T) takes the host path of codec_device.h for each payload.
 //
-// Not yet on the device: PowerSGD, top-k, sign.
+// PowerSGD, top-k and sign run staged: the gradient is copied to pinned host memory, the host
+// GradCompressor of the spec runs its step there (grad_allreduce, with the host's state and
+// bits) and the result is copied back. They compress on a GPU cluster as on the host, at the
+// cost of two copies and the host's arithmetic; their state lives on the host.
 #pragma once
 
 #include <cstddef>
@@ -34,29 +38,41 @@ namespace hycc {
 
 class DeviceGradCompressor {
  public:
-  // "none" or "ef+CODEC" with a device codec; InvalidArgument otherwise.
+  // Any gradient compressor spec (grad_help()); InvalidArgument for a malformed one.
   explicit DeviceGradCompressor(std::string_view spec);
   ~DeviceGradCompressor();
   DeviceGradCompressor(DeviceGradCompressor&&) noexcept;
   DeviceGradCompressor& operator=(DeviceGradCompressor&&) noexcept;
 
-  // Whether `spec` (a gradient compressor spec) has a device version.
-  static bool supports(std::string_view spec);
+  // Whether `spec` (a valid gradient compressor spec) runs on the device ("none", "ef+CODEC")
+  // rather than staged through the host (powersgd, topk, sign).
+  static bool runs_on_device(std::string_view spec);
 
   const std::string& spec() const { return spec_; }
 
   // out = op (sum or average) over ranks of the compressed gradients, bit-identical on every
   // rank; grad and out are device memory of equal count and dtype (f32, bf16, f16), possibly the
-  // same. Collective over comm; all ranks pass the same key, count, dtype and op.
-  GradStepStats allreduce(const Communicator& comm, uint64_t key, ConstTensorView grad,
+  // same. Collective over comm; all ranks pass the same key, count, dtype and op. The tensor's
+  // shape matters to PowerSGD only (GradTensor); the overload with a key passes none (1-D).
+  GradStepStats allreduce(const Communicator& comm, const GradTensor& tensor, ConstTensorView grad,
                           TensorView out, ReduceOp op, const DeviceCollectiveOptions& options = {});
+  GradStepStats allreduce(const Communicator& comm, uint64_t key, ConstTensorView grad,
+                          TensorView out, ReduceOp op,
+                          const DeviceCollectiveOptions& options = {}) {
+    return allreduce(comm, GradTensor{key, {}}, grad, out, op, options);
+  }
 
   // shard = this rank's chunk (chunk_range(grad.count, size, rank)) of allreduce(): the whole
   // step runs and the chunk is kept, as GradCompressor's grad_reduce_scatter does (same bits,
   // same residual). shard may be this rank's chunk of grad (in place).
+  GradStepStats reduce_scatter(const Communicator& comm, const GradTensor& tensor,
+                               ConstTensorView grad, TensorView shard, ReduceOp op,
+                               const DeviceCollectiveOptions& options = {});
   GradStepStats reduce_scatter(const Communicator& comm, uint64_t key, ConstTensorView grad,
                                TensorView shard, ReduceOp op,
-                               const DeviceCollectiveOptions& options = {});
+                               const DeviceCollectiveOptions& options = {}) {
+    return reduce_scatter(comm, GradTensor{key, {}}, grad, shard, op, options);
+  }
 
   void reset();
   void reset(uint64_t key);
@@ -64,7 +80,8 @@ class DeviceGradCompressor {
   // GradCompressor::save()'s format: a host GradCompressor of the same spec loads it, and
   // load() takes what either saved, so that a resumed run continues with identical bits.
   std::vector<std::byte> save() const;
-  // Replaces the state; the residuals go to device memory of options.backend (and stream).
+  // Replaces the state; the residuals go to device memory of options.backend (and stream), or
+  // stay on the host for the staged specs.
   // Throws CorruptStream for a malformed blob, InvalidArgument for another spec's.
   void load(std::span<const std::byte> blob, const DeviceCollectiveOptions& options = {});
   // The residual of a key, copied to the host (empty if none).
@@ -76,6 +93,7 @@ class DeviceGradCompressor {
   CodecConfig codec_;  // of ef+CODEC
   bool error_feedback_ = false;
   std::map<uint64_t, std::unique_ptr<State>> states_;
+  std::unique_ptr<GradCompressor> host_;  // the staged specs' compressor (and state)
 };
 
 }  // namespace hycc

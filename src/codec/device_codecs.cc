@@ -4,7 +4,7 @@
 
 namespace hycc::codec {
 
-bool has_device_implementation(const CodecConfig& config) {
+bool has_device_kernels(const CodecConfig& config) {
   switch (config.id()) {
     case CodecId::kNone:
     case CodecId::kBF16:

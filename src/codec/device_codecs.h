@@ -1,6 +1,6 @@
-// Which codecs have a device implementation (codec/cuda/): answered without CUDA, so that the
-// CUDA build's device_supports() and the host emulation of the device collectives accept the
-// same set.
+// Which codecs have device kernels (codec/cuda/): answered without CUDA, so that the CUDA build's
+// device_supports() and the tests of the host emulation agree. The other codecs run on the device
+// API too, encoded and decoded by the CPU codec from host copies.
 #pragma once
 
 #include "hycc/codec.h"
@@ -8,6 +8,6 @@
 namespace hycc::codec {
 
 // none, bf16, fp16, quant, eb, mpc and zfp fixed rate.
-bool has_device_implementation(const CodecConfig& config);
+bool has_device_kernels(const CodecConfig& config);
 
 }  // namespace hycc::codec

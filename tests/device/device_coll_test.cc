@@ -18,10 +18,12 @@ namespace {
 
 const std::vector<std::string>& device_test_codecs() {
   // Stochastic rounding too: its noise depends on the seed of every payload (rank, phase and
-  // segment), which the device rings must choose as the host rings do.
+  // segment), which the device rings must choose as the host rings do. zfp:accuracy and zstd
+  // have no kernels (they take the host path on a GPU) but run the same rings.
   static const std::vector<std::string> specs = {
       "none",        "bf16", "quant:bits=4", "quant:bits=4,round=stochastic",
-      "eb:abs=1e-3", "mpc",  "zfp:rate=8"};
+      "eb:abs=1e-3", "mpc",  "zfp:rate=8",   "zfp:accuracy=1e-3",
+      "zstd"};
   return specs;
 }
 constexpr size_t kDeviceLargeCount = 262147;  // 2^18 + 3: uneven chunks, several segments

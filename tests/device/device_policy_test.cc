@@ -1,8 +1,8 @@
 // The device collectives with a PolicyEngine (DeviceCollectiveOptions::policy), host-emulated
 // device: the rule of the communicator's dimension picks the codec (bit-identical to passing
-// that codec), small messages below the threshold go native, gradient compressors without a
-// device version run the codec they wrap (error feedback: device_grad_test.cc), codecs without
-// a device implementation run as "none", and the engine records every call.
+// that codec), small messages below the threshold go native, every gradient compressor runs as
+// the host policy path runs it (error feedback: device_grad_test.cc), codecs without device
+// kernels run too, and the engine records every call.
 #include <functional>
 
 #include "codec/float_io.h"
@@ -141,13 +141,22 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kAllgather).calls, 1u);
   EXPECT_EQ(entry(engine, Dimension::kTp, Operation::kBroadcast).calls, 1u);
 
-  // A codec without a device implementation runs as "none": the exact values.
+  // A codec without device kernels runs as chosen, as the host's allgather with it does.
   const Communicator zero = world().dup("zero");  // allgather: zero_param
   ASSERT_EQ(engine.decide(zero, Operation::kAllgather, n * 4).options.codec.id(), CodecId::kZfp);
   Buffer zp_got(DType::kF32, gathered.count()), zp_want(DType::kF32, gathered.count());
   allgather_device(zero, in.view(), zp_got.view(), o);
-  allgather_device(zero, in.view(), zp_want.view(), emulated_with("none"));
+  CollectiveOptions zh;
+  zh.codec = CodecConfig::parse("zfp:accuracy=1e-3");
+  zh.algorithm = Algorithm::kRing;
+  zh.threshold_bytes = 0;
+  zh.segment_bytes = o.segment_bytes;
+  allgather(zero, in.view(), zp_want.view(), zh);
   expect_bits_equal(zp_got, zp_want, "zfp:accuracy on the device");
+  if (p > 1) {
+    EXPECT_GT(codec::max_abs_difference(zp_got.view(), gathered.view()), 0.0)
+        << "zfp:accuracy ran as none";
+  }
   EXPECT_EQ(entry(engine, Dimension::kZeroParam, Operation::kAllgather).calls, 1u);
 
   // Point to point follows the policy too; the receiver needs none.
@@ -172,27 +181,54 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   }
 }
 
-// Gradient compressors without a device version (top-k) run the codec they wrap (none); error
-// feedback runs on device allreduces and reduce-scatters (device_grad_test.cc).
-TEST(DevicePolicy, GradientCompressorsWithoutADeviceVersionRunTheCodecTheyWrap) {
-  const Communicator dp = world().dup("dp");
-  PolicyEngine engine(Policy::parse_toml(R"(
+// Gradient compressors staged through the host (top-k, sign) give the host policy path's bits,
+// step after step, allreduce and reduce_scatter; error feedback: device_grad_test.cc.
+TEST(DevicePolicy, StagedGradientCompressorsMatchTheHostPolicyPath) {
+  const Communicator dp = world().dup("dp"), zero = world().dup("zero");
+  const char* const policy = R"(
 [[rule]]
 dimension = "dp"
 operation = "allreduce"
 compressor = "topk:ratio=0.1"
 threshold = 0
-)",
-                                         "test.toml"));
+[[rule]]
+dimension = "zero_grad"
+operation = "reduce_scatter"
+compressor = "sign"
+threshold = 0
+)";
+  PolicyEngine host_engine(Policy::parse_toml(policy, "test.toml"));
+  PolicyEngine device_engine(Policy::parse_toml(policy, "test.toml"));
   const size_t n = 1 << 14;
-  const PolicyDecision d = engine.decide(dp, Operation::kAllreduce, n * 4);
-  ASSERT_TRUE(d.gradient);
-  ASSERT_EQ(d.gradient_codec.id(), CodecId::kNone);
-  DeviceCollectiveOptions o = emulated_with("quant:bits=4");
-  o.policy = &engine;
-  expect_bits_equal(device_allreduce(dp, n, o), device_allreduce(dp, n, emulated_with("none")),
-                    "top-k on the device");
-  EXPECT_EQ(entry(engine, Dimension::kDp, Operation::kAllreduce).calls, 1u);
+  ASSERT_TRUE(device_engine.decide(dp, Operation::kAllreduce, n * 4).gradient);
+  const ChunkRange mine = chunk_range(n, zero.size(), zero.rank());
+  for (int step = 0; step < 3; ++step) {
+    const std::string at = " step " + std::to_string(step);
+    const Buffer g = make_input(DType::kF32, n, dp.rank() + 5 * step, false);
+    Buffer want = clone(g), got(DType::kF32, n);
+    CollectiveOptions h;
+    h.policy = &host_engine;
+    h.key = 3;
+    allreduce(dp, want.view(), want.view(), ReduceOp::kAverage, h);
+    DeviceCollectiveOptions o = emulated_with("none");
+    o.policy = &device_engine;
+    o.key = 3;
+    CollectiveStats stats;
+    o.stats = &stats;
+    allreduce_device(dp, g.view(), got.view(), ReduceOp::kAverage, o);
+    expect_bits_equal(got, want, "top-k on dp" + at);
+    EXPECT_EQ(stats.compressed, dp.size() > 1);
+
+    Buffer shard_want(DType::kF32, mine.count), shard_got(DType::kF32, mine.count);
+    reduce_scatter(zero, g.view(), shard_want.view(), ReduceOp::kSum, h);
+    reduce_scatter_device(zero, g.view(), shard_got.view(), ReduceOp::kSum, o);
+    expect_bits_equal(shard_got, shard_want, "sign on zero_grad" + at);
+  }
+  EXPECT_EQ(entry(device_engine, Dimension::kDp, Operation::kAllreduce).calls, 3u);
+  EXPECT_EQ(entry(device_engine, Dimension::kDp, Operation::kAllreduce).compressed_calls,
+            dp.size() > 1 ? 3u : 0u);
+  EXPECT_EQ(entry(device_engine, Dimension::kZeroGrad, Operation::kReduceScatter).compressed_calls,
+            zero.size() > 1 ? 3u : 0u);
 }
 
 }  // namespace

@@ -36,8 +36,9 @@ TEST(DeviceSendRecv, MatchesHostSendRecvBitForBit) {
   const int p = world().size(), r = world().rank();
   if (p == 1) GTEST_SKIP() << "needs two ranks";
   const int right = (r + 1) % p, left = (r + p - 1) % p;
-  const std::vector<std::string> staged_specs = {"none",        "bf16", "quant:bits=4",
-                                                 "eb:abs=1e-3", "mpc",  "zfp:rate=8"};
+  const std::vector<std::string> staged_specs = {
+      "none", "bf16",       "quant:bits=4",      "eb:abs=1e-3",
+      "mpc",  "zfp:rate=8", "zfp:accuracy=1e-3", "zstd"};
   const std::vector<std::string> nccl_specs = {"none", "quant:bits=4", "eb:abs=1e-3"};
   for (const DeviceTransport t : {DeviceTransport::kStagedMpi, DeviceTransport::kNccl}) {
     for (const std::string& spec : t == DeviceTransport::kNccl ? nccl_specs : staged_specs) {

@@ -175,11 +175,13 @@ TEST(GpuDeviceCollectives, AlltoallCudaEqualsHostEmulation) {
   }
 }
 
-// Error feedback on the GPU (DeviceGradCompressor) against the emulated one: results and
-// residuals bit for bit, three steps.
+// Gradient compressors on the GPU (DeviceGradCompressor) against the emulated ones: results and
+// residuals bit for bit, three steps; error feedback on the device (ef+zstd: a codec without
+// kernels) and sign staged through the host.
 TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
   const Communicator world = Communicator::world();
-  for (const char* spec : {"ef+quant:bits=4", "ef+zfp:rate=4", "ef+eb:abs=0.01"}) {
+  for (const char* spec :
+       {"ef+quant:bits=4", "ef+zfp:rate=4", "ef+eb:abs=0.01", "ef+zstd", "sign"}) {
     for (const DType d : kDtypes) {
       DeviceGradCompressor emulated(spec), cuda(spec);
       DeviceCollectiveOptions o;

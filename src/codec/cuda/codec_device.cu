@@ -1,6 +1,7 @@
 // The device codec API (include/hycc/codec_device.h) with CUDA: parameter checks, dispatch to
-// the kernels, and the host fallbacks of zfp for tensors with NaN or infinities (exception and
-// raw layouts, rare in training data, are built by the CPU codec from a host copy).
+// the kernels, and the host path: the CPU codec on host copies, for the codecs without kernels
+// (zfp:accuracy, zstd) and for zfp tensors with NaN or infinities (exception and raw layouts,
+// rare in training data).
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -18,12 +19,6 @@ namespace hycc {
 namespace {
 
 using codec::cuda::copy_to_host;
-
-[[noreturn]] void unsupported(const CodecConfig& config) {
-  throw InvalidArgument(tagged("codec:device", "codec '", config.spec(),
-                               "' has no device implementation; device codecs: none, bf16, fp16, ",
-                               "quant, eb, mpc, zfp:rate=R"));
-}
 
 codec::cuda::QuantParams quant_params(const CodecConfig& config) {
   const CodecParams p = config.codec().params();
@@ -54,8 +49,8 @@ void require_device() {
   }
 }
 
-// The CPU codec on host copies: for payloads the kernels do not produce (zfp with non-finite
-// values).
+// The CPU codec on host copies: for codecs without kernels, and for payloads the kernels do not
+// produce (zfp with non-finite values).
 size_t encode_on_host(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
                       const CompressOptions& options, cudaStream_t stream) {
   std::vector<uint64_t> host_in((in.bytes() + 7) / 8);
@@ -109,11 +104,10 @@ void copy_to_host(void* host, const void* device, size_t bytes, cudaStream_t str
 
 }  // namespace codec::cuda
 
-bool device_supports(const CodecConfig& config) { return codec::has_device_implementation(config); }
+bool device_supports(const CodecConfig& config) { return codec::has_device_kernels(config); }
 
 size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, size_t out_bytes,
                      const CompressOptions& options, DeviceStream stream) {
-  if (!device_supports(config)) unsupported(config);
   const size_t need = config.codec().max_payload_bytes(in.dtype, in.count);
   if (out_bytes < need) {
     throw InvalidArgument(tagged("codec:device", "output of ", out_bytes, " bytes, '",
@@ -121,6 +115,7 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
                                  " elements"));
   }
   require_device();
+  if (!device_supports(config)) return encode_on_host(config, in, out, out_bytes, options, stream);
   auto* dst = static_cast<uint8_t*>(out);
   switch (config.id()) {
     case CodecId::kNone:
@@ -155,8 +150,8 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
 
 void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
                    TensorView out, DeviceStream stream) {
-  if (!device_supports(config)) unsupported(config);
   require_device();
+  if (!device_supports(config)) return decode_on_host(config, payload, payload_bytes, out, stream);
   const auto wrong_size = [&](size_t expected) {
     throw CorruptStream(tagged("codec:" + config.spec(), "device decode: payload of ",
                                payload_bytes, " bytes, expected ", expected));

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <vector>
 
-#include "codec/device_codecs.h"
 #include "coll/device/device_entry.h"
 #include "coll/device/ring_phases_device.h"
 #include "common/checksum.h"
@@ -19,7 +18,7 @@ std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options) {
 }
 
 void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
-                          const DeviceCollectiveOptions& options, bool check_codec) {
+                          const DeviceCollectiveOptions& options) {
   CollectiveOptions host;
   host.segment_bytes = options.segment_bytes;
   host.tag = options.tag;
@@ -35,11 +34,6 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
       options.transport != DeviceTransport::kStagedMpi &&
       options.transport != DeviceTransport::kNccl) {
     check.fail(tagged("coll:device", "invalid transport ", static_cast<int>(options.transport)));
-  }
-  if (check_codec && !codec::has_device_implementation(options.codec)) {
-    check.fail(tagged("coll:device", "codec '", options.codec.spec(),
-                      "' has no device implementation; device codecs: none, bf16, fp16, quant, ",
-                      "eb, mpc, zfp:rate=R"));
   }
 }
 
@@ -175,7 +169,7 @@ void run_collective(const Communicator& comm, OpKind op, DeviceOps& ops, DType d
 void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
               const std::exception_ptr& unavailable, DeviceOps* ops,
               const DeviceCollectiveOptions& options, std::chrono::steady_clock::time_point start) {
-  check_device_options(check, comm, call.op, options, true);
+  check_device_options(check, comm, call.op, options);
   add_device_fields(check, call.count, call.send.dtype, options);
   settle(check, comm, unavailable);
   if (options.max_error != nullptr) *options.max_error = 0;

@@ -7,7 +7,6 @@
 #include <functional>
 #include <memory>
 
-#include "codec/device_codecs.h"
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/device_ring.h"
@@ -29,9 +28,9 @@ std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceCollectiveO
 void settle(const ArgCheck& check, const Communicator& comm, const std::exception_ptr& unavailable,
             bool agree = true);
 
-// Segment size, tag, backend, transport and (with check_codec) the codec.
+// Segment size, tag, backend and transport.
 void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
-                          const DeviceCollectiveOptions& options, bool check_codec);
+                          const DeviceCollectiveOptions& options);
 // check_view plus: the memory belongs to the device of `ops` (when ops is set).
 void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, const char* role,
                        ConstTensorView v);
@@ -51,14 +50,10 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
                                           const DeviceCollectiveOptions& options, int tag,
                                           bool collective);
 
-// The device codec a policy decision gives a call of `bytes` bytes (collectives_device.h,
-// DeviceCollectiveOptions::policy).
-CodecConfig device_codec_of(const PolicyDecision& decision);
 // Runs `call` with the options options.policy decides for it (policy cleared) and records it in
-// the engine; fills *options.stats too. A gradient compressor decision with a device version
-// (DeviceGradCompressor::supports) runs `gradient` instead, with the engine's compressor of that
-// spec, when it is given (allreduce) and the call is compressed (above the threshold, more than
-// one rank).
+// the engine; fills *options.stats too. A gradient compressor decision runs `gradient` instead,
+// with the engine's DeviceGradCompressor of that spec, when it is given (allreduce,
+// reduce_scatter) and the call is compressed (above the threshold, more than one rank).
 void run_with_policy(
     const Communicator& comm, Operation op, size_t bytes, const DeviceCollectiveOptions& options,
     const std::function<void(const DeviceCollectiveOptions&)>& call,
@@ -67,6 +62,12 @@ void run_with_policy(
 // The key of a tensor for a gradient compressor: options.key, or one made of its address and
 // count (as the host calls do).
 uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count);
+
+// DeviceGradCompressor's step for the specs that run on the host (grad_staged_device.cc): grad
+// staged to pinned host memory, grad_allreduce with `host` there, the result copied to out.
+GradStepStats staged_grad_allreduce(const Communicator& comm, GradCompressor& host,
+                                    const GradTensor& tensor, ConstTensorView grad, TensorView out,
+                                    ReduceOp op, const DeviceCollectiveOptions& options);
 
 // A host collective on host views of a device call's send and recv buffers.
 using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;

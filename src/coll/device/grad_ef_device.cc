@@ -1,6 +1,7 @@
 // DeviceGradCompressor (hycc/grad_device.h): error feedback around a device codec, compress once,
 // the payloads gathered round a device ring and summed in rank order, as grad/method_ef.cc does
-// on the host (same seeds, same float32 operations in the same order, so the same bits).
+// on the host (same seeds, same float32 operations in the same order, so the same bits). The
+// other specs run the host compressor on staged copies (grad_staged_device.cc).
 #include "hycc/grad_device.h"
 
 #include <chrono>
@@ -61,12 +62,11 @@ void gather_payloads(dev::DeviceContext& ctx, dev::Payload&& own, size_t bound, 
 
 DeviceGradCompressor::DeviceGradCompressor(std::string_view spec) {
   const grad::GradSpec parsed = grad::parse_grad_spec(spec);
-  if (!supports(parsed.canonical)) {
-    throw InvalidArgument(tagged("grad:device", "'", spec, "' has no device version; device ",
-                                 "gradient compressors: none, ef+CODEC with a device codec ",
-                                 "(none, bf16, fp16, quant, eb, mpc, zfp:rate=R)"));
-  }
   spec_ = parsed.canonical;
+  if (!runs_on_device(spec_)) {
+    host_ = std::make_unique<GradCompressor>(spec_);
+    return;
+  }
   error_feedback_ = parsed.kind == grad::Kind::kErrorFeedback;
   if (error_feedback_) codec_ = parsed.codec;
 }
@@ -75,19 +75,18 @@ DeviceGradCompressor::~DeviceGradCompressor() = default;
 DeviceGradCompressor::DeviceGradCompressor(DeviceGradCompressor&&) noexcept = default;
 DeviceGradCompressor& DeviceGradCompressor::operator=(DeviceGradCompressor&&) noexcept = default;
 
-bool DeviceGradCompressor::supports(std::string_view spec) {
+bool DeviceGradCompressor::runs_on_device(std::string_view spec) {
   try {
-    const grad::GradSpec parsed = grad::parse_grad_spec(spec);
-    return parsed.kind == grad::Kind::kNone || (parsed.kind == grad::Kind::kErrorFeedback &&
-                                                codec::has_device_implementation(parsed.codec));
+    const grad::Kind kind = grad::parse_grad_spec(spec).kind;
+    return kind == grad::Kind::kNone || kind == grad::Kind::kErrorFeedback;
   } catch (const InvalidArgument&) {
     return false;
   }
 }
 
-GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm, uint64_t key,
-                                                   ConstTensorView grad, TensorView shard,
-                                                   ReduceOp op,
+GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,
+                                                   const GradTensor& tensor, ConstTensorView grad,
+                                                   TensorView shard, ReduceOp op,
                                                    const DeviceCollectiveOptions& options) {
   const ChunkRange mine = chunk_range(grad.count, comm.size(), comm.rank());
   if (shard.dtype != grad.dtype || shard.count != mine.count) {
@@ -98,7 +97,7 @@ GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm, uin
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
   const dev::Memory whole = ops->allocate(grad.bytes());
   const GradStepStats stats =
-      allreduce(comm, key, grad, {grad.dtype, grad.count, whole.data()}, op, options);
+      allreduce(comm, tensor, grad, {grad.dtype, grad.count, whole.data()}, op, options);
   ops->copy_device(
       shard.data,
       static_cast<const std::byte*>(whole.data()) + mine.offset * dtype_size(grad.dtype),
@@ -107,10 +106,17 @@ GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm, uin
   return stats;
 }
 
-void DeviceGradCompressor::reset() { states_.clear(); }
-void DeviceGradCompressor::reset(uint64_t key) { states_.erase(key); }
+void DeviceGradCompressor::reset() {
+  states_.clear();
+  if (host_) host_->reset();
+}
+void DeviceGradCompressor::reset(uint64_t key) {
+  states_.erase(key);
+  if (host_) host_->reset(key);
+}
 
 std::vector<std::byte> DeviceGradCompressor::save() const {
+  if (host_) return host_->save();
   grad::StateTable table;
   for (const auto& [key, state] : states_) {
     grad::TensorState& t = table[key];
@@ -125,6 +131,7 @@ std::vector<std::byte> DeviceGradCompressor::save() const {
 
 void DeviceGradCompressor::load(std::span<const std::byte> blob,
                                 const DeviceCollectiveOptions& options) {
+  if (host_) return host_->load(blob);
   const grad::StateTable table = grad::deserialize_state(spec_, blob);
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
   std::map<uint64_t, std::unique_ptr<State>> loaded;
@@ -151,6 +158,7 @@ void DeviceGradCompressor::load(std::span<const std::byte> blob,
 }
 
 std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
+  if (host_) return host_->residual(key);
   const auto it = states_.find(key);
   if (it == states_.end()) return {};
   const State& s = *it->second;
@@ -164,9 +172,11 @@ std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
   return r;
 }
 
-GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, uint64_t key,
+GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const GradTensor& tensor,
                                               ConstTensorView grad, TensorView out, ReduceOp op,
                                               const DeviceCollectiveOptions& options) {
+  if (host_) return dev::staged_grad_allreduce(comm, *host_, tensor, grad, out, op, options);
+  const uint64_t key = tensor.key;
   GradStepStats stats;
   stats.elements = grad.count;
   DeviceCollectiveOptions plain = options;
@@ -188,7 +198,7 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, uint64_t
   dev::check_pair(check, ops.get(), "DeviceGradCompressor::allreduce", grad, out);
   dev::check_same_count_or_buffer(check, "DeviceGradCompressor::allreduce", grad, out);
   coll::check_reduce_op(check, op);
-  dev::check_device_options(check, comm, coll::OpKind::kAllreduce, plain, false);
+  dev::check_device_options(check, comm, coll::OpKind::kAllreduce, plain);
   const auto found = states_.find(key);
   if (found != states_.end() &&
       (found->second->count != grad.count || found->second->size != comm.size() ||

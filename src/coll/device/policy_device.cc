@@ -1,7 +1,6 @@
 // The device collectives with DeviceCollectiveOptions::policy set: the engine decides the codec,
 // the call runs with it, and the engine records what it did (as policy_calls.cc does for the
-// host calls: error feedback through the engine's DeviceGradCompressor; the other gradient
-// compressors and the error sampling have no device version yet).
+// host calls: gradient compressors through the engine's DeviceGradCompressor).
 #include <chrono>
 #include <mutex>
 
@@ -9,11 +8,6 @@
 #include "hycc/policy_engine.h"
 
 namespace hycc::coll::device {
-
-CodecConfig device_codec_of(const PolicyDecision& decision) {
-  const CodecConfig& codec = decision.gradient ? decision.gradient_codec : decision.options.codec;
-  return codec::has_device_implementation(codec) ? codec : CodecConfig{};
-}
 
 void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
                      const DeviceCollectiveOptions& options,
@@ -26,11 +20,11 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
   CollectiveStats stats;
   DeviceCollectiveOptions inner = options;
   inner.policy = nullptr;
-  inner.codec = device_codec_of(decision);
+  inner.codec = decision.gradient ? decision.gradient_codec : decision.options.codec;
   inner.threshold_bytes = decision.threshold_bytes;
   inner.stats = &stats;
   if (gradient && decision.gradient && comm.size() > 1 && bytes > 0 &&
-      bytes >= decision.threshold_bytes && DeviceGradCompressor::supports(decision.compressor)) {
+      bytes >= decision.threshold_bytes) {
     const auto start = std::chrono::steady_clock::now();
     GradStepStats g;
     {

@@ -56,7 +56,7 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
     check.fail(tagged("coll", "send_device: destination ", dest, " is not another rank of [0, ",
                       comm.size(), ")"));
   }
-  dev::check_device_options(check, comm, OpKind::kSendRecvDevice, options, true);
+  dev::check_device_options(check, comm, OpKind::kSendRecvDevice, options);
   if (options.codec.spec().size() > kMaxSpecBytes) {
     check.fail(tagged("coll", "send_device: codec spec longer than ", kMaxSpecBytes, " bytes"));
   }
@@ -118,7 +118,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
     check.fail(tagged("coll", "recv_device: source ", source, " is not another rank of [0, ",
                       comm.size(), ") nor MPI_ANY_SOURCE"));
   }
-  dev::check_device_options(check, comm, OpKind::kSendRecvDevice, options, false);
+  dev::check_device_options(check, comm, OpKind::kSendRecvDevice, options);
   dev::settle(check, comm, unavailable, false);
   const int itag = coll::internal_tag(comm.mpi(), tag, OpKind::kSendRecvDevice);
 
@@ -144,7 +144,6 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
     try {
       codec = CodecConfig::parse(std::string_view(
           reinterpret_cast<const char*>(head.data()) + sizeof(env), env.spec_bytes));
-      valid = codec::has_device_implementation(codec);
     } catch (const InvalidArgument&) {
       valid = false;
     }
