@@ -6,17 +6,21 @@
 //   o.stream = stream;
 //   ef.allreduce(grid.dp(), /*key=*/bucket_id, d_grad, d_grad, hycc::ReduceOp::kAverage, o);
 //
-// "none" and "ef+CODEC" run on the device (runs_on_device()). Per call, as GradCompressor's
-// ef+CODEC: acc = grad + e (float32); every rank encodes acc once
-// (seeded by key, step and rank); the payloads go round a device ring (each rank forwards what
-// it receives); every rank decodes the p payloads and sums them in rank order in float32; the
-// residual is e = acc - decode(own payload). With the same spec, keys and inputs, the results
-// and residuals are bit-identical to GradCompressor's (grad_allreduce) step after step. The
-// residuals (float32, one per key) live in device memory of the backend of the first call of
-// that key; options.codec is ignored (the spec names the codec). A codec without device kernels
-// (ef+zstd, ef+zfp:accuracy=T) takes the host path of codec_device.h for each payload.
+// "none", "ef+CODEC" and "powersgd" run on the device (runs_on_device()), with the float32
+// operations of GradCompressor in the same order, so that results, residuals and saved states
+// are bit-identical to GradCompressor's (grad_allreduce) step after step, and each loads the
+// other's save(). The state (float32 residuals, PowerSGD's Q) lives in device memory of the
+// backend of the first call of each key; options.codec is ignored (the spec names the codec).
+// - ef+CODEC: acc = grad + e; every rank encodes acc once (seeded by key, step and rank); the
+//   payloads go round a device ring (each rank forwards what it receives); every rank decodes
+//   the p payloads and sums them in rank order; e = acc - decode(own payload). A codec without
+//   device kernels (ef+zstd, ef+zfp:accuracy=T) takes the host path of codec_device.h.
+// - powersgd: M = grad + e viewed as a matrix (GradTensor::shape); P = M Q and Q = M^T P are
+//   device kernels, P and Q (r (rows + cols) floats) go to the host for their allreduces and
+//   P's orthogonalization, the result P Q^T is a device kernel. 1-D tensors and those that would
+//   not compress take one plain allreduce, as on the host.
 //
-// PowerSGD, top-k and sign run staged: the gradient is copied to pinned host memory, the host
+// top-k and sign run staged: the gradient is copied to pinned host memory, the host
 // GradCompressor of the spec runs its step there (grad_allreduce, with the host's state and
 // bits) and the result is copied back. They compress on a GPU cluster as on the host, at the
 // cost of two copies and the host's arithmetic; their state lives on the host.
@@ -36,6 +40,13 @@
 
 namespace hycc {
 
+namespace grad {
+struct GradSpec;
+}
+namespace coll::device {
+struct GradState;
+}
+
 class DeviceGradCompressor {
  public:
   // Any gradient compressor spec (grad_help()); InvalidArgument for a malformed one.
@@ -44,8 +55,8 @@ class DeviceGradCompressor {
   DeviceGradCompressor(DeviceGradCompressor&&) noexcept;
   DeviceGradCompressor& operator=(DeviceGradCompressor&&) noexcept;
 
-  // Whether `spec` (a valid gradient compressor spec) runs on the device ("none", "ef+CODEC")
-  // rather than staged through the host (powersgd, topk, sign).
+  // Whether `spec` (a valid gradient compressor spec) runs on the device ("none", "ef+CODEC",
+  // "powersgd") rather than staged through the host (topk, sign).
   static bool runs_on_device(std::string_view spec);
 
   const std::string& spec() const { return spec_; }
@@ -88,11 +99,9 @@ class DeviceGradCompressor {
   std::vector<float> residual(uint64_t key) const;
 
  private:
-  struct State;
   std::string spec_;
-  CodecConfig codec_;  // of ef+CODEC
-  bool error_feedback_ = false;
-  std::map<uint64_t, std::unique_ptr<State>> states_;
+  std::unique_ptr<grad::GradSpec> parsed_;
+  std::map<uint64_t, std::unique_ptr<coll::device::GradState>> states_;
   std::unique_ptr<GradCompressor> host_;  // the staged specs' compressor (and state)
 };
 

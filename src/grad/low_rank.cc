@@ -44,8 +44,13 @@ void multiply_mq(std::span<const float> m, size_t rows, size_t cols, std::span<c
 void multiply_mtp(std::span<const float> m, size_t rows, size_t cols, std::span<const float> p,
                   size_t r, std::span<float> qt) {
   std::fill(qt.begin(), qt.begin() + static_cast<std::ptrdiff_t>(r * cols), 0.0f);
-  for (size_t i = 0; i < rows; ++i) {
-    for (size_t k = 0; k < r; ++k) axpy(p[i * r + k], &m[i * cols], &qt[k * cols], cols);
+  std::vector<float> block(r * cols);
+  for (size_t b = 0; b < rows; b += kMtpRowBlock) {
+    std::fill(block.begin(), block.end(), 0.0f);
+    for (size_t i = b; i < std::min(rows, b + kMtpRowBlock); ++i) {
+      for (size_t k = 0; k < r; ++k) axpy(p[i * r + k], &m[i * cols], &block[k * cols], cols);
+    }
+    for (size_t x = 0; x < r * cols; ++x) qt[x] += block[x];
   }
 }
 

@@ -203,6 +203,49 @@ TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
   }
 }
 
+// PowerSGD on the GPU (its matrix products are kernels) against the emulated device, which runs
+// the host's products: results, residuals and saved states (Q included) bit for bit, three
+// steps. Shapes: one row block and several (kMtpRowBlock = 64), a row count that leaves a short
+// last block, ranks 4 and 5 (the kernel's lane groups take 4 outputs of a row at a time), few
+// rows and many columns; error feedback on and off, sums and averages.
+TEST(GpuDeviceCollectives, PowerSgdCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  struct Case {
+    const char* spec;
+    std::vector<size_t> shape;
+    ReduceOp op;
+  };
+  const Case cases[] = {{"powersgd:rank=4", {61, 37}, ReduceOp::kAverage},
+                        {"powersgd:rank=5", {300, 77}, ReduceOp::kSum},
+                        {"powersgd:rank=2,ef=off", {129, 64}, ReduceOp::kAverage},
+                        {"powersgd:rank=3,warm_start=off", {7, 1001}, ReduceOp::kSum}};
+  for (const Case& c : cases) {
+    for (const DType d : {DType::kF32, DType::kBF16}) {
+      DeviceGradCompressor emulated(c.spec), cuda(c.spec);
+      DeviceCollectiveOptions o;
+      o.transport = DeviceTransport::kStagedMpi;
+      const GradTensor tensor{2, c.shape};
+      const size_t n = c.shape[0] * c.shape[1];
+      for (int step = 0; step < 3; ++step) {
+        const Buffer g = input(d, n, 500 + static_cast<uint64_t>(world.rank() + 7 * step));
+        Buffer want(d, n);
+        o.backend = DeviceBackend::kHostEmulation;
+        emulated.allreduce(world, tensor, g.view(), want.view(), c.op, o);
+        OnDevice got(g);
+        o.backend = DeviceBackend::kCuda;
+        const GradStepStats s = cuda.allreduce(world, tensor, got.view(), got.view(), c.op, o);
+        const std::string what = std::string(c.spec) + " " + std::to_string(c.shape[0]) + "x" +
+                                 std::to_string(c.shape[1]) + " " + std::string(dtype_name(d)) +
+                                 " step " + std::to_string(step);
+        EXPECT_TRUE(s.compressed) << what;
+        EXPECT_TRUE(got.to_host().bits_equal(want)) << what;
+        EXPECT_TRUE(cuda.residual(2) == emulated.residual(2)) << what << ": residuals";
+      }
+      EXPECT_TRUE(cuda.save() == emulated.save()) << c.spec << ": saved states (Q) differ";
+    }
+  }
+}
+
 // The collectives over NCCL, where every rank has a GPU of its own (a machine with one GPU per
 // rank; the CUDA emulator, whose processes each have their own device); skipped otherwise.
 TEST(GpuNccl, CollectivesEqualHostEmulation) {

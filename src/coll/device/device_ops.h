@@ -121,6 +121,16 @@ class DeviceOps {
   virtual void subtract(const float* a, const float* b, float* out, size_t n) = 0;
   // payload_checksum() (payload_checksum.h) of `bytes` bytes of device memory; waits for it.
   virtual uint64_t checksum(const void* data, size_t bytes) = 0;
+
+  // The products of PowerSGD on float32 device memory, with the bits of grad/low_rank.h's
+  // functions of the same names: p (rows x r) = m qt^T, qt (r x cols) = (m^T p)^T,
+  // out (rows x cols) = p qt.
+  virtual void multiply_mq(const float* m, size_t rows, size_t cols, const float* qt, size_t r,
+                           float* p) = 0;
+  virtual void multiply_mtp(const float* m, size_t rows, size_t cols, const float* p, size_t r,
+                            float* qt) = 0;
+  virtual void multiply_pqt(const float* p, const float* qt, size_t rows, size_t cols, size_t r,
+                            float* out) = 0;
 };
 
 // Room every payload buffer has after the largest payload it may hold: the checksum trailer.

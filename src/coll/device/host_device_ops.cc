@@ -1,7 +1,7 @@
 // The host emulation of DeviceOps: device memory is host memory, copies are memcpy, and the
 // codecs are the CPU codecs' encode/decode (the payload part of their streams), with the host
-// collectives' own float32 helpers (add_f32, store_result), so that the emulated device
-// collectives compute exactly what the host rings compute.
+// collectives' own float32 helpers (add_f32, store_result) and PowerSGD's products, so that the
+// emulated device collectives compute exactly what the host rings compute.
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,6 +11,7 @@
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/payload_checksum.h"
+#include "grad/low_rank.h"
 #include "hycc/codec_device.h"
 
 namespace hycc::coll::device {
@@ -83,6 +84,19 @@ class HostEmulatedOps final : public DeviceOps {
 
   uint64_t checksum(const void* data, size_t bytes) override {
     return payload_checksum(data, bytes);
+  }
+
+  void multiply_mq(const float* m, size_t rows, size_t cols, const float* qt, size_t r,
+                   float* p) override {
+    grad::multiply_mq({m, rows * cols}, rows, cols, {qt, r * cols}, r, {p, rows * r});
+  }
+  void multiply_mtp(const float* m, size_t rows, size_t cols, const float* p, size_t r,
+                    float* qt) override {
+    grad::multiply_mtp({m, rows * cols}, rows, cols, {p, rows * r}, r, {qt, r * cols});
+  }
+  void multiply_pqt(const float* p, const float* qt, size_t rows, size_t cols, size_t r,
+                    float* out) override {
+    grad::multiply_pqt({p, rows * r}, {qt, r * cols}, rows, cols, r, {out, rows * cols});
   }
 
  private:

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "codec/cuda/device_util.cuh"
+#include "coll/device/cuda/low_rank_kernels.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/payload_checksum.h"
 #include "hycc/codec_device.h"
@@ -218,6 +219,24 @@ class CudaOps final : public DeviceOps {
     return h + static_cast<uint64_t>(terms);
   }
 
+  void multiply_mq(const float* m, size_t rows, size_t cols, const float* qt, size_t r,
+                   float* p) override {
+    cuda::multiply_mq(m, rows, cols, qt, r, p, stream_);
+  }
+  void multiply_mtp(const float* m, size_t rows, size_t cols, const float* p, size_t r,
+                    float* qt) override {
+    const size_t need = cuda::multiply_mtp_scratch(rows, cols, r) * sizeof(float);
+    if (low_rank_.bytes() < need) {
+      synchronize();  // the kernels queued before may still read the old buffer
+      low_rank_ = take(false, need);
+    }
+    cuda::multiply_mtp(m, rows, cols, p, r, qt, static_cast<float*>(low_rank_.data()), stream_);
+  }
+  void multiply_pqt(const float* p, const float* qt, size_t rows, size_t cols, size_t r,
+                    float* out) override {
+    cuda::multiply_pqt(p, qt, rows, cols, r, out, stream_);
+  }
+
   void subtract(const float* a, const float* b, float* out, size_t n) override {
     if (n == 0) return;
     subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n);
@@ -234,6 +253,7 @@ class CudaOps final : public DeviceOps {
   cudaStream_t stream_;
   Memory narrow_;    // 16-bit payloads of step 0, decoded before they are widened and added
   Memory checksum_;  // the checksum kernel's sum
+  Memory low_rank_;  // multiply_mtp's block sums
 };
 
 }  // namespace

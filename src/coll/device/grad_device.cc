@@ -1,0 +1,236 @@
+// DeviceGradCompressor (hycc/grad_device.h): the specs, the argument checks, the state of each
+// key, save and load. The steps: grad_ef_device.cc, grad_powersgd_device.cc (on the device) and
+// grad_staged_device.cc (top-k and sign, on the host).
+#include <utility>
+#include <vector>
+
+#include "coll/device/device_entry.h"
+#include "coll/device/grad_device_state.h"
+#include "common/checksum.h"
+#include "grad/state.h"
+
+namespace hycc {
+
+namespace dev = coll::device;
+
+DeviceGradCompressor::DeviceGradCompressor(std::string_view spec)
+    : parsed_(std::make_unique<grad::GradSpec>(grad::parse_grad_spec(spec))) {
+  spec_ = parsed_->canonical;
+  if (!runs_on_device(spec_)) host_ = std::make_unique<GradCompressor>(spec_);
+}
+
+DeviceGradCompressor::~DeviceGradCompressor() = default;
+DeviceGradCompressor::DeviceGradCompressor(DeviceGradCompressor&&) noexcept = default;
+DeviceGradCompressor& DeviceGradCompressor::operator=(DeviceGradCompressor&&) noexcept = default;
+
+bool DeviceGradCompressor::runs_on_device(std::string_view spec) {
+  try {
+    const grad::Kind kind = grad::parse_grad_spec(spec).kind;
+    return kind == grad::Kind::kNone || kind == grad::Kind::kErrorFeedback ||
+           kind == grad::Kind::kPowerSgd;
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+}
+
+namespace coll::device {
+
+Memory device_zeros(DeviceOps& ops, size_t count) {
+  Memory m = ops.allocate(count * sizeof(float));
+  const std::vector<float> zeros(count, 0.0f);
+  ops.copy_to_device(m.data(), zeros.data(), count * sizeof(float));
+  ops.synchronize();
+  return m;
+}
+
+}  // namespace coll::device
+
+GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,
+                                                   const GradTensor& tensor, ConstTensorView grad,
+                                                   TensorView shard, ReduceOp op,
+                                                   const DeviceCollectiveOptions& options) {
+  const ChunkRange mine = chunk_range(grad.count, comm.size(), comm.rank());
+  if (shard.dtype != grad.dtype || shard.count != mine.count) {
+    throw InvalidArgument(tagged("grad:device", "reduce_scatter: shard holds ", shard.count, " ",
+                                 dtype_name(shard.dtype), " elements, this rank's chunk is ",
+                                 mine.count, " ", dtype_name(grad.dtype)));
+  }
+  const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
+  const dev::Memory whole = ops->allocate(grad.bytes());
+  const GradStepStats stats =
+      allreduce(comm, tensor, grad, {grad.dtype, grad.count, whole.data()}, op, options);
+  ops->copy_device(
+      shard.data,
+      static_cast<const std::byte*>(whole.data()) + mine.offset * dtype_size(grad.dtype),
+      shard.bytes());
+  ops->synchronize();
+  return stats;
+}
+
+void DeviceGradCompressor::reset() {
+  states_.clear();
+  if (host_) host_->reset();
+}
+void DeviceGradCompressor::reset(uint64_t key) {
+  states_.erase(key);
+  if (host_) host_->reset(key);
+}
+
+namespace {
+
+// `count` floats of device memory, copied to the host.
+std::vector<float> to_host(const dev::GradState& s, const dev::Memory& m, size_t count) {
+  DeviceCollectiveOptions o;
+  o.backend = s.backend;
+  o.stream = s.stream;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(o);
+  std::vector<float> v(count);
+  ops->copy_to_host(v.data(), m.data(), count * sizeof(float));
+  ops->synchronize();
+  return v;
+}
+
+// `values` in new device memory.
+dev::Memory to_device(dev::DeviceOps& ops, const std::vector<float>& values) {
+  dev::Memory m = ops.allocate(values.size() * sizeof(float));
+  ops.copy_to_device(m.data(), values.data(), values.size() * sizeof(float));
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::byte> DeviceGradCompressor::save() const {
+  if (host_) return host_->save();
+  grad::StateTable table;
+  for (const auto& [key, state] : states_) {
+    grad::TensorState& t = table[key];
+    t.steps = state->steps;
+    t.rank = state->rank;
+    t.size = state->size;
+    t.count = state->count;
+    t.residual = to_host(*state, state->residual, state->residual_count);
+    t.aux = to_host(*state, state->aux, state->aux_count);
+  }
+  return grad::serialize_state(spec_, table);
+}
+
+void DeviceGradCompressor::load(std::span<const std::byte> blob,
+                                const DeviceCollectiveOptions& options) {
+  if (host_) return host_->load(blob);
+  const grad::StateTable table = grad::deserialize_state(spec_, blob);
+  const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
+  std::map<uint64_t, std::unique_ptr<dev::GradState>> loaded;
+  const bool ef = parsed_->kind == grad::Kind::kErrorFeedback;
+  for (const auto& [key, t] : table) {
+    if (!t.residual.empty() && t.residual.size() != t.count) {
+      throw CorruptStream(tagged("grad:device", "the saved residual of key ", key, " has ",
+                                 t.residual.size(), " values for ", t.count, " elements"));
+    }
+    auto s = std::make_unique<dev::GradState>();
+    s->backend = options.backend;
+    s->stream = options.stream;
+    s->steps = t.steps;
+    s->rank = t.rank;
+    s->size = t.size;
+    s->count = t.count;
+    // ef+CODEC keeps a residual from its first step on (zeros if the blob has none).
+    s->residual =
+        ef && t.residual.empty() ? dev::device_zeros(*ops, t.count) : to_device(*ops, t.residual);
+    s->residual_count = ef ? t.count : t.residual.size();
+    s->aux = to_device(*ops, t.aux);
+    s->aux_count = t.aux.size();
+    loaded[key] = std::move(s);
+  }
+  ops->synchronize();
+  states_ = std::move(loaded);
+}
+
+std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
+  if (host_) return host_->residual(key);
+  const auto it = states_.find(key);
+  if (it == states_.end()) return {};
+  return to_host(*it->second, it->second->residual, it->second->residual_count);
+}
+
+GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const GradTensor& tensor,
+                                              ConstTensorView grad, TensorView out, ReduceOp op,
+                                              const DeviceCollectiveOptions& options) {
+  if (host_) return dev::staged_grad_allreduce(comm, *host_, tensor, grad, out, op, options);
+  DeviceCollectiveOptions plain = options;
+  plain.policy = nullptr;
+  plain.codec = CodecConfig{};
+  if (parsed_->kind == grad::Kind::kNone) {  // a plain allreduce
+    GradStepStats stats;
+    stats.elements = grad.count;
+    CollectiveStats c;
+    plain.stats = &c;
+    allreduce_device(comm, grad, out, op, plain);
+    stats.payload_bytes = grad.bytes();
+    stats.wire_bytes = c.wire_bytes;
+    stats.comm_seconds = c.seconds;
+    return stats;
+  }
+
+  const uint64_t key = tensor.key;
+  coll::ArgCheck check(coll::OpKind::kAllreduce);
+  std::exception_ptr unavailable;
+  const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
+  dev::check_pair(check, ops.get(), "DeviceGradCompressor::allreduce", grad, out);
+  dev::check_same_count_or_buffer(check, "DeviceGradCompressor::allreduce", grad, out);
+  coll::check_reduce_op(check, op);
+  dev::check_device_options(check, comm, coll::OpKind::kAllreduce, plain);
+  if (check.ok() && !tensor.shape.empty()) {
+    size_t product = 1;
+    for (const size_t d : tensor.shape) product *= d;
+    if (product != grad.count) {
+      check.fail(tagged("grad:device", "the shape of key ", key, " holds ", product,
+                        " elements, the tensor ", grad.count));
+    }
+  }
+  const auto found = states_.find(key);
+  if (found != states_.end() &&
+      (found->second->count != grad.count || found->second->size != comm.size() ||
+       found->second->rank != comm.rank())) {
+    const dev::GradState& s = *found->second;
+    check.fail(tagged("grad:device", "the state of key ", key, " belongs to ", s.count,
+                      " elements on rank ", s.rank, " of ", s.size, ", not ", grad.count,
+                      " elements on rank ", comm.rank(), " of ", comm.size(),
+                      "; reset() it first"));
+  }
+  dev::add_device_fields(check, grad.count, grad.dtype, plain);
+  check.field("key", static_cast<int64_t>(key));
+  check.field("spec hash", static_cast<int64_t>(checksum64(spec_.data(), spec_.size())));
+  dev::settle(check, comm, unavailable);
+
+  std::unique_ptr<dev::GradState>& slot = states_[key];
+  if (!slot) {
+    slot = std::make_unique<dev::GradState>();
+    slot->backend = options.backend;
+    slot->stream = options.stream;
+    slot->count = grad.count;
+    slot->rank = comm.rank();
+    slot->size = comm.size();
+    if (parsed_->kind == grad::Kind::kErrorFeedback) {
+      slot->residual = dev::device_zeros(*ops, grad.count);
+      slot->residual_count = grad.count;
+    }
+  }
+  dev::GradState& state = *slot;
+  GradStepStats stats;
+  stats.elements = grad.count;
+  if (grad.count != 0) {
+    const dev::DeviceStep step{comm, *ops, plain, tensor, grad, out, op};
+    try {
+      stats = parsed_->kind == grad::Kind::kErrorFeedback
+                  ? dev::ef_device_step(step, parsed_->codec, state)
+                  : dev::powersgd_device_step(step, *parsed_, state);
+    } catch (...) {
+      states_.erase(key);  // a half-updated state must not be used again
+      throw;
+    }
+  }
+  state.steps += 1;
+  return stats;
+}
+
+}  // namespace hycc

@@ -1,0 +1,47 @@
+// DeviceGradCompressor's state of one key and the steps of the methods that run on the device
+// (grad_device.cc holds the class: checks, states, save and load).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "coll/device/device_ops.h"
+#include "grad/grad_spec.h"
+#include "hycc/grad_device.h"
+
+namespace hycc::coll::device {
+
+struct GradState {
+  DeviceBackend backend = DeviceBackend::kCuda;
+  DeviceStream stream = nullptr;
+  Memory residual;  // residual_count float32 (0: none yet)
+  size_t residual_count = 0;
+  Memory aux;  // aux_count float32: PowerSGD's Q (transposed, r x cols)
+  size_t aux_count = 0;
+  size_t count = 0;
+  int rank = 0, size = 0;
+  uint64_t steps = 0;
+};
+
+// One step of a method on device buffers (the arguments are checked, the state is this key's).
+struct DeviceStep {
+  const Communicator& comm;
+  DeviceOps& ops;
+  const DeviceCollectiveOptions& options;  // codec none, no policy
+  const GradTensor& tensor;
+  ConstTensorView grad;
+  TensorView out;
+  ReduceOp op;
+};
+
+// ef+CODEC (grad_ef_device.cc); state.residual holds count floats.
+GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state);
+// powersgd (grad_powersgd_device.cc).
+GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& spec,
+                                   GradState& state);
+
+// `count` float32 zeros of device memory.
+Memory device_zeros(DeviceOps& ops, size_t count);
+
+}  // namespace hycc::coll::device
