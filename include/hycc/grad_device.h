@@ -6,7 +6,7 @@
 //   o.stream = stream;
 //   ef.allreduce(grid.dp(), /*key=*/bucket_id, d_grad, d_grad, hycc::ReduceOp::kAverage, o);
 //
-// "none", "ef+CODEC" and "powersgd" run on the device (runs_on_device()), with the float32
+// "none", "ef+CODEC", "powersgd" and "sign" run on the device (runs_on_device()), with the float32
 // operations of GradCompressor in the same order, so that results, residuals and saved states
 // are bit-identical to GradCompressor's (grad_allreduce) step after step, and each loads the
 // other's save(). The state (float32 residuals, PowerSGD's Q) lives in device memory of the
@@ -19,11 +19,13 @@
 //   device kernels, P and Q (r (rows + cols) floats) go to the host for their allreduces and
 //   P's orthogonalization, the result P Q^T is a device kernel. 1-D tensors and those that would
 //   not compress take one plain allreduce, as on the host.
+// - sign: the chunk coding (scales, bits, decoding, the server's sum) in device kernels, the
+//   encoded words moved by alltoall_device and allgather_device with codec none.
 //
-// top-k and sign run staged: the gradient is copied to pinned host memory, the host
-// GradCompressor of the spec runs its step there (grad_allreduce, with the host's state and
-// bits) and the result is copied back. They compress on a GPU cluster as on the host, at the
-// cost of two copies and the host's arithmetic; their state lives on the host.
+// top-k runs staged: the gradient is copied to pinned host memory, the host GradCompressor of
+// the spec runs its step there (grad_allreduce, with the host's state and bits) and the result
+// is copied back. It compresses on a GPU cluster as on the host, at the cost of two copies and
+// the host's arithmetic; its state lives on the host.
 #pragma once
 
 #include <cstddef>
@@ -56,7 +58,7 @@ class DeviceGradCompressor {
   DeviceGradCompressor& operator=(DeviceGradCompressor&&) noexcept;
 
   // Whether `spec` (a valid gradient compressor spec) runs on the device ("none", "ef+CODEC",
-  // "powersgd") rather than staged through the host (topk, sign).
+  // "powersgd", "sign") rather than staged through the host ("topk").
   static bool runs_on_device(std::string_view spec);
 
   const std::string& spec() const { return spec_; }

@@ -1,9 +1,9 @@
 // sign: 1 bit per value and one float32 scale per chunk, in two stages (1-bit Adam, signSGD with
 // error feedback).
 //
-// A chunk of values x is encoded as scale = mean |x| (computed in double, rounded to float32)
-// and one bit per value, 1 for x >= 0; it decodes to +scale or -scale. The tensor is cut into p
-// chunks (chunk_range); rank j is the "server" of chunk j.
+// A chunk of values x is encoded as scale = mean |x| (summed in double in sign_block.h's fixed
+// order, rounded to float32) and one bit per value, 1 for x >= 0; it decodes to +scale or -scale.
+// The tensor is cut into p chunks (chunk_range); rank j is the "server" of chunk j.
 //   1. Worker: acc = grad + e_w; every chunk of acc is encoded; e_w = acc - decoded. An alltoall
 //      sends chunk j to rank j.
 //   2. Server: s = the decoded chunks summed in rank order (float32), averaged for kAverage,
@@ -11,61 +11,15 @@
 //      encoded chunks gives every rank the decoded result (the same bytes, the same bits).
 // Without error feedback (sign:ef=off) neither residual is kept.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
 #include "grad/method.h"
+#include "grad/sign_block.h"
+#include "grad/sign_codec.h"
 
 namespace hycc::grad {
 namespace {
 
-// Words of one encoded chunk of at most `count` values: the scale, then the bits.
-size_t chunk_words(size_t count) { return 1 + (count + 31) / 32; }
-
-// The 32 bits of up to 32 values x[0..count): bit b is 1 for x[b] >= 0.
-uint32_t sign_bits(const float* x, size_t count) {
-  uint32_t bits = 0;
-  if (count == 32) {
-    for (uint32_t b = 0; b < 32; ++b) bits |= uint32_t{x[b] >= 0} << b;  // constant trip count
-  } else {
-    for (uint32_t b = 0; b < count; ++b) bits |= uint32_t{x[b] >= 0} << b;
-  }
-  return bits;
-}
-
-// out[b] = +scale for bit b set, -scale otherwise, as bit patterns (flipping the sign bit), so
-// the loop is branch-free and vectorizes.
-void sign_values(uint32_t bits, uint32_t scale_bits, float* out, size_t count) {
-  uint32_t v[32];
-  for (uint32_t b = 0; b < 32; ++b) v[b] = scale_bits ^ ((((bits >> b) & 1u) ^ 1u) << 31);
-  if (count == 32) {
-    std::memcpy(out, v, sizeof v);  // a constant size: vector stores
-  } else {
-    std::memcpy(out, v, count * sizeof(float));
-  }
-}
-
-// Encodes x into out (chunk_words(x.size()) words; the unused bits are 0).
-void encode_sign(std::span<const float> x, std::span<uint32_t> out) {
-  double sum = 0;
-  for (const float v : x) sum += std::fabs(double(v));
-  const float scale = x.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(x.size()));
-  std::memcpy(&out[0], &scale, sizeof scale);
-  const size_t n = x.size();
-  for (size_t w = 0; w * 32 < n; ++w) {
-    out[1 + w] = sign_bits(&x[w * 32], std::min(n - w * 32, size_t{32}));
-  }
-  for (size_t w = (n + 31) / 32; w + 1 < out.size(); ++w) out[1 + w] = 0;
-}
-
-// out[i] = +scale or -scale.
-void decode_sign(std::span<const uint32_t> in, std::span<float> out) {
-  const uint32_t scale_bits = in[0];
-  const size_t n = out.size();
-  for (size_t w = 0; w * 32 < n; ++w) {
-    sign_values(in[1 + w], scale_bits, &out[w * 32], std::min(n - w * 32, size_t{32}));
-  }
-}
+using sign::chunk_words;
 
 class SignMethod : public Method {
  public:

@@ -210,9 +210,10 @@ TEST(DeviceGrad, SaveAndLoadInterchangeWithTheHostCompressor) {
 
 // Every other spec: PowerSGD on the device (matrices of one and of several row blocks, with and
 // without error feedback and warm start, and a 1-D tensor that falls back to a plain
-// allreduce), top-k and sign staged through the host compressor, ef around codecs without
-// kernels. Results, residuals, statistics and saved states equal the host's, step after step,
-// allreduce and reduce_scatter.
+// allreduce), sign on the device (with and without error feedback; uneven chunks, several
+// tiles of sign::kTile values), top-k staged through the host compressor, ef around codecs
+// without kernels. Results, residuals, statistics and saved states equal the host's, step after
+// step, allreduce and reduce_scatter.
 TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
   const int p = world().size(), r = world().rank();
   struct Case {
@@ -225,8 +226,9 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
                         {"powersgd:rank=5,warm_start=off", {200, 21}, true},
                         {"powersgd:rank=2", {}, true},
                         {"topk:ratio=0.05", {}, false},
-                        {"sign", {}, false},
-                        {"sign:ef=off", {}, false},
+                        {"sign", {}, true},
+                        {"sign:ef=off", {}, true},
+                        {"sign", {3, 8201}, true},
                         {"ef+zstd", {}, true},
                         {"ef+zfp:accuracy=1e-2", {}, true}};
   for (const Case& c : cases) {

@@ -1,13 +1,16 @@
 // The building blocks of the gradient compressors against their references: top-k selection,
-// index packing, PowerSGD's products and orthogonalization.
+// index packing, PowerSGD's products and orthogonalization, the sign compressor's chunk coding.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/synthetic_data.h"
 #include "grad/low_rank.h"
+#include "grad/sign_block.h"
+#include "grad/sign_codec.h"
 #include "grad/topk_select.h"
 
 namespace hycc::grad {
@@ -154,6 +157,54 @@ TEST(GradLowRank, NormalValuesAreReproducible) {
   // 1001 samples: the standard error of the mean is 0.032, of the variance about 0.045.
   EXPECT_NEAR(mean, 0.0, 0.15);
   EXPECT_NEAR(var, 1.0, 0.2);
+}
+
+// The sum of |x| of a sign chunk: the fast host loop (rows of kLanes values) is the lane-by-lane
+// definition (the device's) bit for bit, and within double rounding of a plain sequential sum;
+// partial tiles and rows included.
+TEST(GradSign, AbsSumMatchesReference) {
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{255}, size_t{256}, size_t{257}, size_t{8191},
+                         size_t{8192}, size_t{8193}, 3 * sign::kTile + 1000}) {
+    const std::vector<float> x = gaussian(n, n + 3);
+    const double fast = sign_abs_sum(x), ref = sign_abs_sum_reference(x);
+    EXPECT_EQ(std::memcmp(&fast, &ref, sizeof fast), 0) << "n " << n;
+    double plain = 0;
+    for (const float v : x) plain += std::fabs(double(v));
+    EXPECT_NEAR(fast, plain, 1e-12 * plain) << "n " << n;
+  }
+}
+
+// Encoding: the scale is the mean |x|, bit b of word w is x[32 w + b] >= 0 (NaN 0, -0 1), the
+// words past the bits are 0; decoding gives +-scale.
+TEST(GradSign, ChunkCodingFollowsTheFormat) {
+  const float specials[] = {NAN, -0.0f, 0.0f, -INFINITY, INFINITY};
+  EXPECT_EQ(sign::sign_word(specials, 5, 0), 0b10110u);
+  for (const size_t n : {size_t{0}, size_t{5}, size_t{32}, size_t{77}}) {
+    std::vector<float> x = gaussian(n, 9);
+    if (n > 3) {
+      x[0] = -0.0f;
+      x[1] = -1e30f;
+      x[2] = 0.0f;
+    }
+    std::vector<uint32_t> words(sign::chunk_words(n) + 2, 0xdeadbeef);
+    encode_sign(x, words);
+    float scale = 0;
+    std::memcpy(&scale, &words[0], sizeof scale);
+    EXPECT_EQ(scale, sign::scale_of(sign_abs_sum(x), n));
+    std::vector<float> back(n);
+    decode_sign(words, back);
+    for (size_t i = 0; i < n; ++i) {
+      const bool bit = (words[1 + i / 32] >> (i % 32)) & 1u;
+      EXPECT_EQ(bit, x[i] >= 0) << "n " << n << " i " << i;
+      EXPECT_EQ(back[i], bit ? scale : -scale) << "n " << n << " i " << i;
+    }
+    if (n % 32 != 0) {
+      EXPECT_EQ(words[1 + n / 32] >> (n % 32), 0u) << "n " << n << ": bits past x";
+    }
+    for (size_t w = (n + 31) / 32; 1 + w < words.size(); ++w) {
+      EXPECT_EQ(words[1 + w], 0u) << "n " << n << " word " << w;
+    }
+  }
 }
 
 }  // namespace

@@ -131,6 +131,19 @@ class DeviceOps {
                             float* qt) = 0;
   virtual void multiply_pqt(const float* p, const float* qt, size_t rows, size_t cols, size_t r,
                             float* out) = 0;
+
+  // The sign compressor's chunk coding (grad/sign_block.h, the bits of grad/sign_codec.h) on
+  // device memory. sign_encode: x[0, n) cut into `chunks` chunks (chunk_range), chunk j encoded
+  // into words [j block, (j + 1) block), block >= sign::chunk_words(chunk 0's count), the words
+  // past its bits 0. sign_decode: out[0, n) = +-scale of each element's chunk.
+  virtual void sign_encode(const float* x, size_t n, int chunks, size_t block, uint32_t* words) = 0;
+  virtual void sign_decode(const uint32_t* words, size_t block, int chunks, size_t n,
+                           float* out) = 0;
+  // sum[i] (i < count) = the decoded element i of the `chunks` encoded chunks of `count` values
+  // at words [j block, ...), added in order in float32, divided by `chunks` for an average, plus
+  // aux[i] unless aux is null (the sign method's server step).
+  virtual void sign_server_sum(const uint32_t* words, size_t block, int chunks, size_t count,
+                               ReduceOp op, const float* aux, float* sum) = 0;
 };
 
 // Room every payload buffer has after the largest payload it may hold: the checksum trailer.

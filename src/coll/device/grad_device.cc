@@ -1,6 +1,6 @@
 // DeviceGradCompressor (hycc/grad_device.h): the specs, the argument checks, the state of each
-// key, save and load. The steps: grad_ef_device.cc, grad_powersgd_device.cc (on the device) and
-// grad_staged_device.cc (top-k and sign, on the host).
+// key, save and load. The steps: grad_ef_device.cc, grad_powersgd_device.cc, grad_sign_device.cc
+// (on the device) and grad_staged_device.cc (top-k, on the host).
 #include <utility>
 #include <vector>
 
@@ -26,8 +26,7 @@ DeviceGradCompressor& DeviceGradCompressor::operator=(DeviceGradCompressor&&) no
 bool DeviceGradCompressor::runs_on_device(std::string_view spec) {
   try {
     const grad::Kind kind = grad::parse_grad_spec(spec).kind;
-    return kind == grad::Kind::kNone || kind == grad::Kind::kErrorFeedback ||
-           kind == grad::Kind::kPowerSgd;
+    return kind != grad::Kind::kTopK;
   } catch (const InvalidArgument&) {
     return false;
   }
@@ -156,9 +155,11 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
                                               ConstTensorView grad, TensorView out, ReduceOp op,
                                               const DeviceCollectiveOptions& options) {
   if (host_) return dev::staged_grad_allreduce(comm, *host_, tensor, grad, out, op, options);
-  DeviceCollectiveOptions plain = options;
+  DeviceCollectiveOptions plain = options;  // for the collectives of a step
   plain.policy = nullptr;
   plain.codec = CodecConfig{};
+  plain.stats = nullptr;
+  plain.max_error = nullptr;
   if (parsed_->kind == grad::Kind::kNone) {  // a plain allreduce
     GradStepStats stats;
     stats.elements = grad.count;
@@ -221,9 +222,16 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
   if (grad.count != 0) {
     const dev::DeviceStep step{comm, *ops, plain, tensor, grad, out, op};
     try {
-      stats = parsed_->kind == grad::Kind::kErrorFeedback
-                  ? dev::ef_device_step(step, parsed_->codec, state)
-                  : dev::powersgd_device_step(step, *parsed_, state);
+      switch (parsed_->kind) {
+        case grad::Kind::kErrorFeedback:
+          stats = dev::ef_device_step(step, parsed_->codec, state);
+          break;
+        case grad::Kind::kPowerSgd:
+          stats = dev::powersgd_device_step(step, *parsed_, state);
+          break;
+        default:
+          stats = dev::sign_device_step(step, parsed_->error_feedback, state);
+      }
     } catch (...) {
       states_.erase(key);  // a half-updated state must not be used again
       throw;

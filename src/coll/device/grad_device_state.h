@@ -17,7 +17,7 @@ struct GradState {
   DeviceStream stream = nullptr;
   Memory residual;  // residual_count float32 (0: none yet)
   size_t residual_count = 0;
-  Memory aux;  // aux_count float32: PowerSGD's Q (transposed, r x cols)
+  Memory aux;  // aux_count float32: PowerSGD's Q (transposed, r x cols); sign: server residual
   size_t aux_count = 0;
   size_t count = 0;
   int rank = 0, size = 0;
@@ -40,6 +40,8 @@ GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, Grad
 // powersgd (grad_powersgd_device.cc).
 GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& spec,
                                    GradState& state);
+// sign (grad_sign_device.cc): state.residual is the worker residual, state.aux the server's.
+GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradState& state);
 
 // `count` float32 zeros of device memory.
 Memory device_zeros(DeviceOps& ops, size_t count);

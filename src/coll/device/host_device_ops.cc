@@ -12,6 +12,8 @@
 #include "coll/device/device_ops.h"
 #include "coll/device/payload_checksum.h"
 #include "grad/low_rank.h"
+#include "grad/method.h"
+#include "grad/sign_codec.h"
 #include "hycc/codec_device.h"
 
 namespace hycc::coll::device {
@@ -99,8 +101,35 @@ class HostEmulatedOps final : public DeviceOps {
     grad::multiply_pqt({p, rows * r}, {qt, r * cols}, rows, cols, r, {out, rows * cols});
   }
 
+  void sign_encode(const float* x, size_t n, int chunks, size_t block, uint32_t* words) override {
+    for (int j = 0; j < chunks; ++j) {
+      const ChunkRange c = chunk_range(n, chunks, j);
+      grad::encode_sign({x + c.offset, c.count}, {words + size_t(j) * block, block});
+    }
+  }
+  void sign_decode(const uint32_t* words, size_t block, int chunks, size_t n, float* out) override {
+    for (int j = 0; j < chunks; ++j) {
+      const ChunkRange c = chunk_range(n, chunks, j);
+      grad::decode_sign({words + size_t(j) * block, block}, {out + c.offset, c.count});
+    }
+  }
+  // As grad/method_sign.cc's server: decoded chunks summed in order, finish_op, + aux.
+  void sign_server_sum(const uint32_t* words, size_t block, int chunks, size_t count, ReduceOp op,
+                       const float* aux, float* sum) override {
+    decoded_.resize(count);
+    for (int j = 0; j < chunks; ++j) {
+      grad::decode_sign({words + size_t(j) * block, block}, decoded_);
+      for (size_t i = 0; i < count; ++i) sum[i] = j == 0 ? decoded_[i] : sum[i] + decoded_[i];
+    }
+    grad::finish_op({sum, count}, op, chunks);
+    if (aux != nullptr) {
+      for (size_t i = 0; i < count; ++i) sum[i] += aux[i];
+    }
+  }
+
  private:
   std::vector<uint16_t> narrow_;
+  std::vector<float> decoded_;
 };
 
 }  // namespace

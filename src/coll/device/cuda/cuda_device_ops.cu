@@ -15,6 +15,7 @@
 
 #include "codec/cuda/device_util.cuh"
 #include "coll/device/cuda/low_rank_kernels.h"
+#include "coll/device/cuda/sign_kernels.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/payload_checksum.h"
 #include "hycc/codec_device.h"
@@ -237,6 +238,22 @@ class CudaOps final : public DeviceOps {
     cuda::multiply_pqt(p, qt, rows, cols, r, out, stream_);
   }
 
+  void sign_encode(const float* x, size_t n, int chunks, size_t block, uint32_t* words) override {
+    const size_t need = cuda::sign_encode_scratch(n, chunks) * sizeof(double);
+    if (sign_.bytes() < need) {
+      synchronize();  // the kernels queued before may still use the old buffer
+      sign_ = take(false, need);
+    }
+    cuda::sign_encode(x, n, chunks, block, words, static_cast<double*>(sign_.data()), stream_);
+  }
+  void sign_decode(const uint32_t* words, size_t block, int chunks, size_t n, float* out) override {
+    cuda::sign_decode(words, block, chunks, n, out, stream_);
+  }
+  void sign_server_sum(const uint32_t* words, size_t block, int chunks, size_t count, ReduceOp op,
+                       const float* aux, float* sum) override {
+    cuda::sign_server_sum(words, block, chunks, count, op, aux, sum, stream_);
+  }
+
   void subtract(const float* a, const float* b, float* out, size_t n) override {
     if (n == 0) return;
     subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n);
@@ -254,6 +271,7 @@ class CudaOps final : public DeviceOps {
   Memory narrow_;    // 16-bit payloads of step 0, decoded before they are widened and added
   Memory checksum_;  // the checksum kernel's sum
   Memory low_rank_;  // multiply_mtp's block sums
+  Memory sign_;      // sign_encode's tile sums
 };
 
 }  // namespace

@@ -1,0 +1,98 @@
+// sign on device buffers: the two stages of grad/method_sign.cc with the chunk coding on the
+// device (DeviceOps::sign_*, the bits of grad/sign_codec.h) and the words moved by the device
+// collectives with codec none (alltoall, then allgather: the bytes unchanged). The same float32
+// operations in the same order as the host method, so the same results and residuals.
+#include <chrono>
+
+#include "coll/device/grad_device_state.h"
+#include "grad/method.h"
+#include "grad/sign_block.h"
+
+namespace hycc::coll::device {
+namespace {
+
+// A device buffer of `count` float32 or 32-bit words.
+struct Floats {
+  Memory memory;
+  explicit Floats(DeviceOps& ops, size_t count) : memory(ops.allocate(count * 4)) {}
+  float* f() const { return static_cast<float*>(memory.data()); }
+  uint32_t* w() const { return static_cast<uint32_t*>(memory.data()); }
+};
+
+// Words as a float32 view: with codec none the collectives move their bits unchanged.
+TensorView words_view(const Floats& b, size_t count) { return {DType::kF32, count, b.w()}; }
+
+}  // namespace
+
+GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradState& state) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GradStepStats stats;
+  stats.elements = s.grad.count;
+  DeviceOps& ops = s.ops;
+  const size_t n = s.grad.count;
+  const int p = s.comm.size(), me = s.comm.rank();
+  const size_t pz = static_cast<size_t>(p);
+  const size_t block = grad::sign::chunk_words(chunk_range(n, p, 0).count);
+  const ChunkRange mine = chunk_range(n, p, me);
+
+  // acc = grad + e_w (the worker residual, zeros at first) or grad.
+  if (error_feedback && state.residual_count != n) {
+    state.residual = device_zeros(ops, n);
+    state.residual_count = n;
+  }
+  if (error_feedback && state.aux_count != mine.count) {
+    state.aux = device_zeros(ops, mine.count);
+    state.aux_count = mine.count;
+  }
+  const Floats acc(ops, n);
+  const Memory zeros = error_feedback ? Memory() : device_zeros(ops, n);
+  const void* own = error_feedback ? state.residual.data() : zeros.data();
+  ops.decode_accumulate(CodecConfig{}, s.grad.data, s.grad.bytes(), s.grad.dtype,
+                        {DType::kF32, n, own}, acc.f());
+
+  // 1. Worker: every chunk encoded, e_w = acc - decoded; chunk j to rank j.
+  const Floats send(ops, block * pz), recv(ops, block * pz);
+  ops.sign_encode(acc.f(), n, p, block, send.w());
+  auto* residual = static_cast<float*>(state.residual.data());
+  if (error_feedback) {
+    ops.sign_decode(send.w(), block, p, n, residual);
+    ops.subtract(acc.f(), residual, residual, n);
+  }
+  double comm = 0;
+  const auto timed = [&comm](auto&& call) {
+    const auto c0 = std::chrono::steady_clock::now();
+    call();
+    comm += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  };
+  timed([&] {
+    alltoall_device(s.comm, words_view(send, block * pz), words_view(recv, block * pz), s.options);
+  });
+
+  // 2. Server: this rank's chunk summed in rank order (+ e_s), encoded, e_s = s - decoded.
+  const Floats sum(ops, mine.count), own_words(ops, block), all(ops, block * pz);
+  auto* server_residual = static_cast<float*>(state.aux.data());
+  ops.sign_server_sum(recv.w(), block, p, mine.count, s.op,
+                      error_feedback ? server_residual : nullptr, sum.f());
+  ops.sign_encode(sum.f(), mine.count, 1, block, own_words.w());
+  if (error_feedback) {
+    ops.sign_decode(own_words.w(), block, 1, mine.count, server_residual);
+    ops.subtract(sum.f(), server_residual, server_residual, mine.count);
+  }
+  timed([&] {
+    allgather_device(s.comm, words_view(own_words, block), words_view(all, block * pz), s.options);
+  });
+
+  // Every rank decodes every server's chunk.
+  ops.sign_decode(all.w(), block, p, n, acc.f());
+  ops.round_into(acc.f(), ReduceOp::kSum, 1, s.out);
+  ops.synchronize();
+  stats.payload_bytes = block * 4 * pz;
+  stats.wire_bytes = 2 * block * 4 * (pz - 1);
+  stats.compressed = true;
+  stats.comm_seconds = comm;
+  stats.compress_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - comm;
+  return stats;
+}
+
+}  // namespace hycc::coll::device
