@@ -6,11 +6,11 @@
 //   o.stream = stream;
 //   ef.allreduce(grid.dp(), /*key=*/bucket_id, d_grad, d_grad, hycc::ReduceOp::kAverage, o);
 //
-// "none", "ef+CODEC", "powersgd" and "sign" run on the device (runs_on_device()), with the float32
-// operations of GradCompressor in the same order, so that results, residuals and saved states
-// are bit-identical to GradCompressor's (grad_allreduce) step after step, and each loads the
-// other's save(). The state (float32 residuals, PowerSGD's Q) lives in device memory of the
-// backend of the first call of each key; options.codec is ignored (the spec names the codec).
+// Every spec runs on the device with the float32 operations of GradCompressor in the same order,
+// so that results, residuals and saved states are bit-identical to GradCompressor's
+// (grad_allreduce) step after step, and each loads the other's save(). The state (float32
+// residuals, PowerSGD's Q) lives in device memory of the backend of the first call of each key;
+// options.codec is ignored (the spec names the codec).
 // - ef+CODEC: acc = grad + e; every rank encodes acc once (seeded by key, step and rank); the
 //   payloads go round a device ring (each rank forwards what it receives); every rank decodes
 //   the p payloads and sums them in rank order; e = acc - decode(own payload). A codec without
@@ -21,11 +21,9 @@
 //   not compress take one plain allreduce, as on the host.
 // - sign: the chunk coding (scales, bits, decoding, the server's sum) in device kernels, the
 //   encoded words moved by alltoall_device and allgather_device with codec none.
-//
-// top-k runs staged: the gradient is copied to pinned host memory, the host GradCompressor of
-// the spec runs its step there (grad_allreduce, with the host's state and bits) and the result
-// is copied back. It compresses on a GPU cluster as on the host, at the cost of two copies and
-// the host's arithmetic; its state lives on the host.
+// - topk: radix selection of the k largest magnitudes, the payload and the residual in device
+//   kernels (what the host selects, ties to the lower index), the payloads moved by
+//   allgather_device, every rank's pairs added in rank order. Tensors of up to 2^32 - 1 elements.
 #pragma once
 
 #include <cstddef>
@@ -56,10 +54,6 @@ class DeviceGradCompressor {
   ~DeviceGradCompressor();
   DeviceGradCompressor(DeviceGradCompressor&&) noexcept;
   DeviceGradCompressor& operator=(DeviceGradCompressor&&) noexcept;
-
-  // Whether `spec` (a valid gradient compressor spec) runs on the device ("none", "ef+CODEC",
-  // "powersgd", "sign") rather than staged through the host ("topk").
-  static bool runs_on_device(std::string_view spec);
 
   const std::string& spec() const { return spec_; }
 
@@ -93,8 +87,7 @@ class DeviceGradCompressor {
   // GradCompressor::save()'s format: a host GradCompressor of the same spec loads it, and
   // load() takes what either saved, so that a resumed run continues with identical bits.
   std::vector<std::byte> save() const;
-  // Replaces the state; the residuals go to device memory of options.backend (and stream), or
-  // stay on the host for the staged specs.
+  // Replaces the state; it goes to device memory of options.backend (and stream).
   // Throws CorruptStream for a malformed blob, InvalidArgument for another spec's.
   void load(std::span<const std::byte> blob, const DeviceCollectiveOptions& options = {});
   // The residual of a key, copied to the host (empty if none).
@@ -104,7 +97,6 @@ class DeviceGradCompressor {
   std::string spec_;
   std::unique_ptr<grad::GradSpec> parsed_;
   std::map<uint64_t, std::unique_ptr<coll::device::GradState>> states_;
-  std::unique_ptr<GradCompressor> host_;  // the staged specs' compressor (and state)
 };
 
 }  // namespace hycc

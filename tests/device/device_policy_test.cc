@@ -181,9 +181,8 @@ TEST(DevicePolicy, OtherOperationsAndDimensions) {
   }
 }
 
-// Gradient compressors other than error feedback (top-k, staged through the host; sign, on the
-// device) give the host policy path's bits, step after step, allreduce and reduce_scatter; error
-// feedback: device_grad_test.cc.
+// Gradient compressors other than error feedback (top-k, sign) give the host policy path's bits,
+// step after step, allreduce and reduce_scatter; error feedback: device_grad_test.cc.
 TEST(DevicePolicy, GradientCompressorsMatchTheHostPolicyPath) {
   const Communicator dp = world().dup("dp"), zero = world().dup("zero");
   const char* const policy = R"(

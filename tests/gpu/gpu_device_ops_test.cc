@@ -14,6 +14,7 @@
 #include "codec/float_io.h"
 #include "coll/device/device_ops.h"
 #include "device_test_util.h"
+#include "grad/topk_select.h"
 
 namespace hycc::test {
 namespace {
@@ -103,6 +104,68 @@ TEST_P(GpuDeviceOps, CudaEqualsHostEmulation) {
           EXPECT_EQ(gpu->checksum(static_cast<const std::byte*>(dp.data()) + 1, dsize - 1),
                     emu->checksum(hp.data() + 1, hsize - 1))
               << what << ": checksum at an odd address";
+        }
+      }
+    }
+  }
+}
+
+// The top-k payload (selection, values, packed indices, residual) of the CUDA kernels equals the
+// host emulation's (grad::select_topk), on data with NaN, infinities, signed zeros and many ties
+// (bf16-rounded values of a few magnitudes), for k from 1 to n; decoding adds every rank's pairs
+// alike and reports the first payload holding an index beyond the tensor.
+TEST(GpuDeviceOpsGrad, TopKEqualsHostEmulation) {
+  const auto emu = dev::make_host_emulated_ops();
+  const auto gpu = dev::make_cuda_ops(nullptr);
+  for (const size_t n : {size_t{1}, size_t{5}, size_t{1000}, kLargeTensor}) {
+    std::vector<float> specials = data_with_specials(n, 4), ties(n);
+    for (size_t i = 0; i < n; ++i) ties[i] = float(int(i * 7919 % 13) - 6) * 0.25f;
+    for (const std::vector<float>* data : {&specials, &ties}) {
+      for (const size_t k : {size_t{1}, n / 3 + 1, n > 1 ? n - 1 : 1, n}) {
+        const std::string what = std::string(data == &ties ? "ties" : "specials") +
+                                 " n=" + std::to_string(n) + " k=" + std::to_string(k);
+        const int bits = grad::index_bits(n);
+        const size_t words = k + grad::packed_words(k, bits);
+        std::vector<uint32_t> hwords(words);
+        std::vector<float> hres(n);
+        emu->topk_encode(data->data(), n, k, bits, hwords.data(), hres.data());
+        const Buffer x = Buffer::from_floats(DType::kF32, *data);
+        const OnDevice dx(x);
+        DeviceBuffer dwords(words * 4), dres(n * 4);
+        gpu->topk_encode(static_cast<const float*>(dx.view().data), n, k, bits,
+                         static_cast<uint32_t*>(dwords.data()), static_cast<float*>(dres.data()));
+        gpu->synchronize();
+        EXPECT_TRUE(
+            std::memcmp(host_bytes(dwords.data(), words * 4).data(), hwords.data(), words * 4) == 0)
+            << what << ": payload";
+        EXPECT_TRUE(std::memcmp(host_bytes(dres.data(), n * 4).data(), hres.data(), n * 4) == 0)
+            << what << ": residual";
+
+        // Two payloads (the second this one with its first index set to n when it fits).
+        std::vector<uint32_t> both = hwords;
+        both.insert(both.end(), hwords.begin(), hwords.end());
+        std::vector<float> hsum(n, 0.0f);
+        EXPECT_EQ(emu->topk_accumulate(both.data(), words, 2, k, bits, n, hsum.data()), -1);
+        DeviceBuffer dboth(both.size() * 4), dsum(n * 4);
+        copy_to_device(dboth.data(), both.data(), both.size() * 4);
+        gpu->zero(dsum.data(), n * 4);
+        EXPECT_EQ(gpu->topk_accumulate(static_cast<const uint32_t*>(dboth.data()), words, 2, k,
+                                       bits, n, static_cast<float*>(dsum.data())),
+                  -1)
+            << what;
+        EXPECT_TRUE(std::memcmp(host_bytes(dsum.data(), n * 4).data(), hsum.data(), n * 4) == 0)
+            << what << ": sums";
+        if (n < (uint64_t{1} << bits)) {
+          std::vector<uint64_t> idx(k);
+          grad::unpack_indices({both.data() + words + k, words - k}, bits, idx);
+          idx[0] = n;
+          grad::pack_indices(idx, bits, {both.data() + words + k, words - k});
+          copy_to_device(dboth.data(), both.data(), both.size() * 4);
+          EXPECT_EQ(gpu->topk_accumulate(static_cast<const uint32_t*>(dboth.data()), words, 2, k,
+                                         bits, n, static_cast<float*>(dsum.data())),
+                    1)
+              << what << ": an index beyond the tensor";
+          EXPECT_EQ(emu->topk_accumulate(both.data(), words, 2, k, bits, n, hsum.data()), 1);
         }
       }
     }

@@ -63,12 +63,6 @@ void run_with_policy(
 // count (as the host calls do).
 uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count);
 
-// DeviceGradCompressor's step for the specs that run on the host (grad_staged_device.cc): grad
-// staged to pinned host memory, grad_allreduce with `host` there, the result copied to out.
-GradStepStats staged_grad_allreduce(const Communicator& comm, GradCompressor& host,
-                                    const GradTensor& tensor, ConstTensorView grad, TensorView out,
-                                    ReduceOp op, const DeviceCollectiveOptions& options);
-
 // A host collective on host views of a device call's send and recv buffers.
 using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;
 

@@ -97,6 +97,8 @@ class DeviceOps {
   virtual void copy_to_host(void* host, const void* device, size_t bytes) = 0;
   virtual void copy_to_device(void* device, const void* host, size_t bytes) = 0;
   virtual void copy_device(void* dst, const void* src, size_t bytes) = 0;
+  // Sets `bytes` bytes of device memory to 0 (float32 +0), ordered on the stream.
+  virtual void zero(void* device, size_t bytes) = 0;
   // Waits for everything queued on the stream.
   virtual void synchronize() = 0;
 
@@ -144,6 +146,19 @@ class DeviceOps {
   // aux[i] unless aux is null (the sign method's server step).
   virtual void sign_server_sum(const uint32_t* words, size_t block, int chunks, size_t count,
                                ReduceOp op, const float* aux, float* sum) = 0;
+
+  // The top-k compressor's payload (grad/method_topk.cc) of x[0, n), n < 2^32: the k elements
+  // select_topk chooses (largest |x| by the bit pattern without the sign, ties to the lower
+  // index), in ascending index order: words[0, k) their values' bits, then their indices packed
+  // at `bits` bits (pack_indices). Unless residual is null: residual[i] = 0 for the chosen i and
+  // x[i] for the others.
+  virtual void topk_encode(const float* x, size_t n, size_t k, int bits, uint32_t* words,
+                           float* residual) = 0;
+  // out[index] += value (float32) for the k (value, index) pairs of each of the `payloads`
+  // payloads at words [j stride, ...), payload by payload in order. Returns the first payload
+  // with an index >= n (its pairs are not all added), or -1; waits for the answer.
+  virtual int topk_accumulate(const uint32_t* words, size_t stride, int payloads, size_t k,
+                              int bits, size_t n, float* out) = 0;
 };
 
 // Room every payload buffer has after the largest payload it may hold: the checksum trailer.

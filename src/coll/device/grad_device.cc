@@ -1,6 +1,6 @@
 // DeviceGradCompressor (hycc/grad_device.h): the specs, the argument checks, the state of each
-// key, save and load. The steps: grad_ef_device.cc, grad_powersgd_device.cc, grad_sign_device.cc
-// (on the device) and grad_staged_device.cc (top-k, on the host).
+// key, save and load. The steps: grad_ef_device.cc, grad_powersgd_device.cc, grad_sign_device.cc,
+// grad_topk_device.cc.
 #include <utility>
 #include <vector>
 
@@ -16,29 +16,17 @@ namespace dev = coll::device;
 DeviceGradCompressor::DeviceGradCompressor(std::string_view spec)
     : parsed_(std::make_unique<grad::GradSpec>(grad::parse_grad_spec(spec))) {
   spec_ = parsed_->canonical;
-  if (!runs_on_device(spec_)) host_ = std::make_unique<GradCompressor>(spec_);
 }
 
 DeviceGradCompressor::~DeviceGradCompressor() = default;
 DeviceGradCompressor::DeviceGradCompressor(DeviceGradCompressor&&) noexcept = default;
 DeviceGradCompressor& DeviceGradCompressor::operator=(DeviceGradCompressor&&) noexcept = default;
 
-bool DeviceGradCompressor::runs_on_device(std::string_view spec) {
-  try {
-    const grad::Kind kind = grad::parse_grad_spec(spec).kind;
-    return kind != grad::Kind::kTopK;
-  } catch (const InvalidArgument&) {
-    return false;
-  }
-}
-
 namespace coll::device {
 
 Memory device_zeros(DeviceOps& ops, size_t count) {
   Memory m = ops.allocate(count * sizeof(float));
-  const std::vector<float> zeros(count, 0.0f);
-  ops.copy_to_device(m.data(), zeros.data(), count * sizeof(float));
-  ops.synchronize();
+  ops.zero(m.data(), count * sizeof(float));
   return m;
 }
 
@@ -66,14 +54,8 @@ GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,
   return stats;
 }
 
-void DeviceGradCompressor::reset() {
-  states_.clear();
-  if (host_) host_->reset();
-}
-void DeviceGradCompressor::reset(uint64_t key) {
-  states_.erase(key);
-  if (host_) host_->reset(key);
-}
+void DeviceGradCompressor::reset() { states_.clear(); }
+void DeviceGradCompressor::reset(uint64_t key) { states_.erase(key); }
 
 namespace {
 
@@ -99,7 +81,6 @@ dev::Memory to_device(dev::DeviceOps& ops, const std::vector<float>& values) {
 }  // namespace
 
 std::vector<std::byte> DeviceGradCompressor::save() const {
-  if (host_) return host_->save();
   grad::StateTable table;
   for (const auto& [key, state] : states_) {
     grad::TensorState& t = table[key];
@@ -115,7 +96,6 @@ std::vector<std::byte> DeviceGradCompressor::save() const {
 
 void DeviceGradCompressor::load(std::span<const std::byte> blob,
                                 const DeviceCollectiveOptions& options) {
-  if (host_) return host_->load(blob);
   const grad::StateTable table = grad::deserialize_state(spec_, blob);
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
   std::map<uint64_t, std::unique_ptr<dev::GradState>> loaded;
@@ -145,7 +125,6 @@ void DeviceGradCompressor::load(std::span<const std::byte> blob,
 }
 
 std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
-  if (host_) return host_->residual(key);
   const auto it = states_.find(key);
   if (it == states_.end()) return {};
   return to_host(*it->second, it->second->residual, it->second->residual_count);
@@ -154,7 +133,6 @@ std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
 GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const GradTensor& tensor,
                                               ConstTensorView grad, TensorView out, ReduceOp op,
                                               const DeviceCollectiveOptions& options) {
-  if (host_) return dev::staged_grad_allreduce(comm, *host_, tensor, grad, out, op, options);
   DeviceCollectiveOptions plain = options;  // for the collectives of a step
   plain.policy = nullptr;
   plain.codec = CodecConfig{};
@@ -228,6 +206,9 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
           break;
         case grad::Kind::kPowerSgd:
           stats = dev::powersgd_device_step(step, *parsed_, state);
+          break;
+        case grad::Kind::kTopK:
+          stats = dev::topk_device_step(step, *parsed_, state);
           break;
         default:
           stats = dev::sign_device_step(step, parsed_->error_feedback, state);

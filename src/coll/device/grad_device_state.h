@@ -42,6 +42,8 @@ GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& sp
                                    GradState& state);
 // sign (grad_sign_device.cc): state.residual is the worker residual, state.aux the server's.
 GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradState& state);
+// topk (grad_topk_device.cc).
+GradStepStats topk_device_step(const DeviceStep& s, const grad::GradSpec& spec, GradState& state);
 
 // `count` float32 zeros of device memory.
 Memory device_zeros(DeviceOps& ops, size_t count);

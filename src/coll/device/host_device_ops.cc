@@ -14,6 +14,7 @@
 #include "grad/low_rank.h"
 #include "grad/method.h"
 #include "grad/sign_codec.h"
+#include "grad/topk_select.h"
 #include "hycc/codec_device.h"
 
 namespace hycc::coll::device {
@@ -43,6 +44,9 @@ class HostEmulatedOps final : public DeviceOps {
   }
   void copy_device(void* dst, const void* src, size_t bytes) override {
     if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
+  }
+  void zero(void* device, size_t bytes) override {
+    if (bytes != 0) std::memset(device, 0, bytes);
   }
   void synchronize() override {}
 
@@ -125,6 +129,32 @@ class HostEmulatedOps final : public DeviceOps {
     if (aux != nullptr) {
       for (size_t i = 0; i < count; ++i) sum[i] += aux[i];
     }
+  }
+
+  void topk_encode(const float* x, size_t n, size_t k, int bits, uint32_t* words,
+                   float* residual) override {
+    const std::vector<uint64_t> idx = grad::select_topk({x, n}, k);
+    for (size_t t = 0; t < k; ++t) std::memcpy(&words[t], &x[idx[t]], sizeof(float));
+    grad::pack_indices(idx, bits, {words + k, grad::packed_words(k, bits)});
+    if (residual == nullptr) return;
+    std::memcpy(residual, x, n * sizeof(float));
+    for (const uint64_t i : idx) residual[i] = 0.0f;
+  }
+  // As grad/method_topk.cc adds the payloads.
+  int topk_accumulate(const uint32_t* words, size_t stride, int payloads, size_t k, int bits,
+                      size_t n, float* out) override {
+    std::vector<uint64_t> idx(k);
+    for (int j = 0; j < payloads; ++j) {
+      const uint32_t* payload = words + size_t(j) * stride;
+      grad::unpack_indices({payload + k, grad::packed_words(k, bits)}, bits, idx);
+      for (size_t t = 0; t < k; ++t) {
+        if (idx[t] >= n) return j;
+        float v = 0;
+        std::memcpy(&v, &payload[t], sizeof v);
+        out[idx[t]] += v;
+      }
+    }
+    return -1;
   }
 
  private:

@@ -16,6 +16,7 @@
 #include "codec/cuda/device_util.cuh"
 #include "coll/device/cuda/low_rank_kernels.h"
 #include "coll/device/cuda/sign_kernels.h"
+#include "coll/device/cuda/topk_kernels.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/payload_checksum.h"
 #include "hycc/codec_device.h"
@@ -156,6 +157,9 @@ class CudaOps final : public DeviceOps {
     if (bytes == 0 || dst == src) return;
     HYCC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
+  void zero(void* device, size_t bytes) override {
+    if (bytes != 0) HYCC_CUDA_CHECK(cudaMemsetAsync(device, 0, bytes, stream_));
+  }
   void synchronize() override { HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
   size_t encode(const CodecConfig& config, ConstTensorView in, void* out, size_t capacity,
@@ -226,11 +230,7 @@ class CudaOps final : public DeviceOps {
   }
   void multiply_mtp(const float* m, size_t rows, size_t cols, const float* p, size_t r,
                     float* qt) override {
-    const size_t need = cuda::multiply_mtp_scratch(rows, cols, r) * sizeof(float);
-    if (low_rank_.bytes() < need) {
-      synchronize();  // the kernels queued before may still read the old buffer
-      low_rank_ = take(false, need);
-    }
+    grow(low_rank_, cuda::multiply_mtp_scratch(rows, cols, r) * sizeof(float));
     cuda::multiply_mtp(m, rows, cols, p, r, qt, static_cast<float*>(low_rank_.data()), stream_);
   }
   void multiply_pqt(const float* p, const float* qt, size_t rows, size_t cols, size_t r,
@@ -239,11 +239,7 @@ class CudaOps final : public DeviceOps {
   }
 
   void sign_encode(const float* x, size_t n, int chunks, size_t block, uint32_t* words) override {
-    const size_t need = cuda::sign_encode_scratch(n, chunks) * sizeof(double);
-    if (sign_.bytes() < need) {
-      synchronize();  // the kernels queued before may still use the old buffer
-      sign_ = take(false, need);
-    }
+    grow(sign_, cuda::sign_encode_scratch(n, chunks) * sizeof(double));
     cuda::sign_encode(x, n, chunks, block, words, static_cast<double*>(sign_.data()), stream_);
   }
   void sign_decode(const uint32_t* words, size_t block, int chunks, size_t n, float* out) override {
@@ -254,6 +250,18 @@ class CudaOps final : public DeviceOps {
     cuda::sign_server_sum(words, block, chunks, count, op, aux, sum, stream_);
   }
 
+  void topk_encode(const float* x, size_t n, size_t k, int bits, uint32_t* words,
+                   float* residual) override {
+    grow(topk_, cuda::topk_encode_scratch(n, k));
+    cuda::topk_encode(x, n, k, bits, words, residual, topk_.data(), stream_);
+  }
+  int topk_accumulate(const uint32_t* words, size_t stride, int payloads, size_t k, int bits,
+                      size_t n, float* out) override {
+    grow(flag_, 4);
+    return cuda::topk_accumulate(words, stride, payloads, k, bits, n, out,
+                                 static_cast<uint32_t*>(flag_.data()), stream_);
+  }
+
   void subtract(const float* a, const float* b, float* out, size_t n) override {
     if (n == 0) return;
     subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n);
@@ -261,6 +269,14 @@ class CudaOps final : public DeviceOps {
   }
 
  private:
+  // Replaces `scratch` with a block of at least `bytes` if it is smaller (after the work queued
+  // before, which may still use it).
+  void grow(Memory& scratch, size_t bytes) {
+    if (scratch.bytes() >= bytes) return;
+    synchronize();
+    scratch = take(false, bytes);
+  }
+
   void accumulate(const void* decoded, DType wire, ConstTensorView own, float* partial) {
     accumulate_kernel<<<grid_for(own.count, kThreads), kThreads, 0, stream_>>>(
         decoded, wire, own.data, own.dtype, own.count, partial);
@@ -272,6 +288,8 @@ class CudaOps final : public DeviceOps {
   Memory checksum_;  // the checksum kernel's sum
   Memory low_rank_;  // multiply_mtp's block sums
   Memory sign_;      // sign_encode's tile sums
+  Memory topk_;      // topk_encode's histogram, flags, scans and indices
+  Memory flag_;      // topk_accumulate's index check
 };
 
 }  // namespace
