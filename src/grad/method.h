@@ -39,6 +39,15 @@ class Method {
 std::unique_ptr<Method> make_none_method();
 std::unique_ptr<Method> make_ef_method(const GradSpec& spec);
 std::unique_ptr<Method> make_powersgd_method(const GradSpec& spec);
+
+// How PowerSGD views a tensor of n elements: rows = shape[0], cols = n / rows, the rank r it
+// uses, and whether it compresses (a matrix with rows x cols >= min_compression x r (rows + cols));
+// otherwise one plain allreduce.
+struct LowRankShape {
+  size_t rows = 0, cols = 0, r = 0;
+  bool compresses = false;
+};
+LowRankShape low_rank_shape(const GradSpec& spec, const std::vector<size_t>& shape, size_t n);
 std::unique_ptr<Method> make_topk_method(const GradSpec& spec);
 std::unique_ptr<Method> make_sign_method(const GradSpec& spec);
 

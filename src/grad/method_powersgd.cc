@@ -25,13 +25,8 @@ class PowerSgdMethod : public Method {
   void step(const StepArgs& a, TensorState& state, GradStepStats& stats) override {
     const size_t n = a.grad.size();
     const int p = a.ex.size();
-    const size_t rows = a.shape.size() >= 2 ? a.shape[0] : 0;
-    const size_t cols = rows > 0 ? n / rows : 0;
-    const size_t r = std::min({static_cast<size_t>(spec_.rank), rows, cols});
-    const bool worth_it = rows > 0 && r > 0 &&
-                          static_cast<double>(rows) * double(cols) >=
-                              spec_.min_compression * double(r) * double(rows + cols);
-    if (!worth_it) {
+    const auto [rows, cols, r, compresses] = low_rank_shape(spec_, a.shape, n);
+    if (!compresses) {
       if (a.out.data() != a.grad.data()) std::copy(a.grad.begin(), a.grad.end(), a.out.begin());
       a.ex.allreduce(a.out, a.op);
       stats.payload_bytes = n * sizeof(float);
@@ -70,6 +65,17 @@ class PowerSgdMethod : public Method {
 };
 
 }  // namespace
+
+LowRankShape low_rank_shape(const GradSpec& spec, const std::vector<size_t>& shape, size_t n) {
+  LowRankShape s;
+  s.rows = shape.size() >= 2 ? shape[0] : 0;
+  s.cols = s.rows > 0 ? n / s.rows : 0;
+  s.r = std::min({static_cast<size_t>(spec.rank), s.rows, s.cols});
+  s.compresses = s.rows > 0 && s.r > 0 &&
+                 static_cast<double>(s.rows) * double(s.cols) >=
+                     spec.min_compression * double(s.r) * double(s.rows + s.cols);
+  return s;
+}
 
 std::unique_ptr<Method> make_powersgd_method(const GradSpec& spec) {
   return std::make_unique<PowerSgdMethod>(spec);

@@ -30,6 +30,24 @@ Memory device_zeros(DeviceOps& ops, size_t count) {
   return m;
 }
 
+void accumulate_gradient(const DeviceStep& s, bool error_feedback, GradState& state, float* acc) {
+  const size_t n = s.grad.count;
+  if (error_feedback && state.residual_count != n) {
+    state.residual = device_zeros(s.ops, n);
+    state.residual_count = n;
+  }
+  // The bytes of grad are a payload of codec "none", added to the residual or to zeros.
+  const Memory zeros = error_feedback ? Memory() : device_zeros(s.ops, n);
+  const void* own = error_feedback ? state.residual.data() : zeros.data();
+  s.ops.decode_accumulate(CodecConfig{}, s.grad.data, s.grad.bytes(), s.grad.dtype,
+                          {DType::kF32, n, own}, acc);
+  if (!error_feedback) s.ops.synchronize();  // before `zeros` goes
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace coll::device
 
 GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,

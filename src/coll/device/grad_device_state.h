@@ -2,6 +2,7 @@
 // (grad_device.cc holds the class: checks, states, save and load).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -47,5 +48,10 @@ GradStepStats topk_device_step(const DeviceStep& s, const grad::GradSpec& spec, 
 
 // `count` float32 zeros of device memory.
 Memory device_zeros(DeviceOps& ops, size_t count);
+// acc (grad.count float32) = grad + e, e the residual (zeros on first use), with error feedback;
+// grad widened to float32 (zeros as +0) without (grad/method.h's accumulate()).
+void accumulate_gradient(const DeviceStep& s, bool error_feedback, GradState& state, float* acc);
+// Seconds since t0.
+double seconds_since(std::chrono::steady_clock::time_point t0);
 
 }  // namespace hycc::coll::device

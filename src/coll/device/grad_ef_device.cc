@@ -56,9 +56,8 @@ GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, Grad
   auto* acc = static_cast<float*>(acc_memory.data());
   auto* tmp = static_cast<float*>(tmp_memory.data());
 
-  // acc = grad + e (the bytes of grad are a payload of codec "none"); one payload of acc.
-  ops.decode_accumulate(CodecConfig{}, s.grad.data, s.grad.bytes(), s.grad.dtype,
-                        {DType::kF32, n, residual}, acc);
+  // acc = grad + e; one payload of acc.
+  accumulate_gradient(s, true, state, acc);
   const size_t bound = codec.codec().max_payload_bytes(DType::kF32, n);
   Payload own;
   own.memory = allocate_payload(ops, bound);
@@ -84,7 +83,7 @@ GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, Grad
   std::vector<Payload> all;
   gather_payloads(ctx, std::move(own), bound, n * sizeof(float), all);
   if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
-  stats.comm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  stats.comm_seconds = seconds_since(c0);
   stats.wire_bytes = ctx.counters.wire_bytes;
 
   // The sum in rank order, ping-ponging between acc and tmp.
@@ -99,9 +98,7 @@ GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, Grad
   ops.round_into(sum, s.op, p, s.out);
   ops.synchronize();
   stats.compressed = true;
-  stats.compress_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-      stats.comm_seconds;
+  stats.compress_seconds = seconds_since(t0) - stats.comm_seconds;
   return stats;
 }
 

@@ -61,13 +61,8 @@ GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& sp
   const size_t n = s.grad.count;
   const int p = s.comm.size();
   grad::CommExchange ex(s.comm, s.options.tag);
-  const size_t rows = s.tensor.shape.size() >= 2 ? s.tensor.shape[0] : 0;
-  const size_t cols = rows > 0 ? n / rows : 0;
-  const size_t r = std::min({static_cast<size_t>(spec.rank), rows, cols});
-  const bool worth_it = rows > 0 && r > 0 &&
-                        static_cast<double>(rows) * double(cols) >=
-                            spec.min_compression * double(r) * double(rows + cols);
-  if (!worth_it) {
+  const auto [rows, cols, r, compresses] = grad::low_rank_shape(spec, s.tensor.shape, n);
+  if (!compresses) {
     plain_allreduce(s, ex);
     stats.payload_bytes = n * sizeof(float);
     stats.wire_bytes = grad::allreduce_wire(stats.payload_bytes, p);
@@ -75,14 +70,7 @@ GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& sp
     // M = grad + e (the residual, from the first compressed step on) or grad, as float32.
     Memory m_memory = ops.allocate(n * sizeof(float));
     auto* m = static_cast<float*>(m_memory.data());
-    if (spec.error_feedback && state.residual_count != n) {
-      state.residual = device_zeros(ops, n);
-      state.residual_count = n;
-    }
-    const Memory zeros = spec.error_feedback ? Memory() : device_zeros(ops, n);
-    const void* own = spec.error_feedback ? state.residual.data() : zeros.data();
-    ops.decode_accumulate(CodecConfig{}, s.grad.data, s.grad.bytes(), s.grad.dtype,
-                          {DType::kF32, n, own}, m);
+    accumulate_gradient(s, spec.error_feedback, state, m);
 
     // Q: kept from the previous step (warm start), else a fresh normal matrix.
     if (state.aux_count != r * cols || !spec.warm_start) {
@@ -129,9 +117,7 @@ GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& sp
   }
   if (p == 1) stats.wire_bytes = 0;
   stats.comm_seconds = ex.seconds();
-  stats.compress_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-      stats.comm_seconds;
+  stats.compress_seconds = seconds_since(t0) - stats.comm_seconds;
   return stats;
 }
 

@@ -35,20 +35,12 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   const size_t block = grad::sign::chunk_words(chunk_range(n, p, 0).count);
   const ChunkRange mine = chunk_range(n, p, me);
 
-  // acc = grad + e_w (the worker residual, zeros at first) or grad.
-  if (error_feedback && state.residual_count != n) {
-    state.residual = device_zeros(ops, n);
-    state.residual_count = n;
-  }
   if (error_feedback && state.aux_count != mine.count) {
     state.aux = device_zeros(ops, mine.count);
     state.aux_count = mine.count;
   }
-  const Floats acc(ops, n);
-  const Memory zeros = error_feedback ? Memory() : device_zeros(ops, n);
-  const void* own = error_feedback ? state.residual.data() : zeros.data();
-  ops.decode_accumulate(CodecConfig{}, s.grad.data, s.grad.bytes(), s.grad.dtype,
-                        {DType::kF32, n, own}, acc.f());
+  const Floats acc(ops, n);  // grad + e_w (the worker residual) or grad
+  accumulate_gradient(s, error_feedback, state, acc.f());
 
   // 1. Worker: every chunk encoded, e_w = acc - decoded; chunk j to rank j.
   const Floats send(ops, block * pz), recv(ops, block * pz);
@@ -62,7 +54,7 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   const auto timed = [&comm](auto&& call) {
     const auto c0 = std::chrono::steady_clock::now();
     call();
-    comm += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    comm += seconds_since(c0);
   };
   timed([&] {
     alltoall_device(s.comm, words_view(send, block * pz), words_view(recv, block * pz), s.options);
@@ -90,8 +82,7 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   stats.wire_bytes = 2 * block * 4 * (pz - 1);
   stats.compressed = true;
   stats.comm_seconds = comm;
-  stats.compress_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - comm;
+  stats.compress_seconds = seconds_since(t0) - comm;
   return stats;
 }
 

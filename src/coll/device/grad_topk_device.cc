@@ -27,17 +27,9 @@ GradStepStats topk_device_step(const DeviceStep& s, const grad::GradSpec& spec, 
   const int bits = grad::index_bits(n);
   const size_t words = k + grad::packed_words(k, bits);
 
-  // acc = grad + e (the residual, zeros at first) or grad.
-  if (spec.error_feedback && state.residual_count != n) {
-    state.residual = device_zeros(ops, n);
-    state.residual_count = n;
-  }
-  const Memory acc_memory = ops.allocate(n * sizeof(float));
+  const Memory acc_memory = ops.allocate(n * sizeof(float));  // grad + e or grad
   auto* acc = static_cast<float*>(acc_memory.data());
-  const Memory zeros = spec.error_feedback ? Memory() : device_zeros(ops, n);
-  const void* own = spec.error_feedback ? state.residual.data() : zeros.data();
-  ops.decode_accumulate(CodecConfig{}, s.grad.data, s.grad.bytes(), s.grad.dtype,
-                        {DType::kF32, n, own}, acc);
+  accumulate_gradient(s, spec.error_feedback, state, acc);
 
   // This rank's k largest, sent exactly: the residual is acc without them.
   const Memory mine = ops.allocate(words * 4), all = ops.allocate(words * 4 * size_t(p));
@@ -46,7 +38,7 @@ GradStepStats topk_device_step(const DeviceStep& s, const grad::GradSpec& spec, 
   const auto c0 = std::chrono::steady_clock::now();
   allgather_device(s.comm, {DType::kF32, words, mine.data()},
                    {DType::kF32, words * size_t(p), all.data()}, s.options);
-  stats.comm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  stats.comm_seconds = seconds_since(c0);
 
   // Every rank's pairs added into zeros in rank order.
   ops.zero(acc, n * sizeof(float));
@@ -61,9 +53,7 @@ GradStepStats topk_device_step(const DeviceStep& s, const grad::GradSpec& spec, 
   stats.payload_bytes = words * 4;
   stats.wire_bytes = grad::allgather_wire(words * 4, p);
   stats.compressed = true;
-  stats.compress_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-      stats.comm_seconds;
+  stats.compress_seconds = seconds_since(t0) - stats.comm_seconds;
   return stats;
 }
 
