@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "bench_memory.h"
 #include "bench_util.h"
 #include "codec/float_io.h"
 #include "common/byte_size.h"
@@ -44,36 +45,7 @@ double bus_factor(DevOp op, int p) {
   return (q - 1) / q;
 }
 
-// A tensor in the benchmark's memory: device memory with CUDA, host memory in the emulation.
-struct Memory {
-  bool cuda = false;
-  std::vector<std::byte> host;
-  DeviceBuffer device;
-  Memory(bool on_device, size_t bytes) : cuda(on_device) {
-    if (cuda) {
-      device = DeviceBuffer(std::max<size_t>(bytes, 1));
-    } else {
-      host.resize(std::max<size_t>(bytes, 1));
-    }
-  }
-  void* data() { return cuda ? device.data() : host.data(); }
-  void load(const std::vector<std::byte>& bytes) {
-    if (cuda) {
-      copy_to_device(device.data(), bytes.data(), bytes.size());
-    } else {
-      std::memcpy(host.data(), bytes.data(), bytes.size());
-    }
-  }
-  std::vector<std::byte> bytes(size_t n) const {
-    std::vector<std::byte> out(n);
-    if (cuda) {
-      copy_to_host(out.data(), device.data(), n);
-    } else {
-      std::memcpy(out.data(), host.data(), n);
-    }
-    return out;
-  }
-};
+using Memory = BenchMemory;
 
 struct Shape {
   size_t send = 0, recv = 0;  // elements

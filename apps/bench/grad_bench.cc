@@ -7,14 +7,18 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 
+#include "bench_memory.h"
 #include "bench_util.h"
 #include "common/checksum.h"
 #include "common/synthetic_data.h"
 #include "hycc/collectives.h"
+#include "hycc/collectives_device.h"
 #include "hycc/comm.h"
 #include "hycc/error.h"
 #include "hycc/grad.h"
+#include "hycc/grad_device.h"
 
 namespace hycc::bench {
 namespace {
@@ -107,6 +111,56 @@ double time_ms(const Communicator& comm, const GradBenchOptions& o,
   return max_over_ranks(comm, (MPI_Wtime() - t0) / o.iters * 1e3);
 }
 
+// One step of a compressor on the rank's gradient: GradCompressor on host memory, or
+// DeviceGradCompressor on device memory (CUDA or the host emulation).
+class Stepper {
+ public:
+  Stepper(const GradBenchOptions& o, const std::vector<float>& grad)
+      : device_(o.device != "host"),
+        grad_(o.device == "cuda", grad.size() * 4),
+        work_(o.device == "cuda", grad.size() * 4) {
+    grad_.load(grad.data(), grad.size() * 4);
+    options_.backend = o.device == "cuda" ? DeviceBackend::kCuda : DeviceBackend::kHostEmulation;
+  }
+  // The uncompressed average of the gradient.
+  void native(const Communicator& comm) {
+    work_.copy_from(grad_, bytes());
+    if (device_) {
+      allreduce_device(comm, view(), view(), ReduceOp::kAverage, options_);
+    } else {
+      CollectiveOptions native;
+      native.algorithm = Algorithm::kNative;
+      allreduce(comm, view(), view(), ReduceOp::kAverage, native);
+    }
+  }
+  // A fresh compressor of `spec` for the next steps; its canonical spec.
+  std::string use(const std::string& spec) {
+    if (device_) {
+      device_compressor_ = std::make_unique<DeviceGradCompressor>(spec);
+      return device_compressor_->spec();
+    }
+    host_ = std::make_unique<GradCompressor>(spec);
+    return host_->spec();
+  }
+  GradStepStats step(const Communicator& comm, const GradTensor& tensor) {
+    work_.copy_from(grad_, bytes());
+    if (!device_) return grad_allreduce(comm, *host_, tensor, view());
+    return device_compressor_->allreduce(comm, tensor, view(), view(), ReduceOp::kAverage,
+                                         options_);
+  }
+  void result(std::vector<float>& out) const { work_.store(out.data(), bytes()); }
+
+ private:
+  size_t bytes() const { return work_.cuda ? work_.device.size() : work_.host.size(); }
+  TensorView view() { return {DType::kF32, bytes() / 4, work_.data()}; }
+
+  bool device_;
+  BenchMemory grad_, work_;
+  DeviceCollectiveOptions options_;
+  std::unique_ptr<GradCompressor> host_;
+  std::unique_ptr<DeviceGradCompressor> device_compressor_;
+};
+
 std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
                            const std::vector<size_t>& dims) {
   size_t n = 1;
@@ -114,32 +168,25 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
   // A gradient-like input: gaussian, different on every rank.
   const std::vector<float> grad = make_data(DataKind::kGaussian, n, 1 + uint64_t(comm.rank()));
   std::vector<float> work(n), exact(n);
+  Stepper stepper(o, grad);
 
-  // The uncompressed baseline: hycc's native allreduce (MPI_Allreduce), average.
-  CollectiveOptions native;
-  native.algorithm = Algorithm::kNative;
-  const double native_ms = time_ms(comm, o, [&] {
-    std::copy(grad.begin(), grad.end(), exact.begin());
-    allreduce(comm, {DType::kF32, n, exact.data()}, {DType::kF32, n, exact.data()},
-              ReduceOp::kAverage, native);
-  });
+  // The uncompressed baseline, average.
+  const double native_ms = time_ms(comm, o, [&] { stepper.native(comm); });
+  stepper.result(exact);
 
   std::vector<Row> rows;
   for (const std::string& spec : o.compressors) {
-    GradCompressor compressor(spec);
     Row row;
     row.shape = shape_text(dims);
     row.compressor = spec;
-    row.canonical = compressor.spec();
+    row.canonical = stepper.use(spec);
     row.count = n;
     row.native_ms = native_ms;
     GradStepStats sum;  // over the timed steps
     int calls = 0;
     const GradTensor tensor{1, dims};
     const double total_ms = time_ms(comm, o, [&] {
-      std::copy(grad.begin(), grad.end(), work.begin());
-      const GradStepStats st =
-          grad_allreduce(comm, compressor, tensor, {DType::kF32, n, work.data()});
+      const GradStepStats st = stepper.step(comm, tensor);
       if (calls++ < o.warmup) return;
       sum.payload_bytes = st.payload_bytes;
       sum.wire_bytes = st.wire_bytes;
@@ -147,6 +194,7 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
       sum.compress_seconds += st.compress_seconds;
       sum.comm_seconds += st.comm_seconds;
     });
+    stepper.result(work);
     const int steps = calls - o.warmup;
     row.total_ms = total_ms;
     row.compress_ms = max_over_ranks(comm, sum.compress_seconds / steps * 1e3);
@@ -185,6 +233,9 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
   cmd->add_option("-w,--warmup_iters", o.warmup, "untimed steps before them")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
+  cmd->add_option("--device", o.device,
+                  "host (GradCompressor) | cuda (DeviceGradCompressor on GPU buffers) | "
+                  "emulation (the same on the host emulation of the device)");
   return cmd;
 }
 
@@ -204,6 +255,13 @@ int run_grad_bench(const GradBenchOptions& options) {
       shapes.push_back(dims);
     }
     for (const std::string& c : o.compressors) GradCompressor check(c);
+    if (o.device != "host" && o.device != "cuda" && o.device != "emulation") {
+      throw InvalidArgument(
+          tagged("bench", "unknown --device '", o.device, "'; expected host, cuda or emulation"));
+    }
+    if (o.device == "cuda" && device_count() == 0) {
+      throw Unavailable(tagged("bench", "--device cuda: ", device_unavailable_reason()));
+    }
   } catch (const Error& e) {
     if (comm.rank() == 0) std::fprintf(stderr, "hycc-bench grad: %s\n", e.what());
     rc = 2;
@@ -226,8 +284,8 @@ int run_grad_bench(const GradBenchOptions& options) {
   if (print) {
     std::printf(
         "# hycc-bench grad: %d ranks, f32 gradients (gaussian, different per rank), "
-        "average, scale %s\n",
-        comm.size(), o.scale.c_str());
+        "average, scale %s, device %s\n",
+        comm.size(), o.scale.c_str(), o.device.c_str());
     std::printf(
         "# times: average per step over %d steps after %d warmup, slowest rank (ms);\n"
         "#   compress = local work (encode, decode, residual, reduction), comm = inside "
@@ -236,9 +294,10 @@ int run_grad_bench(const GradBenchOptions& options) {
     std::printf(
         "# payload: bytes of this rank's compressed gradient; ratio = 4 count / payload;\n"
         "#   wire: bytes this rank sends per step (from the collectives' patterns)\n");
-    std::printf(
-        "# native: the uncompressed allreduce (hycc native path: MPI_Allreduce, avg) of "
-        "the same tensor;\n#   speedup = native / total\n");
+    std::printf("# native: %s of the same tensor;\n#   speedup = native / total\n",
+                o.device == "host"
+                    ? "the uncompressed allreduce (hycc native path: MPI_Allreduce, avg)"
+                    : "the uncompressed device allreduce (allreduce_device, codec none, avg)");
     std::printf(
         "# rel_err: ||result - exact average|| / ||exact average|| after the last step "
         "(error feedback\n#   carries the rest into later steps); #diff: ranks whose "
@@ -271,6 +330,7 @@ int run_grad_bench(const GradBenchOptions& options) {
                         {"compressor", row.canonical},
                         {"compressed", row.compressed},
                         {"ranks", comm.size()},
+                        {"device", o.device},
                         {"payload_bytes", row.payload},
                         {"ratio", ratio},
                         {"wire_bytes", row.wire},

@@ -2,7 +2,9 @@
 // uncompressed allreduce (hycc's native path, MPI_Allreduce) of the same tensors in the same run.
 // One row per shape and compressor: bytes per step, ratio, compressor time, allreduce time, the
 // error of the result against the exact average, and whether every rank holds the same bits.
-// Run it under mpirun; only rank 0 prints.
+// --device cuda runs DeviceGradCompressor (hycc/grad_device.h) on GPU buffers against the
+// uncompressed device allreduce (allreduce_device, codec none); --device emulation the same on
+// the host emulation of the device. Run it under mpirun; only rank 0 prints.
 #pragma once
 
 #include <string>
@@ -18,10 +20,11 @@ struct GradBenchOptions {
   // Compressor specs; default: ef+quant:bits=4, ef+quant:bits=2, ef+zfp:rate=4, powersgd:rank=4,
   // topk:ratio=0.01, sign.
   std::vector<std::string> compressors;
-  std::string scale = "1";  // multiplies the first dimension of every shape: "1/8" or "0.125"
-  int iters = 5;            // timed steps per row
-  int warmup = 1;           // untimed steps before them
-  std::string json;         // path of the JSON output, empty for none
+  std::string scale = "1";      // multiplies the first dimension of every shape: "1/8" or "0.125"
+  int iters = 5;                // timed steps per row
+  int warmup = 1;               // untimed steps before them
+  std::string json;             // path of the JSON output, empty for none
+  std::string device = "host";  // host | cuda | emulation
 };
 
 CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& options);
