@@ -1,7 +1,7 @@
 // The sign compressor's chunk coding on the device, with grad/sign_block.h's functions and order:
 // - the scales: a CUDA block of kLanes threads per tile of every chunk (thread t: lane t's sum,
 //   then the pairwise tree in shared memory), then a thread per chunk adding its tile sums in
-//   order; the bits: a thread per word;
+//   order; the bits: a warp per word (a ballot);
 // - decoding and the server's sum: a thread per element.
 // Chunks are chunk_range's balanced split: the first n % chunks hold one element more, so the
 // chunk of a tile or an element follows from two counts (sign::chunk_of).
@@ -14,6 +14,7 @@ namespace {
 
 using codec::cuda::grid_for;
 using codec::cuda::kThreads;
+using codec::cuda::kWarp;
 namespace sign = grad::sign;
 
 // Where the chunks and their tiles are: chunk j holds count(j) elements from offset(j), and its
@@ -62,12 +63,17 @@ __global__ void scale_kernel(const double* tile_sums, Chunks c, uint64_t block, 
   words[j * block] = codec::f32_to_bits(sign::scale_of(sum, c.count(j)));
 }
 
-// Words 1 .. block - 1 of every chunk: its bits, then zeros.
+// Words 1 .. block - 1 of every chunk: its bits, then zeros. A warp per word, lane b reading
+// value 32 w + b (coalesced): the word is the warp's ballot of x >= 0 (sign::sign_word).
 __global__ void bits_kernel(const float* x, Chunks c, uint64_t block, uint32_t* words) {
-  const uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (k >= c.chunks * (block - 1)) return;
+  const uint64_t k = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / kWarp;
+  const unsigned lane = threadIdx.x % kWarp;
+  if (k >= c.chunks * (block - 1)) return;  // the same for the whole warp
   const uint64_t j = k / (block - 1), w = k % (block - 1);
-  words[j * block + 1 + w] = sign::sign_word(x + c.offset(j), c.count(j), w);
+  const uint64_t i = 32 * w + lane;
+  const bool bit = i < c.count(j) && x[c.offset(j) + i] >= 0;
+  const uint32_t word = __ballot_sync(0xffffffffu, bit);
+  if (lane == 0) words[j * block + 1 + w] = word;
 }
 
 __global__ void decode_kernel(const uint32_t* words, uint64_t block, uint64_t chunks, uint64_t n,
@@ -111,8 +117,8 @@ void sign_encode(const float* x, size_t n, int chunks, size_t block, uint32_t* w
   scale_kernel<<<grid_for(c.chunks, kThreads), kThreads, 0, stream>>>(scratch, c, block, words);
   HYCC_CUDA_CHECK(cudaGetLastError());
   if (block > 1) {
-    bits_kernel<<<grid_for(c.chunks * (block - 1), kThreads), kThreads, 0, stream>>>(x, c, block,
-                                                                                     words);
+    const uint64_t lanes = c.chunks * (block - 1) * kWarp;  // a warp per word
+    bits_kernel<<<grid_for(lanes, kThreads), kThreads, 0, stream>>>(x, c, block, words);
     HYCC_CUDA_CHECK(cudaGetLastError());
   }
 }
