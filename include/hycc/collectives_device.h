@@ -90,8 +90,8 @@ struct DeviceCollectiveOptions {
   //   DeviceGradCompressor (hycc/grad_device.h) of that spec keyed by `key`, bit-identical to
   //   the host's gradient compressor; on other operations it runs the codec the compressor wraps
   //   (ef+quant:bits=4 -> quant:bits=4; powersgd, topk, sign -> none), as the host calls do;
-  // - the engine's error sampling (HYCC_SAMPLE_ERROR) applies to codec calls (max_error), not
-  //   to error-feedback ones.
+  // - the engine's error sampling (HYCC_SAMPLE_ERROR) applies as on the host: the sampled codec
+  //   and gradient calls also run natively on staged copies and record the largest difference.
   // recv_device needs no policy (the message names its codec).
   PolicyEngine* policy = nullptr;
   // When set, a call that runs the device algorithm first runs the native path on staged copies

@@ -114,6 +114,45 @@ TEST(DevicePolicy, SampledCallsRecordTheirError) {
   EXPECT_EQ(e.max_error, codec::max_abs_difference(got.view(), native.view()));
 }
 
+// Gradient calls are sampled too, as on the host: the device engine records the error the host
+// engine records for the same call (same bits, same native reference), here for hybrid's
+// ef+quant:bits=6 on dp and zero_grad.
+TEST(DevicePolicy, SampledGradientCallsRecordTheHostsError) {
+  const Communicator dp = world().dup("dp"), zero = world().dup("zero");
+  EngineOptions eo;
+  eo.sample_error_every = 1;
+  PolicyEngine host_engine(Policy::preset("hybrid"), eo),
+      device_engine(Policy::preset("hybrid"), eo);
+  const size_t n = 1 << 16;  // above hybrid's threshold
+  const Buffer g = make_input(DType::kF32, n, dp.rank(), false);
+  Buffer want = clone(g), got(DType::kF32, n);
+  CollectiveOptions h;
+  h.policy = &host_engine;
+  h.key = 4;
+  allreduce(dp, want.view(), want.view(), ReduceOp::kAverage, h);
+  DeviceCollectiveOptions o = emulated_with("none");
+  o.policy = &device_engine;
+  o.key = 4;
+  allreduce_device(dp, g.view(), got.view(), ReduceOp::kAverage, o);
+  expect_bits_equal(got, want, "hybrid dp, sampled");
+  const ChunkRange mine = chunk_range(n, zero.size(), zero.rank());
+  Buffer shard_want(DType::kF32, mine.count), shard_got(DType::kF32, mine.count);
+  reduce_scatter(zero, g.view(), shard_want.view(), ReduceOp::kSum, h);
+  reduce_scatter_device(zero, g.view(), shard_got.view(), ReduceOp::kSum, o);
+  expect_bits_equal(shard_got, shard_want, "hybrid zero_grad, sampled");
+  for (const auto& [d, op] : {std::pair{Dimension::kDp, Operation::kAllreduce},
+                              std::pair{Dimension::kZeroGrad, Operation::kReduceScatter}}) {
+    const StatsEntry he = entry(host_engine, d, op), de = entry(device_engine, d, op);
+    const unsigned samples = world().size() > 1 ? 1u : 0u;
+    EXPECT_EQ(de.error_samples, samples);
+    EXPECT_EQ(he.error_samples, samples);
+    EXPECT_EQ(de.max_error, he.max_error);
+    if (samples > 0) {
+      EXPECT_GT(de.max_error, 0.0);
+    }
+  }
+}
+
 TEST(DevicePolicy, OtherOperationsAndDimensions) {
   PolicyEngine engine(Policy::parse_toml(kPolicy, "test.toml"));
   const Communicator tp = world().dup("tp");

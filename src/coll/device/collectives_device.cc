@@ -210,8 +210,15 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
         comm, Operation::kAllreduce, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
         [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
-          return g.allreduce(comm, dev::tensor_key(options, send.data, send.count), send, recv, op,
-                             o);
+          return dev::measured_gradient_call(
+              o, send, recv,
+              [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
+                allreduce(comm, s, r, op, h);
+              },
+              [&] {
+                return g.allreduce(comm, dev::tensor_key(options, send.data, send.count), send,
+                                   recv, op, o);
+              });
         });
   }
   const auto start = dev::device_clock(options);
@@ -244,8 +251,15 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
         comm, Operation::kReduceScatter, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
         [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
-          return g.reduce_scatter(comm, dev::tensor_key(options, send.data, send.count), send, recv,
-                                  op, o);
+          return dev::measured_gradient_call(
+              o, send, recv,
+              [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
+                reduce_scatter(comm, s, r, op, h);
+              },
+              [&] {
+                return g.reduce_scatter(comm, dev::tensor_key(options, send.data, send.count), send,
+                                        recv, op, o);
+              });
         });
   }
   const auto start = dev::device_clock(options);

@@ -66,6 +66,12 @@ uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, si
 // A host collective on host views of a device call's send and recv buffers.
 using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;
 
+// run(), a gradient compressor's call on send/recv; with options.max_error set, also the native
+// call on staged copies (`native`, before run) and the largest |difference| of recv from it.
+GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, ConstTensorView send,
+                                     TensorView recv, const HostCall& native,
+                                     const std::function<GradStepStats()>& run);
+
 // `send` staged to pinned host memory and `host_call` run on it with Algorithm::kNative; returns
 // the host result (recv.bytes() of pinned memory). native_staged.cc.
 Memory native_on_host(DeviceOps& ops, ConstTensorView send, TensorView recv,

@@ -1,6 +1,7 @@
 // The device collectives with DeviceCollectiveOptions::policy set: the engine decides the codec,
 // the call runs with it, and the engine records what it did (as policy_calls.cc does for the
-// host calls: gradient compressors through the engine's DeviceGradCompressor).
+// host calls: gradient compressors through the engine's DeviceGradCompressor; every N-th
+// compressed call, gradient calls included, also runs natively and records its error).
 #include <chrono>
 #include <mutex>
 
@@ -25,12 +26,17 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
   inner.stats = &stats;
   if (gradient && decision.gradient && comm.size() > 1 && bytes > 0 &&
       bytes >= decision.threshold_bytes) {
+    // Sampled as the host's gradient calls are (every N-th compressed call).
+    double error = 0;
+    const bool sampled = engine.sample_error(comm, op);
+    if (sampled) inner.max_error = &error;
     const auto start = std::chrono::steady_clock::now();
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(engine.grad_mutex());
       g = gradient(engine.device_grad_compressor(decision.compressor), inner);
     }
+    if (sampled) engine.record_error(comm, op, error);
     // As the host's policy path reports a gradient step (policy_calls.cc).
     stats.compressed = g.compressed;
     stats.message_bytes = bytes;
@@ -53,6 +59,17 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
   }
   if (options.stats != nullptr) *options.stats = stats;
   engine.record(comm, op, decision, stats);
+}
+
+GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, ConstTensorView send,
+                                     TensorView recv, const HostCall& native,
+                                     const std::function<GradStepStats()>& run) {
+  if (options.max_error == nullptr) return run();
+  const std::unique_ptr<DeviceOps> ops = make_ops(options);
+  const Memory reference = native_on_host(*ops, send, recv, options, native, nullptr);
+  const GradStepStats g = run();
+  *options.max_error = max_error_against(*ops, recv, reference);
+  return g;
 }
 
 uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count) {
