@@ -11,6 +11,7 @@
 #include "grad_bench.h"
 #include "hycc/config.h"
 #include "hycc/error.h"
+#include "walk_bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hycc-bench " HYCC_VERSION ": benchmarks of hycc's compressed communication"};
@@ -23,12 +24,15 @@ int main(int argc, char** argv) {
   CLI::App* devcoll_cmd = hycc::bench::add_devcoll_command(app, devcoll_options);
   hycc::bench::GradBenchOptions grad_options;
   CLI::App* grad_cmd = hycc::bench::add_grad_command(app, grad_options);
+  hycc::bench::WalkBenchOptions walk_options;
+  CLI::App* walk_cmd = hycc::bench::add_walk_command(app, walk_options);
   CLI11_PARSE(app, argc, argv);
   try {
     if (codec_cmd->parsed()) return hycc::bench::run_codec_bench(codec_options);
     if (coll_cmd->parsed()) return hycc::bench::run_coll_bench(coll_options);
     if (devcoll_cmd->parsed()) return hycc::bench::run_devcoll_bench(devcoll_options);
     if (grad_cmd->parsed()) return hycc::bench::run_grad_bench(grad_options);
+    if (walk_cmd->parsed()) return hycc::bench::run_walk_bench(walk_options);
   } catch (const hycc::Error& e) {
     std::fprintf(stderr, "hycc-bench: %s\n", e.what());
     return 2;

@@ -404,6 +404,14 @@ struct BlockLayout {
   uint32_t bytes = 0;  // the whole block
 };
 
+// The longest block parse_block accepts, for elements of elem_bytes: header, base, outlier
+// count, outlier bitmap, every value raw and every value packed at kMaxWidth bits.
+HYCC_HD inline constexpr uint32_t max_block_bytes(uint32_t elem_bytes) {
+  constexpr auto kValues = static_cast<uint32_t>(kBlockValues);
+  return 1 + static_cast<uint32_t>(kMaxVarintBytes) + 1 + (kValues + 7) / 8 + kValues * elem_bytes +
+         kValues * kMaxWidth / 8;
+}
+
 // Parses and checks the block of n values at `in` with `available` bytes left in the payload.
 HYCC_HD inline BlockError parse_block(const uint8_t* in, size_t available, uint32_t n,
                                       uint32_t elem_bytes, BlockLayout& b) {

@@ -11,9 +11,10 @@
 //   4. write: per block, its quanta again and the block at its offset.
 //   Sizes are known before anything is written, so there is no scratch copy and no compaction.
 // Decoding:
-//   1. walk: one thread follows the blocks' headers (parse_block, which checks everything) and
-//      records each block's offset; the blocks have variable sizes and no table, so finding where
-//      block b starts takes the sizes of all blocks before it;
+//   1. walk: each block's offset; the blocks have variable sizes and no table, so where block b
+//      starts takes the sizes of all blocks before it: the parallel walk of
+//      codec/block/chain_walk.h over EbChain, or the reference walk_stage (one thread following
+//      the headers with parse_block, which checks everything);
 //   2. effect: per block, what it does to the carry (CarryEffect);
 //   3. an exclusive scan of the effects gives every block its carry;
 //   4. decode: per block, its values at their place.
@@ -136,11 +137,14 @@ struct WalkResult {
   uint64_t end = 0;    // where the last block ends
 };
 
-// Stage 1 (one thread): offsets[b] of every block, relative to `blocks`.
-HYCC_HD inline WalkResult walk_stage(const DecodeGeometry& g, uint64_t* offsets) {
+// The checked walk from block `first` at `start` (relative to `blocks`) to the last block:
+// offsets[b] of every block it parses.
+HYCC_HD inline WalkResult walk_from(const DecodeGeometry& g, uint64_t first, uint64_t start,
+                                    uint64_t* offsets) {
   WalkResult r;
+  r.end = start;
   const uint32_t elem = element_bytes(g.dtype);
-  for (uint64_t b = 0; b < g.nblocks; ++b) {
+  for (uint64_t b = first; b < g.nblocks; ++b) {
     BlockLayout layout;
     r.error = parse_block(g.blocks + r.end, g.bytes - r.end, g.values(b), elem, layout);
     if (r.error != BlockError::kNone) {
@@ -152,6 +156,33 @@ HYCC_HD inline WalkResult walk_stage(const DecodeGeometry& g, uint64_t* offsets)
   }
   return r;
 }
+
+// Stage 1, the reference (one thread): offsets[b] of every block, relative to `blocks`. The
+// device runs the parallel walk of codec/block/chain_walk.h over EbChain, which gives the same.
+HYCC_HD inline WalkResult walk_stage(const DecodeGeometry& g, uint64_t* offsets) {
+  return walk_from(g, 0, 0, offsets);
+}
+
+// The blocks of a payload as a chain for the parallel walk (units: bytes after the preamble).
+struct EbChain {
+  using Result = WalkResult;
+  static constexpr uint32_t kChunk = 16384;
+  DecodeGeometry g;
+
+  HYCC_HD uint64_t units() const { return g.bytes; }
+  HYCC_HD uint64_t records() const { return g.nblocks; }
+  HYCC_HD uint32_t longest() const { return max_block_bytes(element_bytes(g.dtype)); }
+  HYCC_HD uint32_t record_units(uint64_t pos) const {
+    BlockLayout layout;
+    const BlockError e =
+        parse_block(g.blocks + pos, g.bytes - pos, kBlockValues, element_bytes(g.dtype), layout);
+    return e == BlockError::kNone ? layout.bytes : 0;
+  }
+  HYCC_HD WalkResult walk_from(uint64_t first, uint64_t pos, uint64_t* offsets) const {
+    return eb::walk_from(g, first, pos, offsets);
+  }
+  HYCC_HD uint64_t offset(uint64_t pos) const { return pos; }
+};
 
 // Parses and unpacks block b (checked by the walk already); false for a verbatim block.
 HYCC_HD inline bool unpack_block(const DecodeGeometry& g, uint64_t b, const uint64_t* offsets,

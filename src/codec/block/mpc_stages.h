@@ -8,8 +8,10 @@
 //   2. an exclusive scan of the sizes gives every group its offset;
 //   3. compact: per group, its bytes from the slot to its offset.
 // Decoding:
-//   1. walk: one thread follows the bitmaps and records each group's offset (a group's size is
-//      1 + popcount(bitmap) words; where group g starts takes the bitmaps of all groups before);
+//   1. walk: each group's offset (a group's size is 1 + popcount(bitmap) words; where group g
+//      starts takes the bitmaps of all groups before): the parallel walk of
+//      codec/block/chain_walk.h over MpcChain, or the reference walk_stage (one thread following
+//      the bitmaps);
 //   2. decode: per group, its W deltas d[i] = w[i] - w[i - dim] (mod 2^W), checked, as 32-bit
 //      values;
 //   3. the deltas summed along each stride: dim = 1 is one inclusive scan; for dim > 1 the
@@ -54,12 +56,14 @@ struct WalkResult {
   uint64_t end = 0;    // where the last group ends
 };
 
-// Decoding, stage 1 (one thread): offsets[g] of every group.
+// The checked walk from group `first` at byte `start` to the last group: offsets[g] of every
+// group it reads.
 template <typename Word>
-HYCC_HD inline WalkResult walk_stage(const uint8_t* payload, uint64_t bytes, uint64_t groups,
-                                     uint64_t* offsets) {
+HYCC_HD inline WalkResult walk_from(const uint8_t* payload, uint64_t bytes, uint64_t groups,
+                                    uint64_t first, uint64_t start, uint64_t* offsets) {
   WalkResult r;
-  for (uint64_t g = 0; g < groups; ++g) {
+  r.end = start;
+  for (uint64_t g = first; g < groups; ++g) {
     if (bytes - r.end < sizeof(Word)) {
       r.error = GroupError::kNoBitmap;
       r.group = g;
@@ -76,6 +80,38 @@ HYCC_HD inline WalkResult walk_stage(const uint8_t* payload, uint64_t bytes, uin
   }
   return r;
 }
+
+// Decoding, stage 1, the reference (one thread): offsets[g] of every group. The device runs the
+// parallel walk of codec/block/chain_walk.h over MpcChain, which gives the same.
+template <typename Word>
+HYCC_HD inline WalkResult walk_stage(const uint8_t* payload, uint64_t bytes, uint64_t groups,
+                                     uint64_t* offsets) {
+  return walk_from<Word>(payload, bytes, groups, 0, 0, offsets);
+}
+
+// The groups of a payload (a whole number of words) as a chain for the parallel walk (units:
+// words; offsets in bytes).
+template <typename Word>
+struct MpcChain {
+  using Result = WalkResult;
+  static constexpr uint32_t kChunk = 4096;
+  const uint8_t* payload = nullptr;
+  uint64_t bytes = 0;
+  uint64_t groups = 0;
+
+  HYCC_HD uint64_t units() const { return bytes / sizeof(Word); }
+  HYCC_HD uint64_t records() const { return groups; }
+  HYCC_HD uint32_t longest() const { return slot_bytes<Word>() / sizeof(Word); }
+  HYCC_HD uint32_t record_units(uint64_t pos) const {
+    const uint64_t at = pos * sizeof(Word);
+    const uint64_t size = group_bytes(load_word<Word>(payload + at));
+    return bytes - at < size ? 0 : static_cast<uint32_t>(size / sizeof(Word));
+  }
+  HYCC_HD WalkResult walk_from(uint64_t first, uint64_t pos, uint64_t* offsets) const {
+    return mpc::walk_from<Word>(payload, bytes, groups, first, pos * sizeof(Word), offsets);
+  }
+  HYCC_HD uint64_t offset(uint64_t pos) const { return pos * sizeof(Word); }
+};
 
 // Decoding, stage 2: the deltas of group g's elements below count into deltas[i].
 template <typename Word>

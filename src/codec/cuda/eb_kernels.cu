@@ -1,15 +1,16 @@
 // "eb" on the device: the stages of codec/block/eb_stages.h, one thread per block of 64 values
 // (the CPU replay in tests/unit/eb_stages_test.cc loops over the same functions). Encoding:
 // summarize, resolve the carries (one thread per run between anchors), exclusive scan of the
-// sizes, write every block at its offset. Decoding: walk the headers (one thread), carry effects,
-// exclusive scan of the effects, decode every block. rel bounds take the finite range from a
-// reduction kernel first.
+// sizes, write every block at its offset. Decoding: find every block's offset (the parallel walk
+// of parallel_walk.cu), carry effects, exclusive scan of the effects, decode every block. rel
+// bounds take the finite range from a reduction kernel first.
 #include <cub/device/device_scan.cuh>
 
 #include "codec/block/eb_stages.h"
 #include "codec/block/quant_block.h"
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/kernels.h"
+#include "codec/cuda/parallel_walk.h"
 #include "codec/eb_reference.h"
 
 namespace hycc::codec::cuda {
@@ -45,10 +46,6 @@ __global__ void write_kernel(eb::EncodeGeometry g, const int32_t* carries, const
                              uint8_t* payload) {
   const uint64_t b = uint64_t{blockIdx.x} * kThreads + threadIdx.x;
   if (b < g.blocks) eb::write_stage(g, b, carries, offsets, payload);
-}
-
-__global__ void walk_kernel(eb::DecodeGeometry g, uint64_t* offsets, eb::WalkResult* result) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) *result = eb::walk_stage(g, offsets);
 }
 
 __global__ void effect_kernel(eb::DecodeGeometry g, const uint64_t* offsets, CarryEffect* effects) {
@@ -180,16 +177,18 @@ void eb_decode(const uint8_t* payload, size_t payload_bytes, TensorView out, cud
   HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(
       nullptr, cub_bytes, static_cast<CarryEffect*>(nullptr), static_cast<CarryEffect*>(nullptr),
       ThenOp{}, CarryEffect{}, n));
+  const eb::EbChain chain{g};
+  const size_t walk_bytes = parallel_walk_scratch_bytes(chain);
   Carver c(Carver::aligned(g.nblocks * 8) + 2 * Carver::aligned(g.nblocks * sizeof(CarryEffect)) +
-           Carver::aligned(sizeof(eb::WalkResult)) + Carver::aligned(cub_bytes));
+           Carver::aligned(sizeof(eb::WalkResult)) + Carver::aligned(cub_bytes) + walk_bytes);
   auto* offsets = c.take<uint64_t>(g.nblocks);
   auto* effects = c.take<CarryEffect>(g.nblocks);
   auto* carries = c.take<CarryEffect>(g.nblocks);
   auto* result = c.take<eb::WalkResult>(1);
   void* cub_temp = c.take<uint8_t>(cub_bytes);
+  void* walk_temp = c.take<uint8_t>(walk_bytes);
 
-  walk_kernel<<<1, 1, 0, stream>>>(g, offsets, result);
-  HYCC_CUDA_CHECK(cudaGetLastError());
+  parallel_walk(chain, walk_temp, offsets, result, stream);
   eb::WalkResult walk;
   copy_to_host(&walk, result, sizeof(walk), stream);
   if (walk.error != eb::BlockError::kNone) {

@@ -1,13 +1,15 @@
 // "mpc" on the device: the stages of codec/block/mpc_stages.h, one thread per group of W words
 // (the CPU replay in tests/unit/mpc_stages_test.cc loops over the same functions). Encoding:
-// every group into a fixed-capacity slot, exclusive scan of the sizes, compaction. Decoding: walk
-// the bitmaps (one thread), decode every group's deltas, and sum them along the stride with one
-// inclusive scan (after gathering the residue classes into runs when dim > 1).
+// every group into a fixed-capacity slot, exclusive scan of the sizes, compaction. Decoding: find
+// every group's offset (the parallel walk of parallel_walk.cu), decode every group's deltas, and
+// sum them along the stride with one inclusive scan (after gathering the residue classes into runs
+// when dim > 1).
 #include <cub/device/device_scan.cuh>
 
 #include "codec/block/mpc_stages.h"
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/kernels.h"
+#include "codec/cuda/parallel_walk.h"
 
 namespace hycc::codec::cuda {
 namespace {
@@ -26,14 +28,6 @@ __global__ void compact_kernel(const uint8_t* slots, const uint64_t* offsets, co
                                uint64_t groups, uint8_t* out) {
   const uint64_t g = uint64_t{blockIdx.x} * kThreads + threadIdx.x;
   if (g < groups) mpc::compact_stage<Word>(slots, offsets, sizes, g, out);
-}
-
-template <typename Word>
-__global__ void walk_kernel(const uint8_t* payload, uint64_t bytes, uint64_t groups,
-                            uint64_t* offsets, mpc::WalkResult* result) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *result = mpc::walk_stage<Word>(payload, bytes, groups, offsets);
-  }
 }
 
 // errors: the smallest (group << 8 | error code) of a malformed group, ~0 if none.
@@ -113,8 +107,10 @@ void decode_words(const uint8_t* payload, size_t bytes, uint64_t count, uint32_t
   HYCC_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, cub_bytes, static_cast<uint32_t*>(nullptr),
                                                 static_cast<uint32_t*>(nullptr), n));
   const size_t values_area = aligned(count * 4);
+  const mpc::MpcChain<Word> chain{payload, bytes, groups};
+  const size_t walk_bytes = parallel_walk_scratch_bytes(chain);
   auto* base = static_cast<uint8_t*>(
-      scratch(aligned(groups * 8) + 3 * values_area + 512 + aligned(cub_bytes)));
+      scratch(aligned(groups * 8) + 3 * values_area + 512 + walk_bytes + aligned(cub_bytes)));
   auto* offsets = reinterpret_cast<uint64_t*>(base);
   base += aligned(groups * 8);
   auto* deltas = reinterpret_cast<uint32_t*>(base);
@@ -122,10 +118,10 @@ void decode_words(const uint8_t* payload, size_t bytes, uint64_t count, uint32_t
   auto* sums = reinterpret_cast<uint32_t*>(base + 2 * values_area);
   auto* result = reinterpret_cast<mpc::WalkResult*>(base + 3 * values_area);
   auto* errors = reinterpret_cast<unsigned long long*>(base + 3 * values_area + 256);
-  void* cub_temp = base + 3 * values_area + 512;
+  void* walk_temp = base + 3 * values_area + 512;
+  void* cub_temp = base + 3 * values_area + 512 + walk_bytes;
 
-  walk_kernel<Word><<<1, 1, 0, stream>>>(payload, bytes, groups, offsets, result);
-  HYCC_CUDA_CHECK(cudaGetLastError());
+  parallel_walk(chain, walk_temp, offsets, result, stream);
   mpc::WalkResult walk;
   copy_to_host(&walk, result, sizeof(walk), stream);
   if (walk.error != GroupError::kNone) {

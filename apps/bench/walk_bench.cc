@@ -1,0 +1,123 @@
+#include "walk_bench.h"
+
+#include <cstdio>
+#include <span>
+
+#include "codec/block/eb_stages.h"
+#include "codec/block/mpc_stages.h"
+#include "codec/chain_walk_replay.h"
+#include "codec/float_io.h"
+#include "common/synthetic_data.h"
+#include "hycc/codec.h"
+#include "hycc/error.h"
+
+namespace hycc::bench {
+namespace {
+
+namespace chain = codec::chain;
+
+// One row: the parallel walk of `c` beside the reference's result and offsets.
+template <class Chain, class Result>
+bool print_row(const std::string& spec, size_t payload_bytes, const Chain& c, const Result& ref,
+               const std::vector<uint64_t>& ref_offsets) {
+  const chain::Replay<Chain> r = chain::replay_parallel_walk(c, Chain::kChunk);
+  const chain::Geometry& g = r.stats.geometry;
+  const uint64_t parallel = 2 * r.stats.longest_chain + g.supers + g.per_super;
+  const bool same = r.result.error == ref.error && r.result.end == ref.end &&
+                    r.offsets == ref_offsets && r.stats.final_chunks == 1;
+  std::printf("%-16s %11.1f %10lu %10lu x %-4u %9lu %10lu %9.0fx %13.1f %5s\n", spec.c_str(),
+              static_cast<double>(payload_bytes) / (1 << 20),
+              static_cast<unsigned long>(c.records()), static_cast<unsigned long>(g.chunks),
+              g.entries, static_cast<unsigned long>(c.records()),
+              static_cast<unsigned long>(parallel),
+              static_cast<double>(c.records()) / static_cast<double>(parallel),
+              static_cast<double>(r.stats.chain_steps) / static_cast<double>(c.records()),
+              same ? "yes" : "NO");
+  return same;
+}
+
+bool walk_eb(const std::string& spec, std::span<const std::byte> payload, DType dtype,
+             size_t count) {
+  codec::eb::DecodeGeometry g;
+  g.blocks = reinterpret_cast<const uint8_t*>(payload.data()) + codec::eb::kPreambleBytes;
+  g.bytes = payload.size() - codec::eb::kPreambleBytes;
+  g.count = count;
+  g.nblocks = (count + codec::eb::kBlockValues - 1) / codec::eb::kBlockValues;
+  g.dtype = dtype;
+  std::vector<uint64_t> offsets(g.nblocks, ~uint64_t{0});
+  const codec::eb::WalkResult ref = codec::eb::walk_stage(g, offsets.data());
+  return print_row(spec, payload.size(), codec::eb::EbChain{g}, ref, offsets);
+}
+
+template <typename Word>
+bool walk_mpc(const std::string& spec, std::span<const std::byte> payload, size_t count) {
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+  const uint64_t groups = codec::mpc::groups_of(count, codec::mpc::kBits<Word>);
+  std::vector<uint64_t> offsets(groups, ~uint64_t{0});
+  const codec::mpc::WalkResult ref =
+      codec::mpc::walk_stage<Word>(p, payload.size(), groups, offsets.data());
+  return print_row(spec, payload.size(), codec::mpc::MpcChain<Word>{p, payload.size(), groups}, ref,
+                   offsets);
+}
+
+}  // namespace
+
+CLI::App* add_walk_command(CLI::App& app, WalkBenchOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "walk",
+      "Step counts of the device decoders' parallel walk over eb blocks and mpc groups, against "
+      "the one-thread walk (run on the CPU; counts, not times)");
+  cmd->add_option("--codec", o.codecs,
+                  "eb or mpc spec, repeatable (default: eb:abs=1e-3, "
+                  "eb:abs=1e-6, mpc)");
+  cmd->add_option("--data", o.data, "gaussian | laplace | smooth")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gaussian", "laplace", "smooth"}));
+  cmd->add_option("--dtype", o.dtype, "f32 | bf16 | f16")->capture_default_str();
+  cmd->add_option("--count", o.count, "number of values")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32));
+  cmd->add_option("--seed", o.seed, "seed of the synthetic data")->capture_default_str();
+  return cmd;
+}
+
+int run_walk_bench(const WalkBenchOptions& o) {
+  const DType dtype = parse_dtype(o.dtype);
+  const std::vector<std::string> specs =
+      o.codecs.empty() ? std::vector<std::string>{"eb:abs=1e-3", "eb:abs=1e-6", "mpc"} : o.codecs;
+  std::vector<CodecConfig> configs;
+  for (const std::string& s : specs) {
+    configs.push_back(CodecConfig::parse(s));
+    if (configs.back().id() != CodecId::kEb && configs.back().id() != CodecId::kMpc) {
+      throw InvalidArgument(tagged("bench walk", "'", s, "' is neither an eb nor an mpc spec"));
+    }
+  }
+  const std::vector<float> values = make_data(parse_data_kind(o.data), o.count, o.seed);
+  std::vector<uint64_t> storage((o.count * dtype_size(dtype) + 7) / 8);
+  const TensorView input{dtype, o.count, storage.data()};
+  codec::store_from_float(values.data(), o.count, input, 0);
+
+  std::printf("# hycc-bench walk: %zu %s values (%s); chunks of %u bytes (eb), %u words (mpc)\n",
+              o.count, o.dtype.c_str(), o.data.c_str(), codec::eb::EbChain::kChunk,
+              codec::mpc::MpcChain<uint32_t>::kChunk);
+  std::printf(
+      "# longest sequential part in steps: the one-thread walk's (one per block), the "
+      "parallel walk's (2 x longest chunk chain + super-chunks + chunks per super-chunk)\n");
+  std::printf("%-16s %11s %10s %17s %9s %10s %10s %13s %5s\n", "codec", "payload_MiB", "blocks",
+              "chunks x entries", "reference", "parallel", "shorter", "steps/block", "same");
+  bool all_same = true;
+  for (const CodecConfig& config : configs) {
+    const std::vector<std::byte> stream = compress(config, input);
+    const std::span<const std::byte> payload = stream_payload(stream);
+    if (config.id() == CodecId::kEb) {
+      all_same &= walk_eb(config.spec(), payload, dtype, o.count);
+    } else if (dtype == DType::kF32) {
+      all_same &= walk_mpc<uint32_t>(config.spec(), payload, o.count);
+    } else {
+      all_same &= walk_mpc<uint16_t>(config.spec(), payload, o.count);
+    }
+  }
+  return all_same ? 0 : 1;
+}
+
+}  // namespace hycc::bench
