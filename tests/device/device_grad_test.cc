@@ -221,7 +221,9 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
     const char* spec;
     std::vector<size_t> shape;
   };
-  const Case cases[] = {{"powersgd:rank=2", {61, 37}},
+  const Case cases[] = {{"none", {}},
+                        {"none", {40, 10}},
+                        {"powersgd:rank=2", {61, 37}},
                         {"powersgd:rank=3,ef=off", {130, 17}},
                         {"powersgd:rank=5,warm_start=off", {200, 21}},
                         {"powersgd:rank=2", {}},
@@ -235,6 +237,7 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
                         {"ef+zfp:accuracy=1e-2", {}}};
   for (const Case& c : cases) {
     const bool ef_codec = std::string(c.spec).rfind("ef+", 0) == 0;
+    const bool none = std::string(c.spec) == "none";
     for (const DType d : {DType::kF32, DType::kBF16}) {
       size_t n = c.shape.empty() ? 2257 : 1;
       for (const size_t dim : c.shape) n *= dim;
@@ -255,7 +258,9 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
         expect_identical_across_ranks(got, what);
         EXPECT_TRUE(same_bits(device.residual(4), host.residual(4))) << what << ": residuals";
         EXPECT_EQ(ds.compressed, hs.compressed) << what;
-        if (!ef_codec) {  // ef's device payloads have no stream header
+        // ef's device payloads have no stream header; none moves the tensor's own dtype on the
+        // device (float32 on the host) and counts the ring's bytes, not a formula.
+        if (!ef_codec && !none) {
           EXPECT_EQ(ds.payload_bytes, hs.payload_bytes) << what;
           EXPECT_EQ(ds.wire_bytes, hs.wire_bytes) << what;
         }
@@ -298,6 +303,14 @@ TEST(DeviceGrad, BadSpecsAndStaleStatesAreRejected) {
   device.reset(1);
   device.allreduce(world(), 1, b.view(), out_b.view(), ReduceOp::kSum, emulated());
   EXPECT_EQ(device.residual(1).size(), 200u);
+  // "none" keeps its key's shape too, as the host's does.
+  DeviceGradCompressor none("none");
+  none.allreduce(world(), 2, a.view(), out_a.view(), ReduceOp::kSum, emulated());
+  EXPECT_THROW(none.allreduce(world(), 2, b.view(), out_b.view(), ReduceOp::kSum, emulated()),
+               InvalidArgument);
+  EXPECT_THROW(none.allreduce(world(), GradTensor{3, {7, 7}}, a.view(), out_a.view(),
+                              ReduceOp::kSum, emulated()),
+               InvalidArgument);
 }
 
 }  // namespace

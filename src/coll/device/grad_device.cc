@@ -96,6 +96,20 @@ dev::Memory to_device(dev::DeviceOps& ops, const std::vector<float>& values) {
   return m;
 }
 
+// "none": a plain uncompressed allreduce (its state only counts the steps, as the host's).
+GradStepStats plain_step(const dev::DeviceStep& step) {
+  GradStepStats stats;
+  stats.elements = step.grad.count;
+  CollectiveStats c;
+  DeviceCollectiveOptions o = step.options;
+  o.stats = &c;
+  allreduce_device(step.comm, step.grad, step.out, step.op, o);
+  stats.payload_bytes = step.grad.bytes();
+  stats.wire_bytes = c.wire_bytes;
+  stats.comm_seconds = c.seconds;
+  return stats;
+}
+
 }  // namespace
 
 std::vector<std::byte> DeviceGradCompressor::save() const {
@@ -156,18 +170,6 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
   plain.codec = CodecConfig{};
   plain.stats = nullptr;
   plain.max_error = nullptr;
-  if (parsed_->kind == grad::Kind::kNone) {  // a plain allreduce
-    GradStepStats stats;
-    stats.elements = grad.count;
-    CollectiveStats c;
-    plain.stats = &c;
-    allreduce_device(comm, grad, out, op, plain);
-    stats.payload_bytes = grad.bytes();
-    stats.wire_bytes = c.wire_bytes;
-    stats.comm_seconds = c.seconds;
-    return stats;
-  }
-
   const uint64_t key = tensor.key;
   coll::ArgCheck check(coll::OpKind::kAllreduce);
   std::exception_ptr unavailable;
@@ -219,6 +221,9 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
     const dev::DeviceStep step{comm, *ops, plain, tensor, grad, out, op};
     try {
       switch (parsed_->kind) {
+        case grad::Kind::kNone:
+          stats = plain_step(step);
+          break;
         case grad::Kind::kErrorFeedback:
           stats = dev::ef_device_step(step, parsed_->codec, state);
           break;
