@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,6 +39,28 @@ chain::Replay<Chain> parallel_walk(const Chain& c, uint32_t chunk) {
 std::vector<uint64_t> parsed(std::vector<uint64_t> offsets, bool failed, uint64_t record) {
   if (failed) offsets.resize(record);
   return offsets;
+}
+
+// Trial t's damage to a payload of `word`-byte units: a flipped byte, cut short at a unit, up to
+// `max_append` units appended, or `other` (t % 4 == 3) at a random unit.
+std::vector<uint8_t> damage(std::vector<uint8_t> p, int trial, size_t word, size_t max_append,
+                            std::mt19937_64& rng,
+                            const std::function<void(std::vector<uint8_t>&, size_t)>& other) {
+  const size_t at = rng() % (p.size() / word) * word;
+  switch (trial % 4) {
+    case 0:
+      p[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+      break;
+    case 1:
+      p.resize(at);
+      break;
+    case 2:
+      p.insert(p.end(), word * (1 + rng() % max_append), static_cast<uint8_t>(rng()));
+      break;
+    default:
+      other(p, at);
+  }
+  return p;
 }
 
 // ---- eb --------------------------------------------------------------------------------------
@@ -105,23 +128,11 @@ TEST(ChainWalkEb, DamagedPayloadsGiveTheReferenceError) {
     const std::vector<uint8_t> valid = eb_blocks("eb:abs=1e-4", dtype, "gaussian", count);
     for (int trial = 0; trial < 40; ++trial) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " trial " + std::to_string(trial));
-      std::vector<uint8_t> damaged = valid;
-      const size_t at = rng() % damaged.size();
-      switch (trial % 4) {
-        case 0:
-          damaged[at] ^= static_cast<uint8_t>(1 + rng() % 255);
-          break;
-        case 1:
-          damaged.resize(at);
-          break;
-        case 2:
-          damaged.insert(damaged.end(), 1 + rng() % 600, static_cast<uint8_t>(rng()));
-          break;
-        default:
-          for (size_t i = at; i < damaged.size() && i < at + 64; ++i) {
-            damaged[i] = static_cast<uint8_t>(rng());
-          }
-      }
+      const std::vector<uint8_t> damaged =
+          damage(valid, trial, 1, 600, rng, [&](std::vector<uint8_t>& d, size_t at) {
+            for (size_t i = at; i < d.size() && i < at + 64; ++i)
+              d[i] = static_cast<uint8_t>(rng());
+          });
       expect_eb_walks_agree(damaged, dtype, count);
     }
   }
@@ -268,22 +279,11 @@ TEST(ChainWalkMpc, DamagedPayloadsAndGarbageGiveTheReferenceError) {
     const std::vector<uint8_t> valid = mpc_payload(dtype, 1, "gaussian", count);
     for (int trial = 0; trial < 40; ++trial) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " trial " + std::to_string(trial));
-      std::vector<uint8_t> damaged = valid;
-      const size_t at = rng() % (damaged.size() / word) * word;
-      switch (trial % 4) {
-        case 0:
-          damaged[at] ^= static_cast<uint8_t>(1 + rng() % 255);
-          break;
-        case 1:
-          damaged.resize(at);
-          break;
-        case 2:
-          damaged.insert(damaged.end(), word * (1 + rng() % 80), static_cast<uint8_t>(rng()));
-          break;
-        default:
-          damaged.assign(word * (1 + rng() % 20000), 0);
-          for (uint8_t& b : damaged) b = static_cast<uint8_t>(rng() & rng());
-      }
+      const std::vector<uint8_t> damaged =
+          damage(valid, trial, word, 80, rng, [&](std::vector<uint8_t>& d, size_t) {
+            d.assign(word * (1 + rng() % 20000), 0);
+            for (uint8_t& b : d) b = static_cast<uint8_t>(rng() & rng());
+          });
       expect_mpc_walks_agree(dtype, damaged, count);
     }
   }
