@@ -252,6 +252,17 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
         Buffer want = clone(g), got(d, n);
         const GradStepStats hs =
             grad_allreduce(world(), host, tensor, want.view(), GradOptions{ReduceOp::kAverage, 0});
+        // Device none is allreduce_device: the host ring's bits (the host's none may run
+        // natively, in MPI's order of sums).
+        const auto host_ring = [&](ReduceOp op) {
+          Buffer sum = clone(g);
+          CollectiveOptions ring;
+          ring.algorithm = Algorithm::kRing;
+          ring.threshold_bytes = 0;
+          allreduce(world(), sum.view(), sum.view(), op, ring);
+          return sum;
+        };
+        if (none) want = host_ring(ReduceOp::kAverage);
         const GradStepStats ds =
             device.allreduce(world(), tensor, g.view(), got.view(), ReduceOp::kAverage, emulated());
         expect_bits_equal(got, want, what);
@@ -268,6 +279,13 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
         Buffer shard_want(d, mine.count), shard_got(d, mine.count);
         grad_reduce_scatter(world(), host_rs, tensor, g.view(), shard_want.view(),
                             GradOptions{ReduceOp::kSum, 0});
+        if (none) {
+          const Buffer whole = host_ring(ReduceOp::kSum);
+          std::memcpy(
+              shard_want.data(),
+              static_cast<const std::byte*>(whole.view().data) + mine.offset * dtype_size(d),
+              mine.count * dtype_size(d));
+        }
         device_rs.reduce_scatter(world(), tensor, g.view(), shard_got.view(), ReduceOp::kSum,
                                  emulated());
         expect_bits_equal(shard_got, shard_want, what + " reduce_scatter");
