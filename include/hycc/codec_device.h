@@ -9,8 +9,8 @@
 // into a regular stream.
 //
 // Codecs with device kernels: "none", "bf16", "fp16", "quant" (both roundings, stochastic
-// rounding draws the same noise as the CPU), "eb" (abs and rel), "mpc" (every dim) and
-// "zfp:rate=R"; device_supports() says which. Every other codec ("zfp:accuracy=T", "zstd") takes
+// rounding draws the same noise as the CPU), "eb" (abs and rel), "mpc" (every dim),
+// "zfp:rate=R" and "zfp:accuracy=T"; device_supports() says which. The other codec ("zstd") takes
 // the host path: the device data is copied to the host, the CPU codec runs there and the result
 // is copied back (the same payload, at the CPU codec's speed). zfp inputs holding NaN or
 // infinities take it too (exception or raw layout), and so do such payloads when decoded.

@@ -20,8 +20,8 @@
 // - All ranks must pass matching arguments (count, dtype, codec, op, segment size, tag,
 //   transport); one MPI_Allreduce checks this before anything moves, as for the host calls.
 // Codecs: every codec. Those with device kernels (device_supports(): none, bf16, fp16, quant,
-// eb, mpc, zfp:rate=R) compress on the GPU; the others (zfp:accuracy, zstd) take the host path of
-// codec_device.h for each payload: the same ring and the same bits, at the CPU codec's speed.
+// eb, mpc, zfp) compress on the GPU; zstd takes the host path of codec_device.h for each
+// payload: the same ring and the same bits, at the CPU codec's speed.
 #pragma once
 
 #include <cstddef>

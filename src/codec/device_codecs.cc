@@ -1,7 +1,5 @@
 #include "codec/device_codecs.h"
 
-#include "codec/params_io.h"
-
 namespace hycc::codec {
 
 bool has_device_kernels(const CodecConfig& config) {
@@ -12,9 +10,8 @@ bool has_device_kernels(const CodecConfig& config) {
     case CodecId::kQuant:
     case CodecId::kEb:
     case CodecId::kMpc:
+    case CodecId::kZfp:
       return true;
-    case CodecId::kZfp:  // fixed rate only (codec_zfp.cc: parameter byte 0 is 1)
-      return get_u8(config.codec().params(), 0) == 1;
     default:
       return false;
   }

@@ -1,7 +1,7 @@
 // The device codec API (include/hycc/codec_device.h) with CUDA: parameter checks, dispatch to
-// the kernels, and the host path: the CPU codec on host copies, for the codecs without kernels
-// (zfp:accuracy, zstd) and for zfp tensors with NaN or infinities (exception and raw layouts,
-// rare in training data).
+// the kernels, and the host path: the CPU codec on host copies, for the codec without kernels
+// (zstd) and for zfp tensors with NaN or infinities (exception and raw layouts, rare in training
+// data).
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -39,9 +39,15 @@ codec::eb::Quantizer eb_quantizer(const CodecConfig& config, ConstTensorView in,
   return codec::eb::make_quantizer(bound, bound > 0 ? 0.0f : r.first);
 }
 
+// codec_zfp.cc's parameter bytes: [0] the mode (1 fixed rate, 2 fixed accuracy), [4, 8) the
+// bits per block (rate) or the tolerance's exponent (accuracy, two's complement).
+bool zfp_accuracy(const CodecConfig& config) {
+  return codec::get_u8(config.codec().params(), 0) == 2;
+}
 uint32_t zfp_block_bits(const CodecConfig& config) {
   return codec::get_u32(config.codec().params(), 4);
 }
+int zfp_minexp(const CodecConfig& config) { return static_cast<int32_t>(zfp_block_bits(config)); }
 
 void require_device() {
   if (device_count() == 0) {
@@ -139,6 +145,13 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
     case CodecId::kMpc:
       return codec::cuda::mpc_encode(mpc_dim(config), in, dst, stream);
     default: {
+      if (zfp_accuracy(config)) {
+        const codec::cuda::ZfpAccuracyEncoded r =
+            codec::cuda::zfp_accuracy_encode(zfp_minexp(config), in, dst, stream);
+        if (r.non_finite != 0) return encode_on_host(config, in, out, out_bytes, options, stream);
+        HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+        return r.bytes;
+      }
       const uint32_t block_bits = zfp_block_bits(config);
       if (codec::cuda::zfp_encode(block_bits, in, dst, stream) != 0) {
         return encode_on_host(config, in, out, out_bytes, options, stream);
@@ -181,6 +194,14 @@ void decode_device(const CodecConfig& config, const void* payload, size_t payloa
       codec::cuda::mpc_decode(mpc_dim(config), src, payload_bytes, out, stream);
       break;
     default: {
+      if (zfp_accuracy(config)) {
+        if (!codec::cuda::zfp_accuracy_decode(zfp_minexp(config), src, payload_bytes, out,
+                                              stream)) {
+          decode_on_host(config, payload, payload_bytes, out, stream);  // not the plain layout
+          return;
+        }
+        break;
+      }
       const uint32_t block_bits = zfp_block_bits(config);
       if (payload_bytes != codec::zfp::fixed_rate_bytes(out.count, block_bits)) {
         decode_on_host(config, payload, payload_bytes, out, stream);  // exceptions or raw layout

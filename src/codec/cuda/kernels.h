@@ -37,6 +37,19 @@ uint64_t zfp_encode(uint32_t block_bits, ConstTensorView in, uint8_t* out, cudaS
 void zfp_decode(uint32_t block_bits, const uint8_t* payload, size_t payload_bytes, TensorView out,
                 cudaStream_t stream);
 
+// "zfp:accuracy=T" (tolerance 2^minexp), plain layout: writes the bitstream and returns its size,
+// or the number of non-finite values met (then nothing valid is written: the caller falls back).
+struct ZfpAccuracyEncoded {
+  uint64_t bytes = 0;
+  uint64_t non_finite = 0;
+};
+ZfpAccuracyEncoded zfp_accuracy_encode(int minexp, ConstTensorView in, uint8_t* out,
+                                       cudaStream_t stream);
+// Decodes a plain-layout payload and returns true; false (nothing written) for any other payload
+// (exceptions, raw layout or malformed: the caller takes the host path, which tells them apart).
+bool zfp_accuracy_decode(int minexp, const uint8_t* payload, size_t payload_bytes, TensorView out,
+                         cudaStream_t stream);
+
 // "eb": the finite range and the first finite value of a tensor (what a rel bound needs).
 struct EbRange {
   bool any = false;  // false: no finite element, lo, hi and first are 0

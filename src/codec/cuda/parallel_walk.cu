@@ -4,6 +4,7 @@
 // No host synchronization between them.
 #include "codec/block/eb_stages.h"
 #include "codec/block/mpc_stages.h"
+#include "codec/block/zfp_accuracy_stages.h"
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/parallel_walk.h"
 
@@ -18,6 +19,7 @@ using chain::Start;
 static_assert(chain::Geometry::valid(eb::EbChain::kChunk, eb::max_block_bytes(4)));
 static_assert(chain::Geometry::valid(mpc::MpcChain<uint32_t>::kChunk,
                                      mpc::slot_bytes<uint32_t>() / sizeof(uint32_t)));
+static_assert(chain::Geometry::valid(zfp::AccuracyChain::kChunk, zfp::kMaxAccuracyBlockBits));
 static_assert(chain::Geometry::valid(mpc::MpcChain<uint16_t>::kChunk,
                                      mpc::slot_bytes<uint16_t>() / sizeof(uint16_t)));
 
@@ -111,6 +113,7 @@ void parallel_walk(const Chain& chain, void* scratch, uint64_t* offsets,
 HYCC_PARALLEL_WALK(eb::EbChain)
 HYCC_PARALLEL_WALK(mpc::MpcChain<uint16_t>)
 HYCC_PARALLEL_WALK(mpc::MpcChain<uint32_t>)
+HYCC_PARALLEL_WALK(zfp::AccuracyChain)
 #undef HYCC_PARALLEL_WALK
 
 }  // namespace hycc::codec::cuda
