@@ -1,7 +1,8 @@
-// hycc-bench walk: the step counts of the parallel walk that finds every block of an "eb" payload
-// and every group of an "mpc" payload on the device (codec/block/chain_walk.h), run on the CPU
-// over the CPU codec's payload, against the one-thread walk: the longest sequential part of each,
-// and the parallel walk's total work. Counts, not times: they are the same on every machine.
+// hycc-bench walk: the step counts of the parallel walk that finds every block of an "eb" or a
+// "zfp:accuracy" payload and every group of an "mpc" payload on the device
+// (codec/block/chain_walk.h), run on the CPU over the CPU codec's payload, against the one-thread
+// walk: the longest sequential part of each, and the parallel walk's total work. Counts, not times:
+// they are the same on every machine.
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@
 namespace hycc::bench {
 
 struct WalkBenchOptions {
-  std::vector<std::string> codecs;  // eb and mpc specs; default eb:abs=1e-3, eb:abs=1e-6, mpc
+  std::vector<std::string> codecs;  // eb, mpc, zfp:accuracy specs; default eb and mpc
   std::string data = "gaussian";    // gaussian | laplace | smooth
   std::string dtype = "f32";
   size_t count = size_t{64} << 20;  // values (256 MiB of float32)
