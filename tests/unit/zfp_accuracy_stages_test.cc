@@ -54,7 +54,7 @@ std::vector<std::byte> replay_encode(int minexp, ConstTensorView in, bool& non_f
                                 });
   }
   std::vector<std::byte> payload((bits + 7) / 8);
-  std::memcpy(payload.data(), words.data(), payload.size());
+  if (!payload.empty()) std::memcpy(payload.data(), words.data(), payload.size());
   return payload;
 }
 
