@@ -27,6 +27,7 @@ const std::vector<std::string> kDeviceCodecs = {
     "quant:bits=4,round=stochastic",
     "zfp:rate=8",
     "zfp:rate=16",
+    "zfp:accuracy=1e-3",
     "eb:abs=1e-3",
     "eb:rel=1e-4",
     "mpc",
