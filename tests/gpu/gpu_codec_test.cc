@@ -39,8 +39,10 @@ const char* const kSpecs[] = {
     "zfp:rate=16",
     "zfp:rate=32",
     "zfp:accuracy=1e-3",
+#if !defined(HYCC_CUDA_EMULATION)  // each position of the walk decodes a block: slow there
     "zfp:accuracy=0.5",
     "zfp:accuracy=1e-30",
+#endif
     "eb:abs=1e-3",
     "eb:rel=1e-4",
     "eb:abs=1e-6",
@@ -225,7 +227,8 @@ TEST(DeviceEbMpc, GarbageIsHandledAsTheCpuDoes) {
     const test::Buffer in = test::Buffer::from_floats(DType::kF32, values);
     const std::vector<std::byte> good = cpu_payload(config, in.view(), 0);
     DeviceBuffer d_payload(good.size()), d_out(count * 4);
-    for (int trial = 0; trial < 200; ++trial) {
+    const int trials = config.id() == CodecId::kZfp ? 60 : 200;
+    for (int trial = 0; trial < trials; ++trial) {
       std::vector<std::byte> bad = good;
       state = state * 6364136223846793005ull + 1442695040888963407ull;
       const size_t at = 16 + (state >> 33) % (bad.size() - 16);

@@ -91,7 +91,7 @@ TEST(ZfpAccuracyStages, ReplayGivesTheCpuPayloadAndDecode) {
     const CodecConfig config = CodecConfig::parse(spec);
     for (const DType dtype : kDTypes) {
       for (const char* kind : kFiniteKinds) {
-        for (const size_t count : {0ul, 1ul, 3ul, 4ul, 5ul, 4097ul, 30003ul}) {
+        for (const size_t count : {0ul, 1ul, 3ul, 4ul, 5ul, 4097ul, 12003ul}) {
           const std::string what = std::string(spec) + " " + std::string(dtype_name(dtype)) + " " +
                                    kind + " " + std::to_string(count);
           SCOPED_TRACE(what);
