@@ -7,6 +7,10 @@
 // decoded(own stream) + decoded(partner's stream): the same two values, added in a commutative
 // float32 addition, so both hold bit-identical sums. At the end the sum is rounded once into the
 // dtype and sent uncompressed to the folded ranks, so every rank holds the same bits.
+// Stochastic rounding needs one more thing for that: before level d, the d ranks of a block
+// (vrank / d) hold the same partial sum, and they must compress it into the same stream, so the
+// seed of a level is the block's, not the rank's (with per-rank seeds the two partners of a
+// block pair decoded different noise from 4 ranks on).
 //
 // Per rank: log2(p2) whole messages sent (+1 for folded pairs, +1 uncompressed result to the
 // folded rank). Error with an absolute bound eb: a level doubles the error and adds 2 eb,
@@ -33,14 +37,16 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
   codec::load_as_float(send, 0, n, acc.data());
   std::vector<std::vector<std::byte>> out(segs.count()), in;
 
-  // Sends acc to `peer` (if `give`) and receives the peer's partial sum (if `take`).
-  const auto swap_with = [&](int peer, bool give, bool take, uint64_t level) {
+  // Sends acc to `peer` (if `give`) and receives the peer's partial sum (if `take`). `owner`
+  // names the partial sum in the stream seeds: equal on the ranks that hold the same sum.
+  const auto swap_with = [&](int peer, bool give, bool take, uint64_t level, int owner) {
     exchange(
         ctx, peer, give ? segs.count() : 0,
         [&](size_t k) {
           const ChunkRange g = segs[k];
           const ConstTensorView part{DType::kF32, g.count, acc.data() + g.offset};
-          const size_t bytes = compress_into(ctx, part, out[k], stream_seed(ctx.seed, r, level, k));
+          const size_t bytes =
+              compress_into(ctx, part, out[k], stream_seed(ctx.seed, owner, level, k));
           const std::span<const std::byte> stream(out[k].data(), bytes);
           if (take) adopt_own_stream(ctx, stream, part, {DType::kF32, g.count, &mine[g.offset]});
           return stream;
@@ -56,11 +62,11 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
   int vrank = r - extra;  // rank among the p2 ranks of the doubling
   if (r < 2 * extra) {
     if (r % 2 == 0) {  // folded out: contribute, then wait for the result
-      swap_with(r + 1, true, false, 0);
+      swap_with(r + 1, true, false, 0, r);
       recv_raw(ctx, recv, r + 1);
       return;
     }
-    swap_with(r - 1, false, true, 0);
+    swap_with(r - 1, false, true, 0, r);
     for (size_t i = 0; i < n; ++i) acc[i] += theirs[i];
     vrank = r / 2;
   }
@@ -68,7 +74,7 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
   for (int d = 1; d < p2; d <<= 1, ++level) {
     const int vpeer = vrank ^ d;
     const int peer = vpeer < extra ? 2 * vpeer + 1 : vpeer + extra;
-    swap_with(peer, true, true, level);
+    swap_with(peer, true, true, level, vrank / d);
     for (size_t i = 0; i < n; ++i) acc[i] = mine[i] + theirs[i];
   }
   store_result(acc.data(), n, op, p, recv, 0);

@@ -97,6 +97,14 @@ INSTANTIATE_TEST_SUITE_P(CompressOnceLarge, AllreduceTest,
                                            Case{"eb:abs=1e-3", DType::kF32, kLargeCount, false,
                                                 Algorithm::kCompressOnce, 64 << 10}),
                          CaseName());
+INSTANTIATE_TEST_SUITE_P(RingStochastic, AllreduceTest,
+                         ::testing::ValuesIn(stochastic_cases(Algorithm::kRing)), CaseName());
+INSTANTIATE_TEST_SUITE_P(RecursiveDoublingStochastic, AllreduceTest,
+                         ::testing::ValuesIn(stochastic_cases(Algorithm::kRecursiveDoubling)),
+                         CaseName());
+INSTANTIATE_TEST_SUITE_P(CompressOnceStochastic, AllreduceTest,
+                         ::testing::ValuesIn(stochastic_cases(Algorithm::kCompressOnce)),
+                         CaseName());
 // The native MPI path (codec none; bf16/f16 widened to float32).
 INSTANTIATE_TEST_SUITE_P(FullLarge, AllreduceTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kRing, true)), CaseName());

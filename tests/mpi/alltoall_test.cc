@@ -41,6 +41,8 @@ TEST_P(AlltoallTest, DeliversBlocks) { run_alltoall_case(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Pairwise, AlltoallTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kPairwise, test_codecs())),
                          CaseName());
+INSTANTIATE_TEST_SUITE_P(PairwiseStochastic, AlltoallTest,
+                         ::testing::ValuesIn(stochastic_cases(Algorithm::kPairwise)), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, AlltoallTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kPairwise)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AlltoallTest,

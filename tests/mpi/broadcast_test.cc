@@ -32,6 +32,8 @@ TEST_P(BroadcastTest, MatchesRoot) { run_broadcast_case(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Chain, BroadcastTest,
                          ::testing::ValuesIn(make_cases(Algorithm::kChain, test_codecs())),
                          CaseName());
+INSTANTIATE_TEST_SUITE_P(ChainStochastic, BroadcastTest,
+                         ::testing::ValuesIn(stochastic_cases(Algorithm::kChain)), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, BroadcastTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kChain)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, BroadcastTest,

@@ -144,6 +144,16 @@ inline std::vector<Case> make_cases(Algorithm a, const std::vector<std::string>&
   return cases;
 }
 
+// Stochastic rounding: the noise differs per stream, yet every rank must end with the same bits
+// (ranks holding the same partial sum must compress it into the same stream). Every dtype and
+// the small counts of make_cases, plus 100000 f32 elements in several segments.
+inline const std::string kStochasticCodec = "quant:bits=4,round=stochastic";
+inline std::vector<Case> stochastic_cases(Algorithm a) {
+  std::vector<Case> cases = make_cases(a, {kStochasticCodec}, false);
+  cases.push_back({kStochasticCodec, DType::kF32, 100000, false, a, 64 << 10});
+  return cases;
+}
+
 // Many small segments, and chunks whose segment counts differ (385 elements split over 2, 3, 4
 // or 8 ranks leaves one chunk a segment longer), so that segments of different steps are in
 // flight at once in the pipelined ring.
@@ -262,8 +272,10 @@ inline std::vector<double> exact_reduce(const std::vector<std::vector<float>>& i
 inline double compression_error(const std::string& spec, int k) {
   if (spec == "none" || spec == "mpc") return 0;
   if (spec.rfind("quant:bits=", 0) == 0) {
+    // Half a step of the range when rounding to nearest, below a whole step stochastically.
     const int bits = std::stoi(spec.substr(11));
-    return (2.0 * k / (2.0 * ((1 << bits) - 1))) * 1.001 + 1e-6 * k;
+    const double steps = spec.find("round=stochastic") != std::string::npos ? 1.0 : 0.5;
+    return (2.0 * k * steps / ((1 << bits) - 1)) * 1.001 + 1e-6 * k;
   }
   if (spec.rfind("eb:abs=", 0) == 0) return std::stod(spec.substr(7));
   if (spec == "zfp:rate=16") return k * std::ldexp(1.0, -8);
