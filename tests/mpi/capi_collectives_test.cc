@@ -1,0 +1,303 @@
+// The C API's collectives (include/hycc/hycc.h) against the C++ collectives on the same inputs
+// and options: bit-identical results on every rank, MPI_IN_PLACE as MPI defines it, the call
+// statistics, the policy engine, and failures as statuses on every rank.
+#include <string>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "hycc/hycc.h"
+#include "hycc/policy_engine.h"
+
+namespace hycc::test {
+namespace {
+
+struct CodecHandle {
+  explicit CodecHandle(const std::string& spec) {
+    EXPECT_EQ(hycc_codec_create(spec.c_str(), &codec), HYCC_OK) << hycc_last_error();
+  }
+  ~CodecHandle() { hycc_codec_destroy(codec); }
+  CodecHandle(const CodecHandle&) = delete;
+  CodecHandle& operator=(const CodecHandle&) = delete;
+  hycc_codec* codec = nullptr;
+};
+
+// A C API call that must succeed on this rank.
+void expect_ok(hycc_status s, const std::string& what) {
+  EXPECT_EQ(s, HYCC_OK) << what << ": " << hycc_status_name(s) << ": " << hycc_last_error();
+}
+
+// The same codec, threshold and seed for both APIs.
+struct BothApis {
+  explicit BothApis(const std::string& spec) : handle(spec) {
+    hycc_options_init(&c);
+    c.codec = handle.codec;
+    c.threshold_bytes = 0;
+    c.seed = 7;
+    cpp.codec = CodecConfig::parse(spec);
+    cpp.threshold_bytes = 0;
+    cpp.seed = 7;
+  }
+  CodecHandle handle;
+  hycc_options c;
+  CollectiveOptions cpp;
+};
+
+const char* const kSpecs[] = {"none", "bf16", "quant:bits=8", "quant:bits=3,round=stochastic",
+                              "mpc"};
+const DType kDtypes[] = {DType::kF32, DType::kBF16};
+
+std::string name_of(const std::string& op, const std::string& spec, DType dtype) {
+  return op + " " + spec + " " + std::string(dtype_name(dtype));
+}
+
+TEST(CapiCollectives, AllreduceEqualsTheCppApi) {
+  const int r = world().rank();
+  for (const char* spec : kSpecs) {
+    for (const DType dtype : kDtypes) {
+      const std::string what = name_of("allreduce", spec, dtype);
+      BothApis s(spec);
+      const Buffer input = make_input(dtype, 1000, r, s.cpp.codec.lossless());
+      Buffer want(dtype, 1000), out(dtype, 1000);
+      allreduce(world(), input.view(), want.view(), ReduceOp::kSum, s.cpp);
+      expect_ok(hycc_allreduce(input.view().data, out.data(), 1000, static_cast<int>(dtype),
+                               HYCC_SUM, MPI_COMM_WORLD, &s.c),
+                what);
+      EXPECT_TRUE(out.bits_equal(want)) << what;
+      Buffer in_place = clone(input);
+      expect_ok(hycc_allreduce(MPI_IN_PLACE, in_place.data(), 1000, static_cast<int>(dtype),
+                               HYCC_SUM, MPI_COMM_WORLD, &s.c),
+                what + " MPI_IN_PLACE");
+      EXPECT_TRUE(in_place.bits_equal(want)) << what << " MPI_IN_PLACE";
+      expect_identical_across_ranks(out, what);
+    }
+  }
+}
+
+TEST(CapiCollectives, ReduceScatterEqualsTheCppApi) {
+  const int p = world().size(), r = world().rank();
+  const ChunkRange mine = chunk_range(1001, p, r);
+  for (const char* spec : kSpecs) {
+    for (const DType dtype : kDtypes) {
+      const std::string what = name_of("reduce_scatter", spec, dtype);
+      BothApis s(spec);
+      const Buffer input = make_input(dtype, 1001, r, s.cpp.codec.lossless());
+      Buffer want(dtype, mine.count), out(dtype, mine.count);
+      reduce_scatter(world(), input.view(), want.view(), ReduceOp::kAverage, s.cpp);
+      expect_ok(hycc_reduce_scatter(input.view().data, 1001, out.data(), static_cast<int>(dtype),
+                                    HYCC_AVERAGE, MPI_COMM_WORLD, &s.c),
+                what);
+      EXPECT_TRUE(out.bits_equal(want)) << what;
+      Buffer in_place = clone(input);  // this rank's chunk of send receives the result
+      expect_ok(hycc_reduce_scatter(in_place.data(), 1001, view_of(in_place, mine.offset, 0).data,
+                                    static_cast<int>(dtype), HYCC_AVERAGE, MPI_COMM_WORLD, &s.c),
+                what + " in place");
+      EXPECT_TRUE(part_of(in_place, mine.offset, mine.count).bits_equal(want)) << what;
+    }
+  }
+}
+
+TEST(CapiCollectives, AllgatherBroadcastAlltoallEqualTheCppApi) {
+  const int p = world().size(), r = world().rank();
+  const auto ranks = static_cast<size_t>(p);
+  for (const char* spec : kSpecs) {
+    for (const DType dtype : kDtypes) {
+      BothApis s(spec);
+      const bool lossless = s.cpp.codec.lossless();
+      const int t = static_cast<int>(dtype);
+
+      std::string what = name_of("allgather", spec, dtype);
+      const Buffer block = make_input(dtype, 300, r, lossless);
+      Buffer want(dtype, 300 * ranks), out(dtype, 300 * ranks);
+      allgather(world(), block.view(), want.view(), s.cpp);
+      expect_ok(hycc_allgather(block.view().data, 300, out.data(), t, MPI_COMM_WORLD, &s.c), what);
+      EXPECT_TRUE(out.bits_equal(want)) << what;
+      Buffer in_place(dtype, 300 * ranks);
+      std::memcpy(view_of(in_place, 300 * static_cast<size_t>(r), 300).data, block.view().data,
+                  300 * dtype_size(dtype));
+      expect_ok(hycc_allgather(MPI_IN_PLACE, 300, in_place.data(), t, MPI_COMM_WORLD, &s.c), what);
+      EXPECT_TRUE(in_place.bits_equal(want)) << what << " MPI_IN_PLACE";
+
+      what = name_of("broadcast", spec, dtype);
+      const int root = p - 1;
+      Buffer b_want = make_input(dtype, 777, r, lossless), b_out = clone(b_want);
+      broadcast(world(), b_want.view(), root, s.cpp);
+      expect_ok(hycc_broadcast(b_out.data(), 777, t, root, MPI_COMM_WORLD, &s.c), what);
+      EXPECT_TRUE(b_out.bits_equal(b_want)) << what;
+
+      what = name_of("alltoall", spec, dtype);
+      const Buffer send = make_input(dtype, 200 * ranks, r, lossless);
+      Buffer a_want(dtype, 200 * ranks), a_out(dtype, 200 * ranks);
+      alltoall(world(), send.view(), a_want.view(), s.cpp);
+      expect_ok(hycc_alltoall(send.view().data, a_out.data(), 200 * ranks, t, MPI_COMM_WORLD, &s.c),
+                what);
+      EXPECT_TRUE(a_out.bits_equal(a_want)) << what;
+      Buffer a_in_place = clone(send);
+      expect_ok(
+          hycc_alltoall(MPI_IN_PLACE, a_in_place.data(), 200 * ranks, t, MPI_COMM_WORLD, &s.c),
+          what);
+      EXPECT_TRUE(a_in_place.bits_equal(a_want)) << what << " MPI_IN_PLACE";
+    }
+  }
+}
+
+TEST(CapiCollectives, SendRecvAroundTheRing) {
+  const int p = world().size(), r = world().rank();
+  if (p < 2) GTEST_SKIP() << "needs two ranks";
+  for (const char* spec : kSpecs) {
+    BothApis s(spec);
+    const Buffer mine = make_input(DType::kF32, 5000, r, s.cpp.codec.lossless());
+    const Buffer from_prev = make_input(DType::kF32, 5000, (r + p - 1) % p, s.cpp.codec.lossless());
+    // What the C++ API delivers for the previous rank's tensor: its own decode of the streams.
+    Buffer want(DType::kF32, 5000), got(DType::kF32, 5000);
+    const int next = (r + 1) % p, prev = (r + p - 1) % p;
+    if (r % 2 == 0) {
+      send(world(), mine.view(), next, 5, s.cpp);
+      recv(world(), want.view(), prev, 5);
+      expect_ok(hycc_send(mine.view().data, 5000, HYCC_F32, next, 6, MPI_COMM_WORLD, &s.c), spec);
+      int source = -1;
+      expect_ok(hycc_recv(got.data(), 5000, HYCC_F32, MPI_ANY_SOURCE, 6, MPI_COMM_WORLD, &source),
+                spec);
+      EXPECT_EQ(source, prev);
+    } else {
+      recv(world(), want.view(), prev, 5);
+      send(world(), mine.view(), next, 5, s.cpp);
+      int source = -1;
+      expect_ok(hycc_recv(got.data(), 5000, HYCC_F32, MPI_ANY_SOURCE, 6, MPI_COMM_WORLD, &source),
+                spec);
+      EXPECT_EQ(source, prev);
+      expect_ok(hycc_send(mine.view().data, 5000, HYCC_F32, next, 6, MPI_COMM_WORLD, &s.c), spec);
+    }
+    EXPECT_TRUE(got.bits_equal(want)) << spec;
+    if (s.cpp.codec.lossless()) {
+      EXPECT_TRUE(got.bits_equal(from_prev)) << spec;
+    }
+  }
+}
+
+TEST(CapiCollectives, CallStatisticsAreTheCppOnes) {
+  const int r = world().rank();
+  BothApis s("quant:bits=4");
+  hycc_call_stats stats;
+  s.c.stats = &stats;
+  CollectiveStats want;
+  s.cpp.stats = &want;
+  const Buffer input = make_input(DType::kF32, 100000, r, false);
+  Buffer out(DType::kF32, 100000);
+  allreduce(world(), input.view(), out.view(), ReduceOp::kSum, s.cpp);
+  expect_ok(hycc_allreduce(input.view().data, out.data(), 100000, HYCC_F32, HYCC_SUM,
+                           MPI_COMM_WORLD, &s.c),
+            "allreduce");
+  EXPECT_EQ(stats.algorithm, static_cast<int>(want.algorithm));
+  EXPECT_EQ(stats.compressed, want.compressed ? 1 : 0);
+  EXPECT_EQ(stats.message_bytes, want.message_bytes);
+  EXPECT_EQ(stats.raw_bytes, want.raw_bytes);
+  EXPECT_EQ(stats.wire_bytes, want.wire_bytes);
+  EXPECT_EQ(stats.streams, want.streams);
+  EXPECT_GE(stats.seconds, stats.codec_seconds);
+  if (world().size() > 1) {
+    EXPECT_EQ(stats.compressed, 1);
+    EXPECT_LT(stats.wire_bytes, stats.raw_bytes / 4);
+  }
+}
+
+// True if the statistics JSON has an entry of exactly `calls` calls.
+bool has_calls(const std::string& json, int calls) {
+  const std::string key = "\"calls\": " + std::to_string(calls);
+  for (size_t at = json.find(key); at != std::string::npos; at = json.find(key, at + 1)) {
+    const size_t end = at + key.size();
+    if (end < json.size() && (json[end] < '0' || json[end] > '9')) return true;
+  }
+  return false;
+}
+
+TEST(CapiCollectives, TheEngineAppliesThePolicyByCommunicatorName) {
+  const int r = world().rank();
+  MPI_Comm dp = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &dp), MPI_SUCCESS);
+  MPI_Comm_set_name(dp, "dp");
+  hycc_engine* engine = nullptr;
+  expect_ok(hycc_engine_create("hybrid", &engine), "engine");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_STREQ(hycc_engine_policy_name(engine), "hybrid");
+  PolicyEngine cpp_engine(Policy::preset("hybrid"));
+  const Communicator cpp_dp = Communicator::wrap(dp, "dp");
+
+  // Two steps of error feedback: the second step's result depends on the first's residual.
+  const Buffer grad = make_input(DType::kF32, 300000, r, false);
+  for (int step = 0; step < 2; ++step) {
+    hycc_options o;
+    hycc_options_init(&o);
+    o.engine = engine;
+    o.key = 11;
+    CollectiveOptions cpp;
+    cpp.policy = &cpp_engine;
+    cpp.key = 11;
+    Buffer want(DType::kF32, grad.count()), got(DType::kF32, grad.count());
+    allreduce(cpp_dp, grad.view(), want.view(), ReduceOp::kAverage, cpp);
+    expect_ok(
+        hycc_allreduce(grad.view().data, got.data(), grad.count(), HYCC_F32, HYCC_AVERAGE, dp, &o),
+        "dp allreduce");
+    EXPECT_TRUE(got.bits_equal(want)) << "step " << step;
+  }
+  // This rank made two dp allreduces; summed over the world, every rank's two.
+  char* local = nullptr;
+  expect_ok(hycc_engine_stats_json(engine, MPI_COMM_NULL, &local), "local stats");
+  ASSERT_NE(local, nullptr);
+  const std::string local_json = local;
+  hycc_free(local);
+  EXPECT_NE(local_json.find("\"dimension\": \"dp\""), std::string::npos) << local_json;
+  EXPECT_TRUE(has_calls(local_json, 2)) << local_json;
+  char* summed = nullptr;
+  expect_ok(hycc_engine_stats_json(engine, MPI_COMM_WORLD, &summed), "summed stats");
+  ASSERT_NE(summed, nullptr);
+  const std::string summed_json = summed;
+  hycc_free(summed);
+  EXPECT_TRUE(has_calls(summed_json, 2 * world().size())) << summed_json;
+  expect_ok(hycc_engine_finish(engine, MPI_COMM_WORLD), "finish");
+  hycc_engine_destroy(engine);
+  MPI_Comm_free(&dp);
+}
+
+TEST(CapiCollectives, FailuresAreStatusesOnEveryRank) {
+  const int p = world().size(), r = world().rank();
+  std::vector<float> buffer(100 + static_cast<size_t>(r), 1.0f);
+  BothApis s("quant:bits=8");
+  // Invalid on every rank: the root.
+  EXPECT_EQ(hycc_broadcast(buffer.data(), 100, HYCC_F32, p, MPI_COMM_WORLD, &s.c),
+            HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("root"), std::string::npos) << hycc_last_error();
+  // Local checks before any communication.
+  EXPECT_EQ(hycc_allreduce(buffer.data(), buffer.data(), 100, HYCC_F32, 5, MPI_COMM_WORLD, &s.c),
+            HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("op is not"), std::string::npos);
+  hycc_options bad = s.c;
+  bad.algorithm = 42;
+  EXPECT_EQ(
+      hycc_allreduce(buffer.data(), buffer.data(), 100, HYCC_F32, HYCC_SUM, MPI_COMM_WORLD, &bad),
+      HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      hycc_allreduce(buffer.data(), buffer.data(), 100, HYCC_F32, HYCC_SUM, MPI_COMM_NULL, &s.c),
+      HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("MPI_COMM_NULL"), std::string::npos);
+  if (p > 1) {
+    // Counts that differ across ranks: the argument agreement fails on every rank.
+    EXPECT_EQ(hycc_allreduce(buffer.data(), buffer.data(), buffer.size(), HYCC_F32, HYCC_SUM,
+                             MPI_COMM_WORLD, &s.c),
+              HYCC_ERR_COMM);
+    EXPECT_NE(std::string(hycc_last_error()).find("count"), std::string::npos) << hycc_last_error();
+  }
+  // And the communicator still works afterwards.
+  std::vector<float> ones(100, 1.0f);
+  expect_ok(
+      hycc_allreduce(MPI_IN_PLACE, ones.data(), 100, HYCC_F32, HYCC_SUM, MPI_COMM_WORLD, nullptr),
+      "allreduce after the failures");
+  EXPECT_EQ(ones[99], static_cast<float>(p));
+  hycc_engine* engine = nullptr;
+  EXPECT_EQ(hycc_engine_create("no-such-policy", &engine), HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("hybrid"), std::string::npos)
+      << "the message lists the presets: " << hycc_last_error();
+  EXPECT_EQ(engine, nullptr);
+}
+
+}  // namespace
+}  // namespace hycc::test
