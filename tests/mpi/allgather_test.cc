@@ -48,6 +48,8 @@ INSTANTIATE_TEST_SUITE_P(RingUnevenSegments, AllgatherTest,
                          ::testing::ValuesIn(uneven_segment_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(RingStochastic, AllgatherTest,
                          ::testing::ValuesIn(stochastic_cases(Algorithm::kRing)), CaseName());
+INSTANTIATE_TEST_SUITE_P(RingMoreCodecs, AllgatherTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, AllgatherTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AllgatherTest,

@@ -106,6 +106,14 @@ INSTANTIATE_TEST_SUITE_P(CompressOnceStochastic, AllreduceTest,
                          ::testing::ValuesIn(stochastic_cases(Algorithm::kCompressOnce)),
                          CaseName());
 // The native MPI path (codec none; bf16/f16 widened to float32).
+INSTANTIATE_TEST_SUITE_P(RingMoreCodecs, AllreduceTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kRing)), CaseName());
+INSTANTIATE_TEST_SUITE_P(RecursiveDoublingMoreCodecs, AllreduceTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kRecursiveDoubling)),
+                         CaseName());
+INSTANTIATE_TEST_SUITE_P(CompressOnceMoreCodecs, AllreduceTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kCompressOnce)),
+                         CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, AllreduceTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kRing, true)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AllreduceTest,

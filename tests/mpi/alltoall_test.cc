@@ -43,6 +43,8 @@ INSTANTIATE_TEST_SUITE_P(Pairwise, AlltoallTest,
                          CaseName());
 INSTANTIATE_TEST_SUITE_P(PairwiseStochastic, AlltoallTest,
                          ::testing::ValuesIn(stochastic_cases(Algorithm::kPairwise)), CaseName());
+INSTANTIATE_TEST_SUITE_P(PairwiseMoreCodecs, AlltoallTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kPairwise)), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, AlltoallTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kPairwise)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, AlltoallTest,

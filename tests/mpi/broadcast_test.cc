@@ -34,6 +34,8 @@ INSTANTIATE_TEST_SUITE_P(Chain, BroadcastTest,
                          CaseName());
 INSTANTIATE_TEST_SUITE_P(ChainStochastic, BroadcastTest,
                          ::testing::ValuesIn(stochastic_cases(Algorithm::kChain)), CaseName());
+INSTANTIATE_TEST_SUITE_P(ChainMoreCodecs, BroadcastTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kChain)), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, BroadcastTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kChain)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, BroadcastTest,

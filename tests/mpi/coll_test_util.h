@@ -154,6 +154,17 @@ inline std::vector<Case> stochastic_cases(Algorithm a) {
   return cases;
 }
 
+// The codecs the main grid leaves out (fp16, eb:rel, zfp:accuracy, zstd): every dtype and the
+// small counts of make_cases, plus 100000 f32 elements in several segments each.
+inline std::vector<Case> more_codec_cases(Algorithm a) {
+  const std::vector<std::string> codecs = {"fp16", "eb:rel=1e-2", "zfp:accuracy=1e-3", "zstd"};
+  std::vector<Case> cases = make_cases(a, codecs, false);
+  for (const std::string& codec : codecs) {
+    cases.push_back({codec, DType::kF32, 100000, false, a, 64 << 10});
+  }
+  return cases;
+}
+
 // Many small segments, and chunks whose segment counts differ (385 elements split over 2, 3, 4
 // or 8 ranks leaves one chunk a segment longer), so that segments of different steps are in
 // flight at once in the pipelined ring.
@@ -278,6 +289,10 @@ inline double compression_error(const std::string& spec, int k) {
     return (2.0 * k * steps / ((1 << bits) - 1)) * 1.001 + 1e-6 * k;
   }
   if (spec.rfind("eb:abs=", 0) == 0) return std::stod(spec.substr(7));
+  // eb:rel bounds the error by X times the value range of what it compresses (at most 2k).
+  if (spec.rfind("eb:rel=", 0) == 0) return std::stod(spec.substr(7)) * 2.0 * k * 1.001;
+  if (spec.rfind("zfp:accuracy=", 0) == 0) return std::stod(spec.substr(13));
+  if (spec == "fp16") return k * std::ldexp(1.0, -11);
   if (spec == "zfp:rate=16") return k * std::ldexp(1.0, -8);
   if (spec == "bf16") return k * std::ldexp(1.0, -8);
   ADD_FAILURE() << "no error model for " << spec;

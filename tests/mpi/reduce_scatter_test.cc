@@ -47,6 +47,8 @@ INSTANTIATE_TEST_SUITE_P(RingUnevenSegments, ReduceScatterTest,
                          ::testing::ValuesIn(uneven_segment_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(RingStochastic, ReduceScatterTest,
                          ::testing::ValuesIn(stochastic_cases(Algorithm::kRing)), CaseName());
+INSTANTIATE_TEST_SUITE_P(RingMoreCodecs, ReduceScatterTest,
+                         ::testing::ValuesIn(more_codec_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, ReduceScatterTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kRing)), CaseName());
 INSTANTIATE_TEST_SUITE_P(Native, ReduceScatterTest,
