@@ -21,6 +21,14 @@
 #ifndef HYCC_HYCC_H_
 #define HYCC_HYCC_H_
 
+/* C++ programs: without these, Open MPI's and MPICH's mpi.h pull in their deprecated C++
+ * bindings, which need an extra library (the C API uses the C interface only). */
+#if defined(__cplusplus) && !defined(OMPI_SKIP_MPICXX)
+#define OMPI_SKIP_MPICXX 1
+#endif
+#if defined(__cplusplus) && !defined(MPICH_SKIP_MPICXX)
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -201,6 +209,84 @@ HYCC_C_API hycc_status hycc_send(const void* data, size_t count, int dtype, int 
                                  MPI_Comm comm, const hycc_options* options);
 HYCC_C_API hycc_status hycc_recv(void* data, size_t count, int dtype, int source, int tag,
                                  MPI_Comm comm, int* source_out);
+
+/* ---- Device buffers (CUDA) ----------------------------------------------------------------
+ * The codecs and collectives on device memory (docs/gpu.md). A stream is a cudaStream_t passed
+ * as void* (NULL: the legacy default stream). A build without CUDA, or a machine without a GPU,
+ * gives HYCC_ERR_UNAVAILABLE with the reason, except for the collectives with the host emulation
+ * backend, which take host memory and run everywhere (the tests' device). */
+
+typedef enum hycc_device_backend {
+  HYCC_DEVICE_CUDA = 0,          /* the CUDA device current on the calling thread */
+  HYCC_DEVICE_HOST_EMULATION = 1 /* "device memory" is host memory, the CPU codecs run */
+} hycc_device_backend;
+
+typedef enum hycc_device_transport {
+  HYCC_TRANSPORT_AUTO = 0,       /* NCCL when every rank has its own GPU, staged MPI otherwise */
+  HYCC_TRANSPORT_STAGED_MPI = 1, /* through pinned host memory and MPI */
+  HYCC_TRANSPORT_NCCL = 2        /* ncclSend/ncclRecv */
+} hycc_device_transport;
+
+/* The number of CUDA devices hycc can use (0 without CUDA or without a GPU). */
+HYCC_C_API int hycc_device_count(void);
+/* 1 if the codec runs in device kernels; 0 if it takes the host path (zstd, zfp:accuracy with
+ * non-finite values), which works on device buffers too, at the CPU codec's speed. */
+HYCC_C_API int hycc_codec_device_kernels(const hycc_codec* codec);
+/* Upper bound of a payload (the stream without its 48-byte header) of count elements. */
+HYCC_C_API hycc_status hycc_max_payload_bytes(const hycc_codec* codec, int dtype, size_t count,
+                                              size_t* bytes);
+/* Encodes count elements of device memory at in into the payload at out (device memory,
+ * capacity bytes); *bytes receives its size. The payload is exactly the bytes after the header
+ * of the stream hycc_compress writes for the same input and seed. Ordered on stream; returns when
+ * the size is known. */
+HYCC_C_API hycc_status hycc_encode_device(const hycc_codec* codec, int dtype, size_t count,
+                                          const void* in, void* out, size_t capacity, uint64_t seed,
+                                          void* stream, size_t* bytes);
+/* Decodes a payload of the codec (device memory) into count elements at out (device memory). */
+HYCC_C_API hycc_status hycc_decode_device(const hycc_codec* codec, const void* payload,
+                                          size_t bytes, int dtype, size_t count, void* out,
+                                          void* stream);
+
+typedef struct hycc_device_options {
+  const hycc_codec* codec; /* NULL: none */
+  hycc_engine* engine;     /* when set, its policy chooses the codec (and gradient compressor) */
+  size_t segment_bytes;    /* pipelining segment, default 1 MiB */
+  size_t threshold_bytes;  /* below it, the native MPI call on staged copies; default 0 */
+  uint64_t seed;
+  int tag;
+  void* stream;           /* a cudaStream_t; NULL: the default stream */
+  int backend;            /* a hycc_device_backend, default HYCC_DEVICE_CUDA */
+  int transport;          /* a hycc_device_transport, default HYCC_TRANSPORT_AUTO */
+  int checksum;           /* 1 (default): every payload carries a checksum checked on arrival */
+  uint64_t key;           /* stable tensor id for error feedback; 0: from the buffer address */
+  hycc_call_stats* stats; /* when set, overwritten with what the call did */
+} hycc_device_options;
+
+/* The defaults above. Passing NULL options to a device collective means the same. */
+HYCC_C_API void hycc_device_options_init(hycc_device_options* options);
+
+/* The collectives of the section above on device buffers (collectives_device.h): the same
+ * arguments, MPI_IN_PLACE included, and the results of the host calls with the ring (chain,
+ * pairwise) algorithms bit for bit. */
+HYCC_C_API hycc_status hycc_allreduce_device(const void* send, void* recv, size_t count, int dtype,
+                                             int op, MPI_Comm comm,
+                                             const hycc_device_options* options);
+HYCC_C_API hycc_status hycc_reduce_scatter_device(const void* send, size_t send_count, void* recv,
+                                                  int dtype, int op, MPI_Comm comm,
+                                                  const hycc_device_options* options);
+HYCC_C_API hycc_status hycc_allgather_device(const void* send, size_t send_count, void* recv,
+                                             int dtype, MPI_Comm comm,
+                                             const hycc_device_options* options);
+HYCC_C_API hycc_status hycc_broadcast_device(void* buffer, size_t count, int dtype, int root,
+                                             MPI_Comm comm, const hycc_device_options* options);
+HYCC_C_API hycc_status hycc_alltoall_device(const void* send, void* recv, size_t count, int dtype,
+                                            MPI_Comm comm, const hycc_device_options* options);
+/* Point to point; recv takes the backend, stream and transport of options (may be NULL). */
+HYCC_C_API hycc_status hycc_send_device(const void* data, size_t count, int dtype, int dest,
+                                        int tag, MPI_Comm comm, const hycc_device_options* options);
+HYCC_C_API hycc_status hycc_recv_device(void* data, size_t count, int dtype, int source, int tag,
+                                        MPI_Comm comm, const hycc_device_options* options,
+                                        int* source_out);
 
 #ifdef __cplusplus
 } /* extern "C" */

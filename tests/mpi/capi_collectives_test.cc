@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coll_test_util.h"
+#include "hycc/collectives_device.h"
 #include "hycc/hycc.h"
 #include "hycc/policy_engine.h"
 
@@ -297,6 +298,106 @@ TEST(CapiCollectives, FailuresAreStatusesOnEveryRank) {
   EXPECT_NE(std::string(hycc_last_error()).find("hybrid"), std::string::npos)
       << "the message lists the presets: " << hycc_last_error();
   EXPECT_EQ(engine, nullptr);
+}
+
+// The device collectives through the C API with the host-emulated device (host memory, the
+// whole device algorithm on the CPU), both transports, against the C++ device calls.
+TEST(CapiCollectives, DeviceCollectivesEqualTheCppApi) {
+  const int p = world().size(), r = world().rank();
+  const auto ranks = static_cast<size_t>(p);
+  for (const int transport : {HYCC_TRANSPORT_STAGED_MPI, HYCC_TRANSPORT_NCCL}) {
+    for (const char* spec : {"none", "quant:bits=4,round=stochastic", "mpc"}) {
+      const std::string what =
+          std::string(spec) + (transport == HYCC_TRANSPORT_NCCL ? " nccl" : "");
+      CodecHandle h(spec);
+      hycc_device_options c;
+      hycc_device_options_init(&c);
+      c.codec = h.codec;
+      c.backend = HYCC_DEVICE_HOST_EMULATION;
+      c.transport = transport;
+      c.segment_bytes = 4096;
+      c.seed = 3;
+      hycc_call_stats stats;
+      c.stats = &stats;
+      DeviceCollectiveOptions cpp;
+      cpp.codec = CodecConfig::parse(spec);
+      cpp.backend = DeviceBackend::kHostEmulation;
+      cpp.transport = static_cast<DeviceTransport>(transport);
+      cpp.segment_bytes = 4096;
+      cpp.seed = 3;
+      const bool lossless = cpp.codec.lossless();
+
+      const Buffer input = make_input(DType::kF32, 3001, r, lossless);
+      Buffer want = clone(input), got = clone(input);
+      allreduce_device(world(), want.view(), want.view(), ReduceOp::kSum, cpp);
+      expect_ok(hycc_allreduce_device(MPI_IN_PLACE, got.data(), 3001, HYCC_F32, HYCC_SUM,
+                                      MPI_COMM_WORLD, &c),
+                what + " allreduce");
+      EXPECT_TRUE(got.bits_equal(want)) << what << " allreduce";
+      expect_identical_across_ranks(got, what + " allreduce");
+      EXPECT_EQ(stats.message_bytes, 3001u * 4) << what;
+
+      const ChunkRange mine = chunk_range(3001, p, r);
+      Buffer rs_want(DType::kF32, mine.count), rs_got(DType::kF32, mine.count);
+      reduce_scatter_device(world(), input.view(), rs_want.view(), ReduceOp::kAverage, cpp);
+      expect_ok(hycc_reduce_scatter_device(input.view().data, 3001, rs_got.data(), HYCC_F32,
+                                           HYCC_AVERAGE, MPI_COMM_WORLD, &c),
+                what + " reduce_scatter");
+      EXPECT_TRUE(rs_got.bits_equal(rs_want)) << what << " reduce_scatter";
+
+      const Buffer block = make_input(DType::kBF16, 500, r, lossless);
+      Buffer ag_want(DType::kBF16, 500 * ranks), ag_got(DType::kBF16, 500 * ranks);
+      allgather_device(world(), block.view(), ag_want.view(), cpp);
+      expect_ok(hycc_allgather_device(block.view().data, 500, ag_got.data(), HYCC_BF16,
+                                      MPI_COMM_WORLD, &c),
+                what + " allgather");
+      EXPECT_TRUE(ag_got.bits_equal(ag_want)) << what << " allgather";
+
+      Buffer b_want = clone(input), b_got = clone(input);
+      broadcast_device(world(), b_want.view(), 0, cpp);
+      expect_ok(hycc_broadcast_device(b_got.data(), 3001, HYCC_F32, 0, MPI_COMM_WORLD, &c),
+                what + " broadcast");
+      EXPECT_TRUE(b_got.bits_equal(b_want)) << what << " broadcast";
+
+      const Buffer a_in = make_input(DType::kF32, 700 * ranks, r, lossless);
+      Buffer a_want(DType::kF32, 700 * ranks), a_got(DType::kF32, 700 * ranks);
+      alltoall_device(world(), a_in.view(), a_want.view(), cpp);
+      expect_ok(hycc_alltoall_device(a_in.view().data, a_got.data(), 700 * ranks, HYCC_F32,
+                                     MPI_COMM_WORLD, &c),
+                what + " alltoall");
+      EXPECT_TRUE(a_got.bits_equal(a_want)) << what << " alltoall";
+    }
+  }
+  // Point to point: rank 0 sends to the last rank through the C API, which receives through it.
+  if (p > 1) {
+    CodecHandle h("quant:bits=8");
+    hycc_device_options c;
+    hycc_device_options_init(&c);
+    c.codec = h.codec;
+    c.backend = HYCC_DEVICE_HOST_EMULATION;
+    const Buffer data = make_input(DType::kF32, 2000, 0, false);
+    if (r == 0) {
+      expect_ok(hycc_send_device(data.view().data, 2000, HYCC_F32, p - 1, 9, MPI_COMM_WORLD, &c),
+                "send_device");
+    } else if (r == p - 1) {
+      Buffer got(DType::kF32, 2000), want(DType::kF32, 2000);
+      int source = -1;
+      expect_ok(hycc_recv_device(got.data(), 2000, HYCC_F32, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &c,
+                                 &source),
+                "recv_device");
+      EXPECT_EQ(source, 0);
+      decompress(compress(CodecConfig::parse("quant:bits=8"), data.view()), want.view());
+      EXPECT_TRUE(got.bits_equal(want)) << "the receiver holds the decoded payload";
+    }
+  }
+  hycc_device_options bad;
+  hycc_device_options_init(&bad);
+  bad.backend = 7;
+  std::vector<float> v(10, 1.0f);
+  EXPECT_EQ(
+      hycc_allreduce_device(MPI_IN_PLACE, v.data(), 10, HYCC_F32, HYCC_SUM, MPI_COMM_WORLD, &bad),
+      HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("backend"), std::string::npos);
 }
 
 }  // namespace

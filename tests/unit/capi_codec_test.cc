@@ -2,12 +2,16 @@
 // the same decoded tensors, and every failure as a status with the C++ exception's message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "hycc/codec_device.h"
 #include "hycc/collectives.h"
+#include "hycc/collectives_device.h"
+#include "hycc/device.h"
 #include "hycc/hycc.h"
 #include "test_util.h"
 
@@ -210,6 +214,78 @@ TEST(CapiCodec, ChunkRangeEqualsTheCppApi) {
   size_t offset = 0, count = 0;
   expect_failure(HYCC_ERR_INVALID_ARGUMENT, "0 <= rank < size",
                  [&] { return hycc_chunk_range(10, 3, 3, &offset, &count); });
+}
+
+}  // namespace
+}  // namespace hycc::test
+
+namespace hycc::test {
+namespace {
+
+// Device codecs: where a device exists (a GPU, or the CUDA emulator of the sanitizer build), the
+// C API's payload is the C++ API's and the host stream's payload, and decodes to the host's
+// result; without one, a status that says why.
+TEST(CapiDevice, PayloadsEqualTheCppApiOrUnavailable) {
+  const size_t n = 5000;
+  const Buffer in = Buffer::from_floats(DType::kF32, data_with_specials(n, 3));
+  for (const char* spec : {"bf16", "quant:bits=4", "quant:bits=8,round=stochastic", "mpc",
+                           "zfp:rate=8", "eb:abs=1e-2", "zstd"}) {
+    const CodecConfig config = CodecConfig::parse(spec);
+    CodecHandle h(spec);
+    size_t capacity = 0;
+    ASSERT_EQ(hycc_max_payload_bytes(h.codec, HYCC_F32, n, &capacity), HYCC_OK);
+    EXPECT_EQ(capacity, config.codec().max_payload_bytes(DType::kF32, n)) << spec;
+    EXPECT_EQ(hycc_codec_device_kernels(h.codec), device_supports(config) ? 1 : 0) << spec;
+    if (hycc_device_count() == 0) {
+      std::vector<std::byte> payload(capacity);
+      size_t bytes = 0;
+      EXPECT_EQ(hycc_encode_device(h.codec, HYCC_F32, n, in.view().data, payload.data(),
+                                   payload.size(), 0, nullptr, &bytes),
+                HYCC_ERR_UNAVAILABLE)
+          << spec;
+      EXPECT_NE(std::string(hycc_last_error()), "") << "the reason";
+      continue;
+    }
+    DeviceBuffer d_in(in.count() * 4), d_payload(capacity), d_out(in.count() * 4);
+    copy_to_device(d_in.data(), in.view().data, in.count() * 4);
+    size_t bytes = 0;
+    ASSERT_EQ(hycc_encode_device(h.codec, HYCC_F32, n, d_in.data(), d_payload.data(), capacity, 9,
+                                 nullptr, &bytes),
+              HYCC_OK)
+        << spec << ": " << hycc_last_error();
+    std::vector<std::byte> got(bytes);
+    copy_to_host(got.data(), d_payload.data(), bytes);
+    const std::vector<std::byte> stream = compress(config, in.view(), CompressOptions{9});
+    const std::span<const std::byte> want = stream_payload(stream);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()))
+        << spec << ": the device payload differs from the host stream's";
+    ASSERT_EQ(
+        hycc_decode_device(h.codec, d_payload.data(), bytes, HYCC_F32, n, d_out.data(), nullptr),
+        HYCC_OK)
+        << spec << ": " << hycc_last_error();
+    Buffer out(DType::kF32, n), host(DType::kF32, n);
+    copy_to_host(out.data(), d_out.data(), n * 4);
+    decompress(stream, host.view());
+    EXPECT_TRUE(out.bits_equal(host)) << spec;
+  }
+}
+
+TEST(CapiDevice, OptionsDefaultsAreTheCppOnes) {
+  hycc_device_options o;
+  hycc_device_options_init(&o);
+  const DeviceCollectiveOptions want;
+  EXPECT_EQ(o.codec, nullptr);
+  EXPECT_EQ(o.segment_bytes, want.segment_bytes);
+  EXPECT_EQ(o.threshold_bytes, want.threshold_bytes);
+  EXPECT_EQ(o.backend, static_cast<int>(want.backend));
+  EXPECT_EQ(o.transport, static_cast<int>(want.transport));
+  EXPECT_EQ(o.checksum, 1);
+  hycc_options h;
+  hycc_options_init(&h);
+  const CollectiveOptions host;
+  EXPECT_EQ(h.threshold_bytes, host.threshold_bytes);
+  EXPECT_EQ(h.segment_bytes, host.segment_bytes);
+  EXPECT_EQ(h.algorithm, static_cast<int>(host.algorithm));
 }
 
 }  // namespace
