@@ -1,0 +1,56 @@
+"""The policy engine: a policy (preset or TOML file) applied by communicator name."""
+import ctypes
+import json
+
+from ._arrays import comm_handle
+from ._lib import check, lib
+
+
+class Engine:
+    """A PolicyEngine: policy is a preset ("baseline", "naive", "hybrid", "hybrid-mz",
+    "hybrid-z") or a TOML file; None reads HYCC_POLICY. HYCC_LOG and HYCC_SAMPLE_ERROR apply.
+    Name communicators after their dimension (comm.Set_name("dp"); tp, pp, zero, embedding)."""
+
+    def __init__(self, policy=None):
+        self._handle = ctypes.c_void_p()
+        check(lib.hycc_engine_create(policy.encode() if policy else None,
+                                     ctypes.byref(self._handle)))
+
+    def __del__(self):
+        self.close()
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            lib.hycc_engine_destroy(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def handle(self):
+        return self._handle
+
+    @property
+    def policy_name(self):
+        return lib.hycc_engine_policy_name(self._handle).decode()
+
+    def stats(self, comm=None, local=False):
+        """The statistics per dimension and operation ({"entries": [...], "total": {...}}):
+        summed over comm (collective), or this rank's with local=True."""
+        if local:
+            from mpi4py import MPI
+            comm = MPI.COMM_NULL  # MPI_COMM_NULL is not a NULL pointer in every MPI
+        out = ctypes.c_void_p()
+        check(lib.hycc_engine_stats_json(self._handle, comm_handle(comm), ctypes.byref(out)))
+        try:
+            return json.loads(ctypes.string_at(out).decode())
+        finally:
+            lib.hycc_free(out)
+
+    def finish(self, comm=None):
+        """The end of a run, collective: what HYCC_LOG asked for (summary, JSON file)."""
+        check(lib.hycc_engine_finish(self._handle, comm_handle(comm)))

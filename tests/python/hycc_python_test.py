@@ -1,0 +1,153 @@
+"""The hycc Python package (python/hycc, ctypes over libhycc_c.so) under mpirun: codecs on numpy
+arrays, every collective and send/recv against mpi4py's own calls (exact without a codec and with
+lossless ones, within the bound and identical on every rank with lossy ones), the policy engine by
+communicator name, and failures as typed exceptions with the library's message.
+Prints "hycc python: OK" on rank 0 when every check passed; exit status 1 otherwise.
+Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_python_test.py
+"""
+import os
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import hycc  # noqa: E402
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+failures = 0
+
+
+def expect(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"hycc python: rank {rank}: FAILED: {what}", file=sys.stderr)
+
+
+def raises(exc, fn, part=""):
+    try:
+        fn()
+    except exc as e:
+        return part in str(e)
+    except Exception as e:  # noqa: BLE001 - the wrong kind is a failure too
+        print(f"hycc python: rank {rank}: {type(e).__name__}: {e}", file=sys.stderr)
+        return False
+    return False
+
+
+def same_on_every_rank(a):
+    first = a.copy()
+    world.Bcast(first, root=0)
+    return bool(world.allreduce(int(np.array_equal(first.view(np.uint8), a.view(np.uint8))),
+                                op=MPI.MIN))
+
+
+def small_ints(n, r):
+    return ((np.arange(n) + r) % 7 - 3).astype(np.float32)
+
+
+# ---- codecs -----------------------------------------------------------------------------------
+x = (np.sin(np.arange(10240) * 0.003) * 5).astype(np.float32)  # 160 blocks of 64
+mpc = hycc.Codec("mpc")
+expect(mpc.spec == "mpc:dim=1" and mpc.lossless, f"{mpc!r}")
+stream = mpc.compress(x)
+expect(hycc.inspect(stream)["count"] == x.size, "inspect")
+expect(np.array_equal(hycc.decompress(stream).view(np.uint32), x.view(np.uint32)), "mpc exact")
+quant = hycc.Codec("quant:bits=8")
+stream = quant.compress(x)
+expect(stream.size < x.nbytes // 3, f"quant:bits=8 stream of {stream.size} bytes")
+blocks = x.reshape(-1, 64)
+half_step = (blocks.max(axis=1) - blocks.min(axis=1)) / 255 / 2
+err = np.abs(hycc.decompress(stream) - x).reshape(-1, 64).max(axis=1)
+expect(np.all(err <= half_step * 1.0001 + 1e-7), f"quant error {err.max()}")
+h = x.astype(np.float16)
+expect(np.array_equal(hycc.decompress(hycc.Codec("zstd").compress(h)), h), "float16 arrays")
+bf = (x.view(np.uint32) >> 16).astype(np.uint16)  # bfloat16 bits (truncated)
+got = hycc.decompress(mpc.compress(bf, dtype="bf16"))
+expect(got.dtype == np.uint16 and np.array_equal(got, bf), "bfloat16 as uint16 bits")
+bad = stream.copy()
+bad[bad.size // 2] ^= 1
+expect(raises(hycc.CorruptStream, lambda: hycc.decompress(bad)), "a flipped bit is refused")
+expect(raises(hycc.InvalidArgument, lambda: hycc.Codec("zfp:rate=99"), "rate"), "bad spec")
+expect(raises(hycc.InvalidArgument, lambda: quant.compress(x[::2]), "contiguous"), "strided")
+expect(raises(hycc.InvalidArgument, lambda: quant.compress(x.astype(np.float64)), "float64"),
+       "float64")
+expect(raises(hycc.InvalidArgument, lambda: hycc.decompress(stream, np.empty(5, np.float32))),
+       "wrong-size output")
+
+# ---- collectives ------------------------------------------------------------------------------
+a = small_ints(50000, rank)
+want = np.empty_like(a)
+world.Allreduce(a, want, op=MPI.SUM)
+expect(np.array_equal(hycc.allreduce(a, np.empty_like(a)), want), "allreduce, no codec")
+expect(np.array_equal(hycc.allreduce(a.copy(), codec="mpc", threshold=0), want),
+       "allreduce in place, mpc")
+stats = hycc.CallStats()
+got = hycc.allreduce(a, np.empty_like(a), codec=quant, threshold=0, algorithm="ring",
+                     stats=stats)
+expect(np.max(np.abs(got - want)) <= 6.0 * size * size / 255, "allreduce, quant:bits=8")
+expect(same_on_every_rank(got), "allreduce result identical on every rank")
+expect(size == 1 or (stats.compressed and stats.wire_bytes < stats.raw_bytes / 3),
+       f"{stats.wire_bytes} of {stats.raw_bytes} bytes on the wire")
+
+start = [(1001 // size) * j + min(j, 1001 % size) for j in range(size + 1)]
+mine = np.empty(start[rank + 1] - start[rank], np.float32)
+total = np.empty(1001, np.float32)
+world.Allreduce(small_ints(1001, rank), total, op=MPI.SUM)
+hycc.reduce_scatter(small_ints(1001, rank), mine, codec="mpc", threshold=0)
+expect(np.array_equal(mine, total[start[rank]:start[rank + 1]]), "reduce_scatter, mpc")
+
+blk = small_ints(300, rank)
+gathered, want_g = np.empty(300 * size, np.float32), np.empty(300 * size, np.float32)
+world.Allgather(blk, want_g)
+hycc.allgather(blk, gathered, codec="mpc", threshold=0)
+expect(np.array_equal(gathered, want_g), "allgather, mpc")
+
+buf = small_ints(777, rank)
+hycc.broadcast(buf, root=size - 1, codec="bf16", threshold=0)
+expect(np.array_equal(buf, small_ints(777, size - 1)), "broadcast, bf16 (small integers)")
+
+s2 = small_ints(200 * size, rank)
+want_a = np.empty_like(s2)
+world.Alltoall(s2, want_a)
+expect(np.array_equal(hycc.alltoall(s2, np.empty_like(s2), codec="mpc", threshold=0), want_a),
+       "alltoall, mpc")
+expect(np.array_equal(hycc.alltoall(s2.copy()), want_a), "alltoall in place")
+
+if size > 1:
+    msg = small_ints(5000, rank)
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    inbox = np.empty_like(msg)
+    if rank % 2 == 0:
+        hycc.send(msg, nxt, tag=3, codec="mpc")
+        sender = hycc.recv(inbox, tag=3)
+    else:
+        sender = hycc.recv(inbox, tag=3)
+        hycc.send(msg, nxt, tag=3, codec="mpc")
+    expect(sender == prv and np.array_equal(inbox, small_ints(5000, prv)), "send/recv, mpc")
+    short = np.ones(100 + rank, np.float32)
+    expect(raises(hycc.CommError, lambda: hycc.allreduce(short, codec=quant, threshold=0),
+                  "count"), "counts that differ across ranks")
+
+# ---- the policy -------------------------------------------------------------------------------
+tp = world.Dup()
+tp.Set_name("tp")
+with hycc.Engine("hybrid") as engine:
+    expect(engine.policy_name == "hybrid", engine.policy_name)
+    big = np.random.default_rng(rank).standard_normal(1 << 18).astype(np.float32)
+    hycc.allreduce(big, engine=engine, comm=tp, stats=stats)
+    expect(size == 1 or stats.wire_bytes < stats.raw_bytes * 0.6, "tp allreduce went as bf16")
+    entries = engine.stats(comm=tp)["entries"]
+    expect(any(e["dimension"] == "tp" and e["calls"] == size for e in entries), f"{entries}")
+    expect(engine.stats(local=True)["total"]["calls"] == 1, "this rank's one call")
+tp.Free()
+expect(raises(hycc.InvalidArgument, lambda: hycc.Engine("no-such-policy"), "hybrid"),
+       "an unknown policy lists the presets")
+
+total_failures = world.allreduce(failures)
+if rank == 0:
+    print(f"hycc python: OK (hycc {hycc.__version__}, {size} ranks)" if total_failures == 0
+          else f"hycc python: {total_failures} checks FAILED")
+sys.exit(0 if total_failures == 0 else 1)
