@@ -7,11 +7,13 @@ libhycc_c.so (ctypes), on numpy arrays and mpi4py communicators. docs/c_api.md.
     grad2 = hycc.decompress(stream)
     hycc.allreduce(grad, op="avg", codec="quant:bits=8")    # in place, over COMM_WORLD
 
+hycc.ddp (imports torch) has a DistributedDataParallel communication hook.
 The library is found through HYCC_LIBRARY, next to this package, in a source checkout's
 build/lib, or on the loader's path.
 """
 from ._codec import Codec, codec_help, decompress, inspect
 from ._collectives import allgather, allreduce, alltoall, broadcast, recv, reduce_scatter, send
+from ._device import allreduce_device, broadcast_device, device_count
 from ._engine import Engine
 from ._lib import (CallStats, CommError, CorruptStream, HyccError, InvalidArgument, IoError,
                    Unavailable, lib)
@@ -19,6 +21,7 @@ from ._lib import (CallStats, CommError, CorruptStream, HyccError, InvalidArgume
 __version__ = lib.hycc_version().decode()
 
 __all__ = ["Codec", "codec_help", "decompress", "inspect", "allgather", "allreduce", "alltoall",
-           "broadcast", "recv", "reduce_scatter", "send", "Engine", "CallStats", "CommError",
+           "broadcast", "recv", "reduce_scatter", "send", "allreduce_device", "broadcast_device",
+           "device_count", "Engine", "CallStats", "CommError",
            "CorruptStream", "HyccError", "InvalidArgument", "IoError", "Unavailable",
            "__version__"]

@@ -121,6 +121,20 @@ _proto("hycc_send", I, V, S, I, I, I, V, _OPT)
 _proto("hycc_recv", I, V, S, I, I, I, V, ctypes.POINTER(I))
 
 
+class DeviceOptions(ctypes.Structure):
+    """hycc_device_options."""
+    _fields_ = [("codec", V), ("engine", V), ("segment_bytes", S), ("threshold_bytes", S),
+                ("seed", U64), ("tag", I), ("stream", V), ("backend", I), ("transport", I),
+                ("checksum", I), ("key", U64), ("stats", ctypes.POINTER(CallStats))]
+
+
+_DOPT = ctypes.POINTER(DeviceOptions)
+_proto("hycc_device_count", I)
+_proto("hycc_device_options_init", None, _DOPT)
+_proto("hycc_allreduce_device", I, V, V, S, I, I, V, _DOPT)
+_proto("hycc_broadcast_device", I, V, S, I, I, V, _DOPT)
+
+
 def check(status):
     """Raises the exception of a status other than 0, with the library's message."""
     if status != 0:
