@@ -1,5 +1,5 @@
-/* hycc's C API: codecs, compressed collectives and the compression policy for C, Fortran
- * (ISO_C_BINDING) and languages with a C foreign-function interface (Python ctypes, Julia, Rust).
+/* hycc's C API: codecs, compressed collectives and the compression policy for C and languages
+ * with a C foreign-function interface (Python ctypes, Julia, Rust).
  * Library: libhycc_c.so (-lhycc_c). docs/c_api.md has the full description and examples.
  *
  * Conventions:
