@@ -17,19 +17,13 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hycc  # noqa: E402
+from mpi_checks import expect, finish, identical_on_every_rank  # noqa: E402
 import hycc.ddp  # noqa: E402
 
 world = MPI.COMM_WORLD
 rank, size = world.Get_rank(), world.Get_size()
 torch.set_num_threads(1)
-failures = 0
 
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc ddp: rank {rank}: FAILED: {what}", file=sys.stderr)
 
 
 def free_port():
@@ -69,12 +63,6 @@ def train(hook_state=None):
     return torch.cat([p.detach().flatten() for p in model.parameters()]).numpy(), losses
 
 
-def identical_on_every_rank(a):
-    first = a.copy()
-    world.Bcast(first, root=0)
-    return bool(world.allreduce(int(np.array_equal(first.view(np.uint32), a.view(np.uint32))),
-                                op=MPI.MIN))
-
 
 base, base_losses = train()
 plain, _ = train(hycc.ddp.HookState(comm=world))
@@ -108,9 +96,5 @@ engine.close()
 dp.Free()
 dist.destroy_process_group()
 
-total = world.allreduce(failures)
-if rank == 0:
-    print(f"hycc ddp: OK (losses {base_losses[0]:.4f} -> uncompressed {base_losses[-1]:.4f}, "
-          f"hybrid {hybrid_losses[-1]:.4f}; {size} ranks)" if total == 0
-          else f"hycc ddp: {total} checks FAILED")
-sys.exit(0 if total == 0 else 1)
+finish("hycc ddp", f"losses {base_losses[0]:.4f} -> uncompressed {base_losses[-1]:.4f}, "
+                   f"hybrid {hybrid_losses[-1]:.4f}")

@@ -2,8 +2,8 @@
 arrays, every collective and send/recv against mpi4py's own calls (exact without a codec and with
 lossless ones, within the bound and identical on every rank with lossy ones), the policy engine by
 communicator name, and failures as typed exceptions with the library's message.
-Prints "hycc python: OK" on rank 0 when every check passed; exit status 1 otherwise.
-Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_python_test.py
+Prints "hycc package: OK" on rank 0 when every check passed; exit status 1 otherwise.
+Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_package_test.py
 """
 import os
 import sys
@@ -13,17 +13,11 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hycc  # noqa: E402
+from mpi_checks import expect, finish, identical_on_every_rank  # noqa: E402
 
 world = MPI.COMM_WORLD
 rank, size = world.Get_rank(), world.Get_size()
-failures = 0
 
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc python: rank {rank}: FAILED: {what}", file=sys.stderr)
 
 
 def raises(exc, fn, part=""):
@@ -32,16 +26,10 @@ def raises(exc, fn, part=""):
     except exc as e:
         return part in str(e)
     except Exception as e:  # noqa: BLE001 - the wrong kind is a failure too
-        print(f"hycc python: rank {rank}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"hycc package: rank {rank}: {type(e).__name__}: {e}", file=sys.stderr)
         return False
     return False
 
-
-def same_on_every_rank(a):
-    first = a.copy()
-    world.Bcast(first, root=0)
-    return bool(world.allreduce(int(np.array_equal(first.view(np.uint8), a.view(np.uint8))),
-                                op=MPI.MIN))
 
 
 def small_ints(n, r):
@@ -88,7 +76,7 @@ stats = hycc.CallStats()
 got = hycc.allreduce(a, np.empty_like(a), codec=quant, threshold=0, algorithm="ring",
                      stats=stats)
 expect(np.max(np.abs(got - want)) <= 6.0 * size * size / 255, "allreduce, quant:bits=8")
-expect(same_on_every_rank(got), "allreduce result identical on every rank")
+expect(identical_on_every_rank(got), "allreduce result identical on every rank")
 expect(size == 1 or (stats.compressed and stats.wire_bytes < stats.raw_bytes / 3),
        f"{stats.wire_bytes} of {stats.raw_bytes} bytes on the wire")
 
@@ -146,8 +134,4 @@ tp.Free()
 expect(raises(hycc.InvalidArgument, lambda: hycc.Engine("no-such-policy"), "hybrid"),
        "an unknown policy lists the presets")
 
-total_failures = world.allreduce(failures)
-if rank == 0:
-    print(f"hycc python: OK (hycc {hycc.__version__}, {size} ranks)" if total_failures == 0
-          else f"hycc python: {total_failures} checks FAILED")
-sys.exit(0 if total_failures == 0 else 1)
+finish("hycc package", f"hycc {hycc.__version__}")
