@@ -10,6 +10,8 @@ bucket through hycc's compressed allreduce (a codec, or a policy engine with err
 torch.distributed must be initialized (any backend: DDP still uses it to broadcast the initial
 parameters); the gradients travel over MPI through hycc instead of the process group. CPU
 buckets take the host collectives, CUDA buckets the device collectives on the current stream.
+Autograd runs the hooks of CUDA buckets on its own device thread: MPI must then be initialized
+with at least MPI_THREAD_SERIALIZED (mpi4py's default is MPI_THREAD_MULTIPLE).
 """
 import numpy as np
 import torch
@@ -43,6 +45,13 @@ def _bucket_key(bucket, buf):
     return 1 + (bucket.index() << 32) + buf.numel()
 
 
+def _require_thread_level():
+    from mpi4py import MPI
+    if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
+        raise InvalidArgument("hycc.ddp: CUDA buckets are reduced on autograd's device thread, "
+                              "which needs MPI initialized with MPI_THREAD_SERIALIZED or more")
+
+
 def allreduce_hook(state, bucket):
     """The DDP communication hook: the bucket averaged over the ranks in place."""
     buf = bucket.buffer()
@@ -53,6 +62,8 @@ def allreduce_hook(state, bucket):
     if state.segment is not None:
         kw["segment"] = state.segment
     if buf.is_cuda or state.device_backend == "emulation":
+        if buf.is_cuda:
+            _require_thread_level()
         stream = torch.cuda.current_stream(buf.device).cuda_stream if buf.is_cuda else None
         allreduce_device(buf, op="avg", backend="cuda" if buf.is_cuda else "emulation",
                          transport=state.transport, stream=stream, **kw)
