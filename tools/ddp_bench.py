@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""PyTorch DistributedDataParallel with and without hycc, in the same run: the same model, data
+and steps with DDP's own gloo allreduce, with hycc's hook uncompressed (MPI), and with hycc's
+hook under a policy (hybrid: ef+quant:bits=6 with error feedback on "dp"). Prints the time per
+step (median of the timed steps), the speedup over gloo, the final training loss and, for the
+hycc runs, the bytes on the wire. Run it on the emulated cluster, where the network is the
+bottleneck (as root):
+
+    tools/netemu run --hosts 2 --rate 200mbit --env HYCC_LIBRARY=$PWD/build/lib/libhycc_c.so \\
+        -- /usr/bin/python3 tools/ddp_bench.py
+
+or on shared memory with mpirun (where compression cannot win). One rank per process; the
+process group's master is rank 0's address on the emulated link (eth0), else 127.0.0.1.
+"""
+import argparse
+import fcntl
+import os
+import socket
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import hycc  # noqa: E402
+import hycc.ddp  # noqa: E402
+
+
+def interface_address(name):
+    """The IPv4 address of a network interface, or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+            return socket.inet_ntoa(packed[20:24])  # SIOCGIFADDR
+    except OSError:
+        return None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=12, help="timed steps per run (default 12)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    p.add_argument("--hidden", type=int, default=1024, help="MLP width (default 1024)")
+    p.add_argument("--layers", type=int, default=4, help="hidden layers (default 4)")
+    p.add_argument("--batch", type=int, default=32, help="samples per rank and step (default 32)")
+    p.add_argument("--policy", default="hybrid", help="hycc policy of the compressed run")
+    p.add_argument("--bucket-mb", type=float, default=4.0, help="DDP bucket cap (default 4)")
+    return p.parse_args()
+
+
+def train(args, world, hook_state):
+    """Times the steps of one run; returns (median seconds per step, final loss)."""
+    rank, size = world.Get_rank(), world.Get_size()
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(64, args.hidden), torch.nn.Tanh()]
+    for _ in range(args.layers - 1):
+        layers += [torch.nn.Linear(args.hidden, args.hidden), torch.nn.Tanh()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(args.hidden, 1))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    if hook_state is not None:
+        ddp.register_comm_hook(hook_state, hycc.ddp.allreduce_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.02)
+    data = torch.Generator().manual_seed(1000 + rank)
+    target = torch.randn(64, 1, generator=torch.Generator().manual_seed(5))
+    times, loss = [], None
+    for step in range(args.warmup + args.steps):
+        x = torch.randn(args.batch, 64, generator=data)
+        y = torch.tanh(x @ target / 8)
+        world.Barrier()
+        start = time.perf_counter()
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        elapsed = world.allreduce(time.perf_counter() - start, op=MPI.MAX)
+        if step >= args.warmup:
+            times.append(elapsed)
+    params = sum(p.numel() for p in model.parameters())
+    return float(np.median(times)), world.allreduce(loss.item()) / size, params
+
+
+def main():
+    args = parse_args()
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    torch.set_num_threads(1)
+    emulated = "NETEMU_HOSTS" in os.environ and interface_address("eth0") is not None
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0" if emulated else "lo")
+    master = (interface_address("eth0") if emulated else "127.0.0.1") if rank == 0 else None
+    os.environ["MASTER_ADDR"] = world.bcast(master, root=0)
+    os.environ["MASTER_PORT"] = str(world.bcast(free_port() if rank == 0 else None, root=0))
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+
+    dp = world.Dup()
+    dp.Set_name("dp")
+    engine = hycc.Engine(args.policy)
+    runs = [("gloo (DDP's allreduce)", None),
+            ("hycc, uncompressed", hycc.ddp.HookState(comm=dp)),
+            (f"hycc, {args.policy}", hycc.ddp.HookState(comm=dp, engine=engine))]
+    rows = []
+    for name, state in runs:
+        before = engine.stats(comm=world)["total"]
+        seconds, loss, params = train(args, world, state)
+        after = engine.stats(comm=world)["total"]
+        wire = after["wire_bytes"] - before["wire_bytes"]
+        raw = after["raw_bytes"] - before["raw_bytes"]
+        rows.append((name, seconds, loss, wire, raw))
+
+    if rank == 0:
+        network = (f"{os.environ['NETEMU_HOSTS']} hosts x {os.environ['NETEMU_RANKS_PER_HOST']} "
+                   f"ranks, {os.environ['NETEMU_RATE']} links" if emulated else
+                   "shared memory (no emulated network)")
+        print(f"# hycc {hycc.__version__} DDP benchmark: {size} ranks, {network}; MLP "
+              f"{args.layers}x{args.hidden} ({params / 1e6:.2f}M parameters, "
+              f"{params * 4 / 2**20:.1f} MiB of gradients per step), batch {args.batch}/rank, "
+              f"{args.steps} timed steps after {args.warmup}")
+        print(f"{'#run':<28} {'s/step':>8} {'speedup':>8} {'final loss':>11} {'wire/raw':>9}")
+        for name, seconds, loss, wire, raw in rows:
+            ratio = f"{wire / raw:.3f}" if raw else "-"
+            print(f"{name:<28} {seconds:>8.4f} {rows[0][1] / seconds:>7.2f}x {loss:>11.5f} "
+                  f"{ratio:>9}")
+    engine.close()
+    dp.Free()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
