@@ -10,9 +10,14 @@ bucket through hycc's compressed allreduce (a codec, or a policy engine with err
 torch.distributed must be initialized (any backend: DDP still uses it to broadcast the initial
 parameters); the gradients travel over MPI through hycc instead of the process group. CPU
 buckets take the host collectives, CUDA buckets the device collectives on the current stream.
-Autograd runs the hooks of CUDA buckets on its own device thread: MPI must then be initialized
-with at least MPI_THREAD_SERIALIZED (mpi4py's default is MPI_THREAD_MULTIPLE).
+By default (overlap=True) the allreduces run on a worker thread of the state, one bucket after
+the other in the order DDP hands them over (the same on every rank), while autograd computes the
+gradients of the next buckets: MPI must then be initialized with MPI_THREAD_MULTIPLE (mpi4py's
+default). overlap=False runs each allreduce inside the hook; autograd runs the hooks of CUDA
+buckets on its own device thread, so that still needs MPI_THREAD_SERIALIZED or more.
 """
+import concurrent.futures
+
 import numpy as np
 import torch
 
@@ -27,16 +32,28 @@ class HookState:
     e.g. "hybrid" runs ef+quant:bits=6 on "dp" with error feedback per bucket). threshold,
     segment, algorithm: as for hycc.allreduce (algorithm: host buckets only). device_backend:
     "cuda", or "emulation" to run the device algorithm on CPU buckets (tests). transport: the
-    device transport ("auto", "mpi", "nccl")."""
+    device transport ("auto", "mpi", "nccl"). overlap: run the allreduces on a worker thread,
+    overlapping the backward pass (default), or inside the hook. close() stops the worker."""
 
     def __init__(self, comm=None, codec=None, engine=None, threshold=None, segment=None,
-                 algorithm="auto", device_backend="cuda", transport="auto"):
+                 algorithm="auto", device_backend="cuda", transport="auto", overlap=True):
         if codec is not None and engine is not None:
             raise InvalidArgument("hycc.ddp: give a codec or an engine, not both")
         self.comm, self.codec, self.engine = comm, codec, engine
         self.threshold, self.segment, self.algorithm = threshold, segment, algorithm
         self.device_backend, self.transport = device_backend, transport
         self.calls = 0  # the stochastic-rounding seed of each call
+        self._worker = None
+        if overlap:
+            _require_thread_level("overlap=True", "MULTIPLE")
+            # One thread: the buckets are reduced in the order they arrive, as on every rank.
+            self._worker = concurrent.futures.ThreadPoolExecutor(1, "hycc-ddp")
+
+    def close(self):
+        """Waits for the allreduces in flight and stops the worker thread."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
 
 
 def _bucket_key(bucket, buf):
@@ -45,11 +62,25 @@ def _bucket_key(bucket, buf):
     return 1 + (bucket.index() << 32) + buf.numel()
 
 
-def _require_thread_level():
+def _require_thread_level(why, level):
     from mpi4py import MPI
-    if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
-        raise InvalidArgument("hycc.ddp: CUDA buckets are reduced on autograd's device thread, "
-                              "which needs MPI initialized with MPI_THREAD_SERIALIZED or more")
+    if MPI.Query_thread() < getattr(MPI, "THREAD_" + level):
+        raise InvalidArgument(f"hycc.ddp: {why} calls MPI from another thread, which needs MPI "
+                              f"initialized with MPI_THREAD_{level} or more")
+
+
+def _reduce(state, buf, kw):
+    """Averages one bucket in place (on whichever thread runs it)."""
+    if buf.is_cuda or state.device_backend == "emulation":
+        allreduce_device(buf, op="avg", backend="cuda" if buf.is_cuda else "emulation",
+                         transport=state.transport, **kw)
+    else:
+        if buf.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as uint16
+            array, kw["dtype"] = buf.view(torch.int16).numpy().view(np.uint16), "bf16"
+        else:
+            array = buf.numpy()
+        allreduce(array, op="avg", algorithm=state.algorithm, **kw)
+    return buf
 
 
 def allreduce_hook(state, bucket):
@@ -57,23 +88,27 @@ def allreduce_hook(state, bucket):
     buf = bucket.buffer()
     kw = dict(comm=state.comm, codec=state.codec, engine=state.engine,
               key=_bucket_key(bucket, buf), seed=state.calls)
+    state.calls += 1
     if state.threshold is not None:
         kw["threshold"] = state.threshold
     if state.segment is not None:
         kw["segment"] = state.segment
-    if buf.is_cuda or state.device_backend == "emulation":
-        if buf.is_cuda:
-            _require_thread_level()
-        stream = torch.cuda.current_stream(buf.device).cuda_stream if buf.is_cuda else None
-        allreduce_device(buf, op="avg", backend="cuda" if buf.is_cuda else "emulation",
-                         transport=state.transport, stream=stream, **kw)
-    else:
-        if buf.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as uint16
-            array, kw["dtype"] = buf.view(torch.int16).numpy().view(np.uint16), "bf16"
-        else:
-            array = buf.numpy()
-        allreduce(array, op="avg", algorithm=state.algorithm, **kw)
-    state.calls += 1
+    if buf.is_cuda:
+        # The stream autograd produced the bucket on: the device allreduce queues after it.
+        kw["stream"] = torch.cuda.current_stream(buf.device).cuda_stream
     future = torch.futures.Future()
-    future.set_result(buf)
+    if state._worker is None:
+        if buf.is_cuda:
+            _require_thread_level("a hook of CUDA buckets (autograd's device thread)",
+                                  "SERIALIZED")
+        future.set_result(_reduce(state, buf, kw))
+        return future
+
+    def run():
+        try:
+            future.set_result(_reduce(state, buf, kw))
+        except BaseException as e:  # noqa: BLE001 - DDP's wait() raises it on its thread
+            future.set_exception(e)
+
+    state._worker.submit(run)
     return future

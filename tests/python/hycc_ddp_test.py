@@ -2,7 +2,8 @@
 whose gradient buckets go through hycc's allreduce. Checks: uncompressed hycc equals DDP's own
 allreduce to float32 rounding; the emulated device path equals the host path bit for bit; the
 hybrid policy (ef+quant:bits=6 with error feedback on "dp") compresses every bucket, keeps the
-replicas identical and trains as well as uncompressed DDP.
+replicas identical, gives the same bits with the allreduces on the worker thread (overlapping
+the backward pass) as inside the hook, and trains as well as uncompressed DDP.
 Prints "hycc ddp: OK" on rank 0 when every check passed; exit status 1 otherwise.
 Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_ddp_test.py
 """
@@ -79,9 +80,14 @@ expect(identical_on_every_rank(host), "quant:bits=8 replicas identical")
 
 dp = world.Dup()
 dp.Set_name("dp")
+in_hook, _ = train(hycc.ddp.HookState(comm=dp, engine=hycc.Engine("hybrid"), overlap=False))
 engine = hycc.Engine("hybrid")
-hybrid, hybrid_losses = train(hycc.ddp.HookState(comm=dp, engine=engine))
+state = hycc.ddp.HookState(comm=dp, engine=engine)  # overlap: allreduces on the worker thread
+hybrid, hybrid_losses = train(state)
+state.close()
 expect(identical_on_every_rank(hybrid), "hybrid replicas identical")
+expect(np.array_equal(hybrid.view(np.uint32), in_hook.view(np.uint32)),
+       "allreduces on the worker thread give the bits of allreduces in the hook")
 stats = engine.stats(comm=world)
 dp_rows = [e for e in stats["entries"] if e["dimension"] == "dp" and e["operation"] == "allreduce"]
 expect(len(dp_rows) == 1 and dp_rows[0]["calls"] >= STEPS * size and
