@@ -1,4 +1,5 @@
 """Collectives on device memory (CUDA tensors) through the device C API."""
+import contextlib
 import ctypes
 
 from ._arrays import comm_handle, dtype_from_name
@@ -28,6 +29,15 @@ def _tensor(t, dtype):
         raise InvalidArgument(f"hycc: tensors of {t.dtype} are not supported: float32, float16, "
                               "bfloat16")
     return ctypes.c_void_p(t.data_ptr()), t.numel(), dtype_from_name(name)
+
+
+def _on_device_of(tensor):
+    """The tensor's CUDA device as the thread's current one while hycc runs (hycc's CUDA backend
+    takes the calling thread's current device)."""
+    if getattr(tensor, "is_cuda", False):
+        import torch
+        return torch.cuda.device(tensor.device)
+    return contextlib.nullcontext()
 
 
 def _options(kw):
@@ -68,8 +78,9 @@ def allreduce_device(tensor, op="sum", **kw):
     if op not in ("sum", "avg", "average"):
         raise InvalidArgument(f"hycc: op {op!r} is not 'sum' or 'avg'")
     o, _keep = _options(kw)
-    check(lib.hycc_allreduce_device(ptr, ptr, count, code, 0 if op == "sum" else 1,
-                                    comm_handle(kw.get("comm")), ctypes.byref(o)))
+    with _on_device_of(tensor):
+        check(lib.hycc_allreduce_device(ptr, ptr, count, code, 0 if op == "sum" else 1,
+                                        comm_handle(kw.get("comm")), ctypes.byref(o)))
     return tensor
 
 
@@ -77,6 +88,7 @@ def broadcast_device(tensor, root=0, **kw):
     """tensor on every rank = tensor of root, on the device. Keywords as allreduce_device."""
     ptr, count, code = _tensor(tensor, kw.get("dtype"))
     o, _keep = _options(kw)
-    check(lib.hycc_broadcast_device(ptr, count, code, root, comm_handle(kw.get("comm")),
-                                    ctypes.byref(o)))
+    with _on_device_of(tensor):
+        check(lib.hycc_broadcast_device(ptr, count, code, root, comm_handle(kw.get("comm")),
+                                        ctypes.byref(o)))
     return tensor

@@ -106,10 +106,6 @@ def allreduce_hook(state, bucket):
 
     def run():
         try:
-            if buf.is_cuda:  # hycc's CUDA backend takes the calling thread's current device
-                with torch.cuda.device(buf.device):
-                    future.set_result(_reduce(state, buf, kw))
-                return
             future.set_result(_reduce(state, buf, kw))
         except BaseException as e:  # noqa: BLE001 - DDP's wait() raises it on its thread
             future.set_exception(e)
