@@ -40,7 +40,14 @@ def _op(op):
     return _OPS[op]
 
 
+_KEYWORDS = {"comm", "codec", "engine", "algorithm", "threshold", "segment", "seed", "tag", "key",
+             "dtype", "stats"}
+
+
 def _common(kwargs):
+    unknown = set(kwargs) - _KEYWORDS
+    if unknown:  # a misspelt keyword must not silently run uncompressed
+        raise TypeError(f"hycc: unknown keyword(s) {sorted(unknown)}; expected {sorted(_KEYWORDS)}")
     return _options(kwargs.get("codec"), kwargs.get("engine"), kwargs.get("algorithm", "auto"),
                     kwargs.get("threshold"), kwargs.get("segment"), kwargs.get("seed", 0),
                     kwargs.get("tag", 0), kwargs.get("key", 0), kwargs.get("stats"))

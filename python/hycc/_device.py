@@ -40,7 +40,14 @@ def _on_device_of(tensor):
     return contextlib.nullcontext()
 
 
+_KEYWORDS = {"comm", "codec", "engine", "backend", "transport", "segment", "threshold", "seed",
+             "tag", "key", "stream", "checksum", "stats", "dtype"}
+
+
 def _options(kw):
+    unknown = set(kw) - _KEYWORDS
+    if unknown:  # a misspelt keyword must not silently run uncompressed
+        raise TypeError(f"hycc: unknown keyword(s) {sorted(unknown)}; expected {sorted(_KEYWORDS)}")
     o = DeviceOptions()
     lib.hycc_device_options_init(ctypes.byref(o))
     keep = None

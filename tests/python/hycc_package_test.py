@@ -64,6 +64,8 @@ expect(raises(hycc.InvalidArgument, lambda: quant.compress(x.astype(np.float64))
        "float64")
 expect(raises(hycc.InvalidArgument, lambda: hycc.decompress(stream, np.empty(5, np.float32))),
        "wrong-size output")
+expect(raises(TypeError, lambda: hycc.allreduce(x.copy(), codc="mpc"), "codc"),
+       "a misspelt keyword is refused, not ignored")
 
 # ---- collectives ------------------------------------------------------------------------------
 a = small_ints(50000, rank)
