@@ -13,7 +13,9 @@ build/lib, or on the loader's path.
 """
 from ._codec import Codec, codec_help, decompress, inspect
 from ._collectives import allgather, allreduce, alltoall, broadcast, recv, reduce_scatter, send
-from ._device import allreduce_device, broadcast_device, device_count
+from ._device import (allgather_device, allreduce_device, alltoall_device, broadcast_device,
+                      decode_device, device_count, encode_device, max_payload_bytes,
+                      recv_device, reduce_scatter_device, send_device)
 from ._engine import Engine
 from ._lib import (CallStats, CommError, CorruptStream, HyccError, InvalidArgument, IoError,
                    Unavailable, lib)
@@ -21,7 +23,8 @@ from ._lib import (CallStats, CommError, CorruptStream, HyccError, InvalidArgume
 __version__ = lib.hycc_version().decode()
 
 __all__ = ["Codec", "codec_help", "decompress", "inspect", "allgather", "allreduce", "alltoall",
-           "broadcast", "recv", "reduce_scatter", "send", "allreduce_device", "broadcast_device",
-           "device_count", "Engine", "CallStats", "CommError",
+           "broadcast", "recv", "reduce_scatter", "send", "allgather_device", "allreduce_device",
+           "alltoall_device", "broadcast_device", "decode_device", "device_count", "encode_device",
+           "max_payload_bytes", "recv_device", "reduce_scatter_device", "send_device", "Engine", "CallStats", "CommError",
            "CorruptStream", "HyccError", "InvalidArgument", "IoError", "Unavailable",
            "__version__"]

@@ -132,7 +132,16 @@ _DOPT = ctypes.POINTER(DeviceOptions)
 _proto("hycc_device_count", I)
 _proto("hycc_device_options_init", None, _DOPT)
 _proto("hycc_allreduce_device", I, V, V, S, I, I, V, _DOPT)
+_proto("hycc_reduce_scatter_device", I, V, S, V, I, I, V, _DOPT)
+_proto("hycc_allgather_device", I, V, S, V, I, V, _DOPT)
 _proto("hycc_broadcast_device", I, V, S, I, I, V, _DOPT)
+_proto("hycc_alltoall_device", I, V, V, S, I, V, _DOPT)
+_proto("hycc_send_device", I, V, S, I, I, I, V, _DOPT)
+_proto("hycc_recv_device", I, V, S, I, I, I, V, _DOPT, ctypes.POINTER(I))
+_proto("hycc_codec_device_kernels", I, V)
+_proto("hycc_max_payload_bytes", I, V, I, S, c_size_p)
+_proto("hycc_encode_device", I, V, I, S, V, V, S, U64, V, c_size_p)
+_proto("hycc_decode_device", I, V, V, S, I, S, V, V)
 
 
 def check(status):

@@ -121,6 +121,50 @@ if size > 1:
     expect(raises(hycc.CommError, lambda: hycc.allreduce(short, codec=quant, threshold=0),
                   "count"), "counts that differ across ranks")
 
+# ---- device collectives, host-emulated device: the host calls' bits --------------------------
+def bits(a):
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint16)
+
+
+lossy = small_ints(3001, rank) * np.float32(0.37)
+dev = hycc.allreduce_device(lossy.copy(), op="avg", codec=quant, backend="emulation", seed=5)
+host = hycc.allreduce(lossy, np.empty_like(lossy), op="avg", codec=quant, algorithm="ring",
+                      threshold=0, seed=5)
+expect(np.array_equal(bits(dev), bits(host)), "allreduce_device == host ring")
+mine_d, mine_h = np.empty_like(mine), np.empty_like(mine)
+hycc.reduce_scatter_device(small_ints(1001, rank), mine_d, codec=quant, backend="emulation")
+hycc.reduce_scatter(small_ints(1001, rank), mine_h, codec=quant, algorithm="ring", threshold=0)
+expect(np.array_equal(bits(mine_d), bits(mine_h)), "reduce_scatter_device == host ring")
+g_d, g_h = np.empty_like(gathered), np.empty_like(gathered)
+hycc.allgather_device(blk * np.float32(0.3), g_d, codec=quant, backend="emulation")
+hycc.allgather(blk * np.float32(0.3), g_h, codec=quant, algorithm="ring", threshold=0)
+expect(np.array_equal(bits(g_d), bits(g_h)), "allgather_device == host ring")
+b_d, b_h = lossy.copy(), lossy.copy()
+hycc.broadcast_device(b_d, root=0, codec=quant, backend="emulation")
+hycc.broadcast(b_h, root=0, codec=quant, algorithm="chain", threshold=0)
+expect(np.array_equal(bits(b_d), bits(b_h)), "broadcast_device == host chain")
+a_d = hycc.alltoall_device(s2 * np.float32(0.3), codec=quant, backend="emulation")
+a_h = hycc.alltoall(s2 * np.float32(0.3), np.empty_like(s2), codec=quant, algorithm="pairwise",
+                    threshold=0)
+expect(np.array_equal(bits(a_d), bits(a_h)), "alltoall_device in place == host pairwise")
+if size > 1:
+    msg, inbox = small_ints(4000, rank), np.empty(4000, np.float32)
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    if rank % 2 == 0:
+        hycc.send_device(msg, nxt, tag=4, codec="mpc", backend="emulation")
+        sender = hycc.recv_device(inbox, tag=4, backend="emulation")
+    else:
+        sender = hycc.recv_device(inbox, tag=4, backend="emulation")
+        hycc.send_device(msg, nxt, tag=4, codec="mpc", backend="emulation")
+    expect(sender == prv and np.array_equal(inbox, small_ints(4000, prv)),
+           "send_device/recv_device, mpc")
+expect(hycc.max_payload_bytes(quant, 1000) + 48 == quant.max_compressed_bytes(1000),
+       "payload bound = stream bound - header")
+if hycc.device_count() == 0:
+    payload = np.empty(hycc.max_payload_bytes(quant, x.size), np.uint8)
+    expect(raises(hycc.Unavailable, lambda: hycc.encode_device(quant, x, payload)),
+           "device codecs without a device: Unavailable")
+
 # ---- the policy -------------------------------------------------------------------------------
 tp = world.Dup()
 tp.Set_name("tp")
