@@ -54,6 +54,11 @@ class Codec:
         return out[:size.value].copy()
 
 
+def as_codec(codec):
+    """A Codec from a Codec or a spec string."""
+    return codec if isinstance(codec, Codec) else Codec(codec)
+
+
 def _stream_array(stream):
     s = np.frombuffer(stream, dtype=np.uint8) if isinstance(stream, (bytes, bytearray)) else \
         as_array(stream, what="stream")

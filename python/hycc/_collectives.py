@@ -2,55 +2,24 @@
 import ctypes
 
 from ._arrays import as_array, comm_handle, dtype_code, pointer
-from ._codec import Codec
-from ._lib import CallStats, InvalidArgument, Options, check, lib
+from ._lib import InvalidArgument, Options, check, lib
+from ._options import check_keywords, fill_common, op_code
 
 _ALGORITHMS = {"auto": 0, "native": 1, "ring": 2, "rd": 3, "recursive_doubling": 3,
                "compress_once": 4, "chain": 5, "pairwise": 6}
-_OPS = {"sum": 0, "avg": 1, "average": 1}
 
 
-def _options(codec, engine, algorithm, threshold, segment, seed, tag, key, stats):
+def _common(kw):
+    """hycc_options from the keywords of a host call."""
+    check_keywords(kw, {"algorithm"})
     o = Options()
     lib.hycc_options_init(ctypes.byref(o))
-    keep = None
-    if codec is not None:
-        keep = codec if isinstance(codec, Codec) else Codec(codec)
-        o.codec = keep.handle
-    if engine is not None:
-        o.engine = engine.handle
+    keep = fill_common(o, kw)
+    algorithm = kw.get("algorithm", "auto")
     if algorithm not in _ALGORITHMS:
         raise InvalidArgument(f"hycc: algorithm {algorithm!r} is not one of {sorted(_ALGORITHMS)}")
     o.algorithm = _ALGORITHMS[algorithm]
-    if threshold is not None:
-        o.threshold_bytes = threshold
-    if segment is not None:
-        o.segment_bytes = segment
-    o.seed, o.tag, o.key = seed, tag, key
-    if stats is not None:
-        if not isinstance(stats, CallStats):
-            raise InvalidArgument("hycc: stats must be a hycc.CallStats")
-        o.stats = ctypes.pointer(stats)
     return o, keep  # keep: the codec must outlive the call
-
-
-def _op(op):
-    if op not in _OPS:
-        raise InvalidArgument(f"hycc: op {op!r} is not one of {sorted(_OPS)}")
-    return _OPS[op]
-
-
-_KEYWORDS = {"comm", "codec", "engine", "algorithm", "threshold", "segment", "seed", "tag", "key",
-             "dtype", "stats"}
-
-
-def _common(kwargs):
-    unknown = set(kwargs) - _KEYWORDS
-    if unknown:  # a misspelt keyword must not silently run uncompressed
-        raise TypeError(f"hycc: unknown keyword(s) {sorted(unknown)}; expected {sorted(_KEYWORDS)}")
-    return _options(kwargs.get("codec"), kwargs.get("engine"), kwargs.get("algorithm", "auto"),
-                    kwargs.get("threshold"), kwargs.get("segment"), kwargs.get("seed", 0),
-                    kwargs.get("tag", 0), kwargs.get("key", 0), kwargs.get("stats"))
 
 
 _DOC = """
@@ -68,7 +37,7 @@ def allreduce(send, recv=None, op="sum", **kw):
     r = s if recv is None else as_array(recv, writable=True, what="recv")
     o, _keep = _common(kw)
     check(lib.hycc_allreduce(pointer(s), pointer(r), s.size, code,
-                             _op(op), comm_handle(kw.get("comm")), ctypes.byref(o)))
+                             op_code(op), comm_handle(kw.get("comm")), ctypes.byref(o)))
     return send if recv is None else recv
 
 
@@ -78,7 +47,7 @@ def reduce_scatter(send, recv, op="sum", **kw):
     r = as_array(recv, writable=True, what="recv")
     o, _keep = _common(kw)
     check(lib.hycc_reduce_scatter(pointer(s), s.size, pointer(r), dtype_code(s, kw.get("dtype")),
-                                  _op(op), comm_handle(kw.get("comm")), ctypes.byref(o)))
+                                  op_code(op), comm_handle(kw.get("comm")), ctypes.byref(o)))
     return recv
 
 

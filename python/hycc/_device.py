@@ -7,15 +7,13 @@ import ctypes
 import numpy as np
 
 from ._arrays import comm_handle, dtype_code, dtype_from_name
-from ._codec import Codec
-from ._lib import CallStats, DeviceOptions, InvalidArgument, check, lib
+from ._codec import as_codec
+from ._lib import DeviceOptions, InvalidArgument, check, lib
+from ._options import check_keywords, fill_common, op_code
 
 _BACKENDS = {"cuda": 0, "emulation": 1}
 _TRANSPORTS = {"auto": 0, "mpi": 1, "nccl": 2}
 _TORCH_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
-_OPS = {"sum": 0, "avg": 1, "average": 1}
-_KEYWORDS = {"comm", "codec", "engine", "backend", "transport", "segment", "threshold", "seed",
-             "tag", "key", "stream", "checksum", "stats", "dtype"}
 
 
 def device_count():
@@ -51,40 +49,19 @@ def _on_device_of(tensor):
 
 
 def _options(kw):
-    unknown = set(kw) - _KEYWORDS
-    if unknown:  # a misspelt keyword must not silently run uncompressed
-        raise TypeError(f"hycc: unknown keyword(s) {sorted(unknown)}; expected {sorted(_KEYWORDS)}")
+    """hycc_device_options from the keywords of a device call."""
+    check_keywords(kw, {"backend", "transport", "stream", "checksum"})
     o = DeviceOptions()
     lib.hycc_device_options_init(ctypes.byref(o))
-    keep = None
-    if kw.get("codec") is not None:
-        keep = kw["codec"] if isinstance(kw["codec"], Codec) else Codec(kw["codec"])
-        o.codec = keep.handle
-    if kw.get("engine") is not None:
-        o.engine = kw["engine"].handle
+    keep = fill_common(o, kw)
     backend, transport = kw.get("backend", "cuda"), kw.get("transport", "auto")
     if backend not in _BACKENDS or transport not in _TRANSPORTS:
         raise InvalidArgument(f"hycc: backend in {sorted(_BACKENDS)}, transport in "
                               f"{sorted(_TRANSPORTS)}; not {backend!r}, {transport!r}")
     o.backend, o.transport = _BACKENDS[backend], _TRANSPORTS[transport]
-    if kw.get("segment") is not None:
-        o.segment_bytes = kw["segment"]
-    if kw.get("threshold") is not None:
-        o.threshold_bytes = kw["threshold"]
-    o.seed, o.tag, o.key = kw.get("seed", 0), kw.get("tag", 0), kw.get("key", 0)
     o.stream = kw.get("stream")
     o.checksum = 1 if kw.get("checksum", True) else 0
-    if kw.get("stats") is not None:
-        if not isinstance(kw["stats"], CallStats):
-            raise InvalidArgument("hycc: stats must be a hycc.CallStats")
-        o.stats = ctypes.pointer(kw["stats"])
     return o, keep  # keep: the codec must outlive the call
-
-
-def _op(op):
-    if op not in _OPS:
-        raise InvalidArgument(f"hycc: op {op!r} is not one of {sorted(_OPS)}")
-    return _OPS[op]
 
 
 def _run(call, anchor, kw, *args):
@@ -101,7 +78,7 @@ def allreduce_device(tensor, op="sum", **kw):
     device algorithm on the CPU), transport ("auto", "mpi", "nccl"), segment, threshold, seed,
     tag, key, checksum, stats, dtype."""
     ptr, count, code = _tensor(tensor, kw.get("dtype"))
-    _run(lib.hycc_allreduce_device, tensor, kw, ptr, ptr, count, code, _op(op))
+    _run(lib.hycc_allreduce_device, tensor, kw, ptr, ptr, count, code, op_code(op))
     return tensor
 
 
@@ -109,7 +86,7 @@ def reduce_scatter_device(send, recv, op="sum", **kw):
     """recv = this rank's chunk of op over ranks of send, on the device."""
     s, n, code = _tensor(send, kw.get("dtype"))
     r, _, _ = _tensor(recv, kw.get("dtype"))
-    _run(lib.hycc_reduce_scatter_device, send, kw, s, n, r, code, _op(op))
+    _run(lib.hycc_reduce_scatter_device, send, kw, s, n, r, code, op_code(op))
     return recv
 
 
@@ -160,7 +137,7 @@ def recv_device(data, source=None, tag=0, **kw):
 
 def max_payload_bytes(codec, count, dtype="f32"):
     """Upper bound of a device payload (a stream without its 48-byte header)."""
-    codec = codec if isinstance(codec, Codec) else Codec(codec)
+    codec = as_codec(codec)
     out = ctypes.c_size_t()
     check(lib.hycc_max_payload_bytes(codec.handle, dtype_from_name(dtype), count,
                                      ctypes.byref(out)))
@@ -170,8 +147,8 @@ def max_payload_bytes(codec, count, dtype="f32"):
 def encode_device(codec, tensor, payload, seed=0, stream=None, dtype=None):
     """Encodes a device tensor into `payload` (device memory of max_payload_bytes, e.g. a uint8
     CUDA tensor); returns the payload's size in bytes: the bytes after the header of the stream
-    Codec.compress writes for the same input and seed."""
-    codec = codec if isinstance(codec, Codec) else Codec(codec)
+    hycc.Codec.compress writes for the same input and seed."""
+    codec = as_codec(codec)
     ptr, count, code = _tensor(tensor, dtype)
     out, capacity = _bytes_of(payload)
     size = ctypes.c_size_t()
@@ -183,7 +160,7 @@ def encode_device(codec, tensor, payload, seed=0, stream=None, dtype=None):
 
 def decode_device(codec, payload, nbytes, tensor, stream=None, dtype=None):
     """Decodes nbytes of a device payload of the codec into a device tensor."""
-    codec = codec if isinstance(codec, Codec) else Codec(codec)
+    codec = as_codec(codec)
     ptr, count, code = _tensor(tensor, dtype)
     src, capacity = _bytes_of(payload)
     if nbytes > capacity:

@@ -80,17 +80,22 @@ ReduceOp to_op(int op, const char* function) {
   return static_cast<ReduceOp>(op);
 }
 
-void publish_stats(const CollectiveStats& stats, hycc_call_stats* out) {
-  if (out == nullptr) return;
-  *out = hycc_call_stats{};
-  out->algorithm = static_cast<int>(stats.algorithm);
-  out->compressed = stats.compressed ? 1 : 0;
-  out->message_bytes = stats.message_bytes;
-  out->raw_bytes = stats.raw_bytes;
-  out->wire_bytes = stats.wire_bytes;
-  out->streams = stats.streams;
-  out->codec_seconds = stats.codec_seconds;
-  out->seconds = stats.seconds;
+void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function) {
+  require(in.algorithm >= HYCC_ALGO_AUTO && in.algorithm <= HYCC_ALGO_PAIRWISE, function,
+          "options->algorithm is not a hycc_algorithm");
+  out.algorithm = static_cast<Algorithm>(in.algorithm);
+}
+
+void copy_specific(const hycc_device_options& in, DeviceCollectiveOptions& out,
+                   const char* function) {
+  require(in.backend == HYCC_DEVICE_CUDA || in.backend == HYCC_DEVICE_HOST_EMULATION, function,
+          "options->backend is not a hycc_device_backend");
+  require(in.transport >= HYCC_TRANSPORT_AUTO && in.transport <= HYCC_TRANSPORT_NCCL, function,
+          "options->transport is not a hycc_device_transport");
+  out.stream = static_cast<DeviceStream>(in.stream);
+  out.backend = static_cast<DeviceBackend>(in.backend);
+  out.transport = static_cast<DeviceTransport>(in.transport);
+  out.checksum = in.checksum != 0;
 }
 
 }  // namespace hycc::capi

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 
+#include "capi/capi_internal.h"
 #include "hycc/collectives.h"
+#include "hycc/collectives_device.h"
 #include "hycc/comm.h"
 #include "hycc/dtype.h"
 #include "hycc/hycc.h"
@@ -40,7 +42,59 @@ OneTensor one_tensor(const void* data, size_t count, int dtype, MPI_Comm comm,
                      const char* function);
 
 ReduceOp to_op(int op, const char* function);
-// Copies what a call did into the caller's hycc_call_stats (when it is not NULL).
-void publish_stats(const CollectiveStats& stats, hycc_call_stats* out);
+
+// The fields only one of the two option structs has (host: the algorithm; device: stream,
+// backend, transport, checksum), checked and copied.
+void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function);
+void copy_specific(const hycc_device_options& in, DeviceCollectiveOptions& out,
+                   const char* function);
+
+// hycc_options / hycc_device_options as the C++ options of a call (NULL: the defaults); the
+// call's statistics land in a member until publish() copies them to the caller's.
+template <typename COptions, typename CppOptions>
+class CallOptions {
+ public:
+  CallOptions(const COptions* options, const char* function) {
+    if (options == nullptr) return;
+    if (options->codec != nullptr) options_.codec = options->codec->config;
+    if (options->engine != nullptr) options_.policy = &options->engine->engine;
+    options_.threshold_bytes = options->threshold_bytes;
+    options_.segment_bytes = options->segment_bytes;
+    options_.seed = options->seed;
+    options_.tag = options->tag;
+    options_.key = options->key;
+    copy_specific(*options, options_, function);
+    if (options->stats != nullptr) {
+      out_ = options->stats;
+      options_.stats = &stats_;
+    }
+  }
+
+  const CppOptions& get() const { return options_; }
+  // Copies what the call did into the caller's hycc_call_stats (when it asked for them).
+  void publish() const;
+
+ private:
+  CppOptions options_;
+  CollectiveStats stats_;
+  hycc_call_stats* out_ = nullptr;
+};
+
+template <typename COptions, typename CppOptions>
+void CallOptions<COptions, CppOptions>::publish() const {
+  if (out_ == nullptr) return;
+  *out_ = hycc_call_stats{};
+  out_->algorithm = static_cast<int>(stats_.algorithm);
+  out_->compressed = stats_.compressed ? 1 : 0;
+  out_->message_bytes = stats_.message_bytes;
+  out_->raw_bytes = stats_.raw_bytes;
+  out_->wire_bytes = stats_.wire_bytes;
+  out_->streams = stats_.streams;
+  out_->codec_seconds = stats_.codec_seconds;
+  out_->seconds = stats_.seconds;
+}
+
+using HostCallOptions = CallOptions<hycc_options, CollectiveOptions>;
+using DeviceCallOptions = CallOptions<hycc_device_options, DeviceCollectiveOptions>;
 
 }  // namespace hycc::capi

@@ -1,6 +1,5 @@
 // The C API's codecs: hycc_codec handles over CodecConfig, compress, inspect, decompress.
 #include <cstring>
-#include <memory>
 #include <span>
 #include <string>
 
@@ -11,6 +10,7 @@ using hycc::capi::codec_of;
 using hycc::capi::guarded;
 using hycc::capi::require;
 using hycc::capi::require_buffer;
+using hycc::capi::require_count;
 using hycc::capi::to_dtype;
 
 extern "C" {
@@ -51,7 +51,7 @@ hycc_status hycc_max_compressed_bytes(const hycc_codec* codec, int dtype, size_t
     const char* fn = "hycc_max_compressed_bytes";
     require(bytes != nullptr, fn, "bytes (the result) is NULL");
     const hycc::DType t = to_dtype(dtype, fn);
-    require(count <= SIZE_MAX / hycc::dtype_size(t), fn, "count exceeds the address space");
+    require_count(count, t, fn, "tensor");
     *bytes = hycc::max_compressed_bytes(codec_of(codec, fn).config, t, count);
   });
 }

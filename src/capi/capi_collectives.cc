@@ -7,45 +7,10 @@
 #include "capi/capi_internal.h"
 #include "hycc/collectives.h"
 
-namespace {
-
 using hycc::capi::guarded;
-using hycc::capi::publish_stats;
+using hycc::capi::HostCallOptions;
 using hycc::capi::require;
 using hycc::capi::to_op;
-
-// hycc_options as CollectiveOptions; the call's statistics land in a member until published.
-class CallOptions {
- public:
-  CallOptions(const hycc_options* options, const char* function) {
-    if (options == nullptr) return;
-    if (options->codec != nullptr) options_.codec = options->codec->config;
-    if (options->engine != nullptr) options_.policy = &options->engine->engine;
-    const int algorithm = options->algorithm;
-    require(algorithm >= HYCC_ALGO_AUTO && algorithm <= HYCC_ALGO_PAIRWISE, function,
-            "options->algorithm is not a hycc_algorithm");
-    options_.algorithm = static_cast<hycc::Algorithm>(algorithm);
-    options_.threshold_bytes = options->threshold_bytes;
-    options_.segment_bytes = options->segment_bytes;
-    options_.seed = options->seed;
-    options_.tag = options->tag;
-    options_.key = options->key;
-    if (options->stats != nullptr) {
-      out_ = options->stats;
-      options_.stats = &stats_;
-    }
-  }
-
-  const hycc::CollectiveOptions& get() const { return options_; }
-  void publish() const { publish_stats(stats_, out_); }
-
- private:
-  hycc::CollectiveOptions options_;
-  hycc::CollectiveStats stats_;
-  hycc_call_stats* out_ = nullptr;
-};
-
-}  // namespace
 
 extern "C" {
 
@@ -74,7 +39,7 @@ hycc_status hycc_allreduce(const void* send, void* recv, size_t count, int dtype
   return guarded([&] {
     const char* fn = "hycc_allreduce";
     const auto a = hycc::capi::same_count_tensors(send, recv, count, dtype, comm, fn);
-    const CallOptions o(options, fn);
+    const HostCallOptions o(options, fn);
     hycc::allreduce(a.comm, a.send, a.recv, to_op(op, fn), o.get());
     o.publish();
   });
@@ -85,7 +50,7 @@ hycc_status hycc_reduce_scatter(const void* send, size_t send_count, void* recv,
   return guarded([&] {
     const char* fn = "hycc_reduce_scatter";
     const auto a = hycc::capi::reduce_scatter_tensors(send, send_count, recv, dtype, comm, fn);
-    const CallOptions o(options, fn);
+    const HostCallOptions o(options, fn);
     hycc::reduce_scatter(a.comm, a.send, a.recv, to_op(op, fn), o.get());
     o.publish();
   });
@@ -96,7 +61,7 @@ hycc_status hycc_allgather(const void* send, size_t send_count, void* recv, int 
   return guarded([&] {
     const char* fn = "hycc_allgather";
     const auto a = hycc::capi::allgather_tensors(send, send_count, recv, dtype, comm, fn);
-    const CallOptions o(options, fn);
+    const HostCallOptions o(options, fn);
     hycc::allgather(a.comm, a.send, a.recv, o.get());
     o.publish();
   });
@@ -107,7 +72,7 @@ hycc_status hycc_broadcast(void* buffer, size_t count, int dtype, int root, MPI_
   return guarded([&] {
     const char* fn = "hycc_broadcast";
     const auto a = hycc::capi::one_tensor(buffer, count, dtype, comm, fn);
-    const CallOptions o(options, fn);
+    const HostCallOptions o(options, fn);
     hycc::broadcast(a.comm, a.data, root, o.get());
     o.publish();
   });
@@ -118,7 +83,7 @@ hycc_status hycc_alltoall(const void* send, void* recv, size_t count, int dtype,
   return guarded([&] {
     const char* fn = "hycc_alltoall";
     const auto a = hycc::capi::same_count_tensors(send, recv, count, dtype, comm, fn);
-    const CallOptions o(options, fn);
+    const HostCallOptions o(options, fn);
     hycc::alltoall(a.comm, a.send, a.recv, o.get());
     o.publish();
   });
@@ -129,7 +94,7 @@ hycc_status hycc_send(const void* data, size_t count, int dtype, int dest, int t
   return guarded([&] {
     const char* fn = "hycc_send";
     const auto a = hycc::capi::one_tensor(data, count, dtype, comm, fn);
-    const CallOptions o(options, fn);
+    const HostCallOptions o(options, fn);
     hycc::send(a.comm, a.data, dest, tag, o.get());
     o.publish();
   });

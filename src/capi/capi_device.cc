@@ -9,52 +9,14 @@
 #include "hycc/collectives_device.h"
 #include "hycc/device.h"
 
-namespace {
-
 using hycc::capi::codec_of;
+using hycc::capi::DeviceCallOptions;
 using hycc::capi::guarded;
-using hycc::capi::publish_stats;
 using hycc::capi::require;
 using hycc::capi::require_buffer;
+using hycc::capi::require_count;
 using hycc::capi::to_dtype;
 using hycc::capi::to_op;
-
-// hycc_device_options as DeviceCollectiveOptions; the call's statistics until published.
-class DeviceCallOptions {
- public:
-  DeviceCallOptions(const hycc_device_options* options, const char* function) {
-    if (options == nullptr) return;
-    if (options->codec != nullptr) options_.codec = options->codec->config;
-    if (options->engine != nullptr) options_.policy = &options->engine->engine;
-    require(options->backend == HYCC_DEVICE_CUDA || options->backend == HYCC_DEVICE_HOST_EMULATION,
-            function, "options->backend is not a hycc_device_backend");
-    require(options->transport >= HYCC_TRANSPORT_AUTO && options->transport <= HYCC_TRANSPORT_NCCL,
-            function, "options->transport is not a hycc_device_transport");
-    options_.segment_bytes = options->segment_bytes;
-    options_.threshold_bytes = options->threshold_bytes;
-    options_.seed = options->seed;
-    options_.tag = options->tag;
-    options_.stream = static_cast<hycc::DeviceStream>(options->stream);
-    options_.backend = static_cast<hycc::DeviceBackend>(options->backend);
-    options_.transport = static_cast<hycc::DeviceTransport>(options->transport);
-    options_.checksum = options->checksum != 0;
-    options_.key = options->key;
-    if (options->stats != nullptr) {
-      out_ = options->stats;
-      options_.stats = &stats_;
-    }
-  }
-
-  const hycc::DeviceCollectiveOptions& get() const { return options_; }
-  void publish() const { publish_stats(stats_, out_); }
-
- private:
-  hycc::DeviceCollectiveOptions options_;
-  hycc::CollectiveStats stats_;
-  hycc_call_stats* out_ = nullptr;
-};
-
-}  // namespace
 
 extern "C" {
 
@@ -76,7 +38,7 @@ hycc_status hycc_max_payload_bytes(const hycc_codec* codec, int dtype, size_t co
     const char* fn = "hycc_max_payload_bytes";
     require(bytes != nullptr, fn, "bytes (the result) is NULL");
     const hycc::DType t = to_dtype(dtype, fn);
-    require(count <= SIZE_MAX / hycc::dtype_size(t), fn, "count exceeds the address space");
+    require_count(count, t, fn, "tensor");
     *bytes = codec_of(codec, fn).config.codec().max_payload_bytes(t, count);
   });
 }

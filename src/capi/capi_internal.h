@@ -45,6 +45,8 @@ hycc_status guarded(Body&& body) noexcept {
 DType to_dtype(int dtype, const char* function);
 const hycc_codec& codec_of(const hycc_codec* codec, const char* function);
 void require(bool condition, const char* function, const char* what);
+// The byte size of count elements of dtype must not overflow.
+void require_count(size_t count, DType dtype, const char* function, const char* name);
 // count elements of dtype at data: data may be NULL only when count is 0, must be aligned to the
 // element size, and the byte size must not overflow.
 void require_buffer(const void* data, size_t count, DType dtype, const char* function,

@@ -68,12 +68,16 @@ void require(bool condition, const char* function, const char* what) {
   if (!condition) throw InvalidArgument(tagged("capi", function, ": ", what));
 }
 
-void require_buffer(const void* data, size_t count, DType dtype, const char* function,
-                    const char* name) {
+void require_count(size_t count, DType dtype, const char* function, const char* name) {
   if (count > SIZE_MAX / dtype_size(dtype)) {
     throw InvalidArgument(tagged("capi", function, ": ", name, " of ", count, " elements of ",
                                  dtype_name(dtype), " exceeds the address space"));
   }
+}
+
+void require_buffer(const void* data, size_t count, DType dtype, const char* function,
+                    const char* name) {
+  require_count(count, dtype, function, name);
   if (data == nullptr && count > 0) {
     throw InvalidArgument(
         tagged("capi", function, ": ", name, " is NULL with ", count, " elements"));

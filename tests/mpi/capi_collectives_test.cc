@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_test_util.h"
 #include "coll_test_util.h"
 #include "hycc/collectives_device.h"
 #include "hycc/hycc.h"
@@ -11,16 +12,6 @@
 
 namespace hycc::test {
 namespace {
-
-struct CodecHandle {
-  explicit CodecHandle(const std::string& spec) {
-    EXPECT_EQ(hycc_codec_create(spec.c_str(), &codec), HYCC_OK) << hycc_last_error();
-  }
-  ~CodecHandle() { hycc_codec_destroy(codec); }
-  CodecHandle(const CodecHandle&) = delete;
-  CodecHandle& operator=(const CodecHandle&) = delete;
-  hycc_codec* codec = nullptr;
-};
 
 // A C API call that must succeed on this rank.
 void expect_ok(hycc_status s, const std::string& what) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_test_util.h"
 #include "hycc/codec_device.h"
 #include "hycc/collectives.h"
 #include "hycc/collectives_device.h"
@@ -17,18 +18,6 @@
 
 namespace hycc::test {
 namespace {
-
-// A codec handle that is destroyed at the end of the scope.
-struct CodecHandle {
-  explicit CodecHandle(const char* spec) {
-    const hycc_status s = hycc_codec_create(spec, &codec);
-    EXPECT_EQ(s, HYCC_OK) << spec << ": " << hycc_last_error();
-  }
-  ~CodecHandle() { hycc_codec_destroy(codec); }
-  CodecHandle(const CodecHandle&) = delete;
-  CodecHandle& operator=(const CodecHandle&) = delete;
-  hycc_codec* codec = nullptr;
-};
 
 const char* const kSpecs[] = {"none",
                               "bf16",

@@ -1,0 +1,46 @@
+"""What the host and device option structs share: keyword checks, codec, engine, sizes, seed,
+tag, key and statistics, and the reduction op."""
+import ctypes
+
+from ._codec import as_codec
+from ._lib import CallStats, InvalidArgument
+
+_COMMON = {"comm", "codec", "engine", "threshold", "segment", "seed", "tag", "key", "dtype",
+           "stats"}
+_OPS = {"sum": 0, "avg": 1, "average": 1}
+
+
+def check_keywords(kw, own):
+    """Refuses keywords outside the common ones and `own`: a misspelt keyword must not silently
+    run uncompressed."""
+    allowed = _COMMON | own
+    unknown = set(kw) - allowed
+    if unknown:
+        raise TypeError(f"hycc: unknown keyword(s) {sorted(unknown)}; expected {sorted(allowed)}")
+
+
+def fill_common(o, kw):
+    """Sets the shared fields of an initialized hycc_options / hycc_device_options from kw;
+    returns the Codec the call must keep alive."""
+    keep = None
+    if kw.get("codec") is not None:
+        keep = as_codec(kw["codec"])
+        o.codec = keep.handle
+    if kw.get("engine") is not None:
+        o.engine = kw["engine"].handle
+    if kw.get("threshold") is not None:
+        o.threshold_bytes = kw["threshold"]
+    if kw.get("segment") is not None:
+        o.segment_bytes = kw["segment"]
+    o.seed, o.tag, o.key = kw.get("seed", 0), kw.get("tag", 0), kw.get("key", 0)
+    if kw.get("stats") is not None:
+        if not isinstance(kw["stats"], CallStats):
+            raise InvalidArgument("hycc: stats must be a hycc.CallStats")
+        o.stats = ctypes.pointer(kw["stats"])
+    return keep
+
+
+def op_code(op):
+    if op not in _OPS:
+        raise InvalidArgument(f"hycc: op {op!r} is not one of {sorted(_OPS)}")
+    return _OPS[op]
