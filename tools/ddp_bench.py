@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch DistributedDataParallel with and without hycc, in the same run: the same model, data
 and steps with DDP's own gloo allreduce, with hycc's hook uncompressed (MPI), and with hycc's
-hook under a policy (hybrid: ef+quant:bits=6 with error feedback on "dp"), the latter with its
+hook under one or more policies (hybrid: ef+quant:bits=6 with error feedback on "dp"; auto:
+the same or less, where the measured links say it pays), the latter with its
 allreduces inside the hook and (the default) on a worker thread that overlaps the backward
 pass. Prints the time per step (median of the timed steps), the speedup over gloo, the final
 training loss and, for the policy runs, the bytes on the wire. Run it on the emulated cluster, where the network is the
@@ -54,7 +55,9 @@ def parse_args():
     p.add_argument("--hidden", type=int, default=1024, help="MLP width (default 1024)")
     p.add_argument("--layers", type=int, default=4, help="hidden layers (default 4)")
     p.add_argument("--batch", type=int, default=32, help="samples per rank and step (default 32)")
-    p.add_argument("--policy", default="hybrid", help="hycc policy of the compressed run")
+    p.add_argument("--policy", default="hybrid",
+                   help="hycc policies of the compressed runs, comma-separated (default hybrid; "
+                   "e.g. hybrid,auto)")
     p.add_argument("--bucket-mb", type=float, default=4.0, help="DDP bucket cap (default 4)")
     return p.parse_args()
 
@@ -105,10 +108,10 @@ def main():
     dp = world.Dup()
     dp.Set_name("dp")
     # Each policy run gets its own engine: no error-feedback residual carries over between runs.
-    runs = [("gloo (DDP's allreduce)", None, None),
-            ("hycc, uncompressed", None, {}),
-            (f"hycc, {args.policy}, in hook", hycc.Engine(args.policy), {"overlap": False}),
-            (f"hycc, {args.policy}", hycc.Engine(args.policy), {})]
+    runs = [("gloo (DDP's allreduce)", None, None), ("hycc, uncompressed", None, {})]
+    for policy in args.policy.split(","):
+        runs += [(f"hycc, {policy}, in hook", hycc.Engine(policy), {"overlap": False}),
+                 (f"hycc, {policy}", hycc.Engine(policy), {})]
     rows = []
     for name, engine, hook in runs:
         state = None if hook is None else hycc.ddp.HookState(comm=dp, engine=engine, **hook)

@@ -95,6 +95,9 @@ ParallelTrainer::ParallelTrainer(const TrainConfig& config, const ParallelConfig
     const float* shard = model_.params_memory.data() + range_.offset;
     master_.assign(shard, shard + range_.count);
   }
+  // Sends decide without communicating; adaptive rules need the stages' links measured first
+  // (the collectives measure their communicators' links themselves).
+  if (engine.policy().adaptive() && grid.shape().pp > 1) engine.calibrate(grid.pp());
   const int in_flight = std::min(grid.shape().pp - grid.pp_rank(), config.micro_batches);
   acts_.reserve(static_cast<size_t>(in_flight));
   for (int i = 0; i < in_flight; ++i) {
@@ -220,8 +223,13 @@ void ParallelTrainer::load(const std::string& dir) {
 // Blob: u32 entries, then per entry u32 spec length, the spec, u64 state length, the state.
 std::vector<std::byte> save_compressor_state(PolicyEngine& engine) {
   std::set<std::string> specs;
-  for (const PolicyRule& rule : engine.policy().rules()) {
-    if (rule.gradient) specs.insert(rule.compressor);
+  // Every gradient compressor a rule may run: its own and, for an adaptive rule, its alternatives.
+  const Policy& policy = engine.policy();
+  for (size_t rule = 0; rule < policy.rules().size(); ++rule) {
+    for (size_t c = 0; c < policy.candidate_count(rule); ++c) {
+      const PolicyDecision d = policy.decision_for(rule, c);
+      if (d.gradient) specs.insert(d.compressor);
+    }
   }
   std::vector<std::byte> out;
   put(out, static_cast<uint32_t>(specs.size()));

@@ -134,8 +134,8 @@ HYCC_C_API hycc_status hycc_decompress(const void* stream, size_t bytes, int dty
 typedef struct hycc_engine hycc_engine;
 
 /* A policy engine: policy is a preset name ("baseline", "naive", "hybrid", "hybrid-mz",
- * "hybrid-z") or a TOML policy file; NULL or "" reads HYCC_POLICY (baseline when unset). The
- * engine also reads HYCC_LOG and HYCC_SAMPLE_ERROR (docs/policy.md). */
+ * "hybrid-z", "auto") or a TOML policy file; NULL or "" reads HYCC_POLICY (baseline when
+ * unset). The engine also reads HYCC_LOG and HYCC_SAMPLE_ERROR (docs/policy.md). */
 HYCC_C_API hycc_status hycc_engine_create(const char* policy, hycc_engine** engine);
 HYCC_C_API void hycc_engine_destroy(hycc_engine* engine);
 /* The policy's name. Valid while the engine lives. */
@@ -147,6 +147,14 @@ HYCC_C_API hycc_status hycc_engine_finish(hycc_engine* engine, MPI_Comm comm);
  * hycc_free: this rank's with comm == MPI_COMM_NULL, else summed over comm (collective). */
 HYCC_C_API hycc_status hycc_engine_stats_json(const hycc_engine* engine, MPI_Comm comm,
                                               char** json);
+/* Adaptive rules (docs/policy.md, "Adaptive rules"): measures comm's links now, collective over
+ * comm; latency (seconds per message) and bandwidth (bytes per second) are written where not
+ * NULL. */
+HYCC_C_API hycc_status hycc_engine_calibrate(hycc_engine* engine, MPI_Comm comm, double* latency,
+                                             double* bandwidth);
+/* Sets comm's link figures instead of measuring them (the same figures on every rank). */
+HYCC_C_API hycc_status hycc_engine_set_link(hycc_engine* engine, MPI_Comm comm, double latency,
+                                            double bandwidth);
 
 /* ---- Collectives ------------------------------------------------------------------------- */
 

@@ -7,6 +7,11 @@
 // spec such as "ef+quant:bits=4" or "powersgd:rank=4", see hycc/grad.h) with which threshold.
 // The first matching rule wins; a call that no rule matches goes uncompressed.
 //
+// A rule may also list alternatives to its compressor ("none" among them): a PolicyEngine then
+// picks, per call, the candidate that a cost model of the measured link and codec speeds says is
+// fastest (docs/policy.md, "Adaptive rules"); Policy::decide alone, without measurements, always
+// gives the rule's compressor.
+//
 // Policies come from presets (baseline, naive, hybrid-mz, hybrid-z, hybrid; the TOML files under
 // configs/policies/ are the same text), from TOML files, or from the environment:
 // HYCC_POLICY=PRESET|FILE. docs/policy.md describes the file format and the presets.
@@ -58,15 +63,20 @@ struct PolicyRule {
   size_t max_bytes = SIZE_MAX;         // exclusive
   std::string compressor = "none";     // canonical codec or gradient compressor spec
   bool gradient = false;               // true: a gradient compressor spec (hycc/grad.h)
-  size_t threshold_bytes = 64 << 10;   // below it, the native MPI call (CollectiveOptions)
-  std::string origin;                  // where it was defined: "hybrid.toml:12", "preset naive"
+  // Canonical specs the engine may choose instead of `compressor` from measurements (codecs,
+  // "none" or ef+CODEC); empty: the rule always uses `compressor`.
+  std::vector<std::string> alternatives;
+  size_t threshold_bytes = 64 << 10;  // below it, the native MPI call (CollectiveOptions)
+  std::string origin;                 // where it was defined: "hybrid.toml:12", "preset naive"
 
   bool matches(Dimension d, Operation op, size_t bytes) const;
+  bool adaptive() const { return !alternatives.empty(); }
 };
 
 // What the policy decided for one call.
 struct PolicyDecision {
   int rule = -1;           // index of the matching rule; -1: none matched
+  int candidate = 0;       // 0: the rule's compressor; k >= 1: its alternative k - 1
   std::string compressor;  // "none" when nothing matched
   bool gradient = false;   // a gradient compressor: call grad_allreduce/grad_reduce_scatter
   size_t threshold_bytes = 64 << 10;
@@ -76,6 +86,9 @@ struct PolicyDecision {
   // For a gradient decision, the codec an error-feedback compressor wraps ("ef+quant:bits=4" ->
   // quant:bits=4; none for powersgd, topk and sign), for operations the compressor cannot run.
   CodecConfig gradient_codec;
+  // An adaptive rule's choice explained (the modelled time of every candidate), filled by
+  // PolicyEngine::choose when HYCC_LOG asks for decisions; empty otherwise.
+  std::string choice;
 };
 
 class Policy {
@@ -100,6 +113,11 @@ class Policy {
   const std::vector<PolicyRule>& rules() const { return rules_; }
 
   PolicyDecision decide(Dimension d, Operation op, size_t bytes) const;
+  // Rule `rule`'s candidates: its compressor (0), then its alternatives; the decision for one.
+  size_t candidate_count(size_t rule) const { return candidates_.at(rule).size(); }
+  PolicyDecision decision_for(size_t rule, size_t candidate) const;
+  // True when some rule has alternatives (a PolicyEngine measures links and codecs for it).
+  bool adaptive() const;
   // Which rule matched a call and why (and why the rules before it did not), in a few lines.
   std::string explain(Dimension d, Operation op, size_t bytes) const;
   // The policy as TOML that parse_toml reads back into the same rules.
@@ -109,8 +127,14 @@ class Policy {
   std::string name_ = "empty";
   std::string description_;
   std::vector<PolicyRule> rules_;
-  // Per rule, parsed once: its codec, or for a gradient rule the codec it wraps.
-  std::vector<CodecConfig> codecs_;
+  // Per rule, parsed once: its compressor and alternatives, each with its codec (for a gradient
+  // compressor, the codec it wraps).
+  struct Candidate {
+    std::string compressor;
+    bool gradient = false;
+    CodecConfig codec;
+  };
+  std::vector<std::vector<Candidate>> candidates_;
 };
 
 }  // namespace hycc

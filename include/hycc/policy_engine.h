@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -49,6 +50,12 @@
 namespace hycc {
 
 class DeviceGradCompressor;  // hycc/grad_device.h
+
+// A communicator's links as adaptive rules see them: one ring exchange, the slowest rank's view.
+struct LinkFigures {
+  double latency = 0;    // seconds per message
+  double bandwidth = 0;  // bytes per second each way; 0: unknown (the model ignores bandwidth)
+};
 
 // What HYCC_LOG asks for.
 struct LogOptions {
@@ -86,8 +93,23 @@ class PolicyEngine {
   const Policy& policy() const { return policy_; }
   const EngineOptions& options() const { return options_; }
 
-  // The decision for a call on `comm` (its dimension from dimension_of).
+  // The decision for a call on `comm` (its dimension from dimension_of), without measurements:
+  // an adaptive rule gives its compressor.
   PolicyDecision decide(const Communicator& comm, Operation op, size_t bytes) const;
+  // The decision the collectives use: for an adaptive rule, the candidate whose modelled time on
+  // comm's links is the smallest (docs/policy.md, "Adaptive rules"). The first such call of a
+  // collective operation on a communicator measures its links, and the first for a dtype the
+  // candidates' codecs; both are collective over comm and agreed by its ranks, so every rank
+  // decides alike. A send (op kSendRecv) never communicates to decide: without link figures
+  // for comm it takes the rule's compressor, and it measures codecs on this rank alone.
+  PolicyDecision choose(const Communicator& comm, Operation op, size_t bytes, DType dtype);
+  // Measures comm's links now (again), for the adaptive rules. Collective over comm.
+  LinkFigures calibrate(const Communicator& comm);
+  // Sets comm's link figures instead of measuring them; call it with the same figures on every
+  // rank of comm.
+  void set_link(const Communicator& comm, const LinkFigures& link);
+  // comm's link figures, if measured or set.
+  std::optional<LinkFigures> link(const Communicator& comm) const;
 
   // This rank's statistics (a copy, taken under the lock).
   CommStats stats() const;

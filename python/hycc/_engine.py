@@ -8,7 +8,7 @@ from ._lib import check, lib
 
 class Engine:
     """A PolicyEngine: policy is a preset ("baseline", "naive", "hybrid", "hybrid-mz",
-    "hybrid-z") or a TOML file; None reads HYCC_POLICY. HYCC_LOG and HYCC_SAMPLE_ERROR apply.
+    "hybrid-z", "auto") or a TOML file; None reads HYCC_POLICY. HYCC_LOG and HYCC_SAMPLE_ERROR apply.
     Name communicators after their dimension (comm.Set_name("dp"); tp, pp, zero, embedding)."""
 
     def __init__(self, policy=None):
@@ -54,3 +54,17 @@ class Engine:
     def finish(self, comm=None):
         """The end of a run, collective: what HYCC_LOG asked for (summary, JSON file)."""
         check(lib.hycc_engine_finish(self._handle, comm_handle(comm)))
+
+    def calibrate(self, comm=None):
+        """Measures comm's links for the adaptive rules (auto), collective over comm: returns
+        (latency in seconds, bandwidth in bytes per second)."""
+        latency, bandwidth = ctypes.c_double(), ctypes.c_double()
+        check(lib.hycc_engine_calibrate(self._handle, comm_handle(comm), ctypes.byref(latency),
+                                        ctypes.byref(bandwidth)))
+        return latency.value, bandwidth.value
+
+    def set_link(self, latency, bandwidth, comm=None):
+        """Sets comm's link figures (seconds per message, bytes per second) instead of measuring
+        them; give every rank the same figures."""
+        check(lib.hycc_engine_set_link(self._handle, comm_handle(comm), float(latency),
+                                       float(bandwidth)))

@@ -86,6 +86,9 @@ _proto("hycc_engine_destroy", None, V)
 _proto("hycc_engine_policy_name", ctypes.c_char_p, V)
 _proto("hycc_engine_finish", I, V, V)
 _proto("hycc_engine_stats_json", I, V, V, c_void_pp)
+_proto("hycc_engine_calibrate", I, V, V, ctypes.POINTER(ctypes.c_double),
+       ctypes.POINTER(ctypes.c_double))
+_proto("hycc_engine_set_link", I, V, V, ctypes.c_double, ctypes.c_double)
 _proto("hycc_chunk_range", I, S, I, I, c_size_p, c_size_p)
 
 

@@ -56,4 +56,24 @@ hycc_status hycc_engine_stats_json(const hycc_engine* engine, MPI_Comm comm, cha
   });
 }
 
+hycc_status hycc_engine_calibrate(hycc_engine* engine, MPI_Comm comm, double* latency,
+                                  double* bandwidth) {
+  return guarded([&] {
+    const char* fn = "hycc_engine_calibrate";
+    require(engine != nullptr, fn, "engine is NULL");
+    const hycc::LinkFigures link = engine->engine.calibrate(hycc::capi::communicator_of(comm, fn));
+    if (latency != nullptr) *latency = link.latency;
+    if (bandwidth != nullptr) *bandwidth = link.bandwidth;
+  });
+}
+
+hycc_status hycc_engine_set_link(hycc_engine* engine, MPI_Comm comm, double latency,
+                                 double bandwidth) {
+  return guarded([&] {
+    const char* fn = "hycc_engine_set_link";
+    require(engine != nullptr, fn, "engine is NULL");
+    engine->engine.set_link(hycc::capi::communicator_of(comm, fn), {latency, bandwidth});
+  });
+}
+
 }  // extern "C"

@@ -41,6 +41,10 @@ bool left_to_mpi(const CommState& s, Operation op, size_t bytes, int* rc, Native
   PolicyEngine& e = *engine();
   const PolicyDecision d = e.decide(s.comm, op, bytes);
   if (compresses(s, d, bytes)) return false;
+  // An adaptive rule measures and chooses inside the compressed path, whose MPI calls the guard
+  // sends to MPI itself; if it chooses none, that path runs MPI's own call.
+  const bool adaptive = d.rule >= 0 && e.policy().rules()[size_t(d.rule)].adaptive();
+  if (adaptive && s.comm.size() > 1 && bytes > 0 && bytes >= d.threshold_bytes) return false;
   e.log_decision(s.comm, op, bytes, d);
   const auto start = std::chrono::steady_clock::now();
   *rc = native();

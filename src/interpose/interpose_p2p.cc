@@ -33,7 +33,7 @@ CommState* route(MPI_Comm comm, MPI_Datatype type, int peer) {
   for (const PolicyRule& r : engine()->policy().rules()) {
     const bool applies = (!r.dimension || *r.dimension == d) &&
                          (!r.operation || *r.operation == Operation::kSendRecv);
-    if (applies) return r.compressor == "none" ? nullptr : s;  // the first such rule decides
+    if (applies) return r.compressor == "none" && !r.adaptive() ? nullptr : s;  // the first decides
   }
   return nullptr;
 }
@@ -46,7 +46,7 @@ class Outgoing {
       : state_(s), start_(std::chrono::steady_clock::now()) {
     PolicyEngine& e = *engine();
     const ConstTensorView in{DType::kF32, size_t(count), data};
-    decision_ = e.decide(s.comm, Operation::kSendRecv, in.bytes());
+    decision_ = e.choose(s.comm, Operation::kSendRecv, in.bytes(), DType::kF32);
     e.log_decision(s.comm, Operation::kSendRecv, in.bytes(), decision_);
     const CodecConfig& chosen =
         decision_.gradient ? decision_.gradient_codec : decision_.options.codec;

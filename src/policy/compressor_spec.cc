@@ -14,11 +14,18 @@ CompressorSpec parse_compressor(std::string_view spec) {
   return {CodecConfig::parse(spec).spec(), false};
 }
 
-CodecConfig rule_codec(const PolicyRule& rule) {
-  if (!rule.gradient) return CodecConfig::parse(rule.compressor);
-  constexpr std::string_view kEf = "ef+";
-  const std::string_view spec = rule.compressor;
-  return spec.starts_with(kEf) ? CodecConfig::parse(spec.substr(kEf.size())) : CodecConfig();
+namespace {
+constexpr std::string_view kEf = "ef+";
+}  // namespace
+
+bool error_feedback(const CompressorSpec& spec) {
+  return spec.gradient && spec.canonical.starts_with(kEf);
+}
+
+CodecConfig compressor_codec(const CompressorSpec& spec) {
+  if (!spec.gradient) return CodecConfig::parse(spec.canonical);
+  const std::string_view s = spec.canonical;
+  return error_feedback(spec) ? CodecConfig::parse(s.substr(kEf.size())) : CodecConfig();
 }
 
 }  // namespace hycc::policy

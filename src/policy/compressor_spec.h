@@ -17,8 +17,11 @@ struct CompressorSpec {
 // Parses and canonicalizes a spec; throws InvalidArgument (from the codec or gradient parser).
 CompressorSpec parse_compressor(std::string_view spec);
 
-// A rule's codec: its own for a codec rule; for a gradient rule the codec an error-feedback
-// compressor wraps ("ef+CODEC"), none for the others.
-CodecConfig rule_codec(const PolicyRule& rule);
+// A compressor's codec: its own for a codec; for a gradient compressor the codec an
+// error-feedback compressor wraps ("ef+CODEC"), none for the others.
+CodecConfig compressor_codec(const CompressorSpec& spec);
+
+// True for "ef+CODEC": a gradient compressor whose cost follows from its codec's.
+bool error_feedback(const CompressorSpec& spec);
 
 }  // namespace hycc::policy

@@ -18,11 +18,19 @@ std::string size_range(const PolicyRule& r) {
   return "[" + lo + ", " + hi + ")";
 }
 
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const std::string& s : items) out += detail::concat(out.empty() ? "" : separator, s);
+  return out;
+}
+
 std::string rule_summary(const PolicyRule& r) {
+  const std::string alternatives =
+      r.adaptive() ? detail::concat(" or, by measurement, ", joined(r.alternatives, ", ")) : "";
   return detail::concat("dimension ", r.dimension ? dimension_name(*r.dimension) : "default",
                         ", operation ", r.operation ? operation_name(*r.operation) : "any",
-                        ", bytes ", size_range(r), " -> ", r.compressor, " (threshold ",
-                        format_byte_size(r.threshold_bytes), ")");
+                        ", bytes ", size_range(r), " -> ", r.compressor, alternatives,
+                        " (threshold ", format_byte_size(r.threshold_bytes), ")");
 }
 
 // Why rule `r` does not match, or "" if it does.
@@ -101,24 +109,33 @@ bool PolicyRule::matches(Dimension d, Operation op, size_t bytes) const {
 Policy::Policy() = default;
 
 PolicyDecision Policy::decide(Dimension d, Operation op, size_t bytes) const {
-  PolicyDecision out;
   for (size_t i = 0; i < rules_.size(); ++i) {
-    const PolicyRule& r = rules_[i];
-    if (!r.matches(d, op, bytes)) continue;
-    out.rule = static_cast<int>(i);
-    out.compressor = r.compressor;
-    out.gradient = r.gradient;
-    out.threshold_bytes = r.threshold_bytes;
-    out.options.threshold_bytes = r.threshold_bytes;
-    if (r.gradient) {
-      out.gradient_codec = codecs_[i];
-    } else {
-      out.options.codec = codecs_[i];
-    }
-    return out;
+    if (rules_[i].matches(d, op, bytes)) return decision_for(i, 0);
   }
+  PolicyDecision out;
   out.compressor = "none";
   return out;
+}
+
+PolicyDecision Policy::decision_for(size_t rule, size_t candidate) const {
+  const PolicyRule& r = rules_.at(rule);
+  const Candidate& c = candidates_.at(rule).at(candidate);
+  PolicyDecision out;
+  out.rule = static_cast<int>(rule);
+  out.candidate = static_cast<int>(candidate);
+  out.compressor = c.compressor;
+  out.gradient = c.gradient;
+  out.threshold_bytes = r.threshold_bytes;
+  out.options.threshold_bytes = r.threshold_bytes;
+  (c.gradient ? out.gradient_codec : out.options.codec) = c.codec;
+  return out;
+}
+
+bool Policy::adaptive() const {
+  for (const PolicyRule& r : rules_) {
+    if (r.adaptive()) return true;
+  }
+  return false;
 }
 
 std::string Policy::explain(Dimension d, Operation op, size_t bytes) const {
@@ -132,10 +149,14 @@ std::string Policy::explain(Dimension d, Operation op, size_t bytes) const {
       continue;
     }
     out += detail::concat("  rule ", i + 1, " (", r.origin, ") matches: ", rule_summary(r), "\n");
-    out += bytes < r.threshold_bytes
-               ? detail::concat("  -> below the threshold: native MPI call, uncompressed\n")
-               : detail::concat("  -> ", r.gradient ? "gradient compressor " : "codec ",
-                                r.compressor, "\n");
+    out +=
+        bytes < r.threshold_bytes
+            ? detail::concat("  -> below the threshold: native MPI call, uncompressed\n")
+            : detail::concat("  -> ", r.gradient ? "gradient compressor " : "codec ", r.compressor,
+                             r.adaptive() ? " (a PolicyEngine may measure and choose an "
+                                            "alternative)"
+                                          : "",
+                             "\n");
     return out;
   }
   return out + "  -> no rule matches: uncompressed\n";
@@ -153,8 +174,11 @@ std::string Policy::to_toml() const {
     if (r.max_bytes != SIZE_MAX) {
       out += detail::concat("max_bytes = \"", format_byte_size(r.max_bytes), "\"\n");
     }
-    out += detail::concat("compressor = \"", r.compressor, "\"\nthreshold = \"",
-                          format_byte_size(r.threshold_bytes), "\"\n");
+    out += detail::concat("compressor = \"", r.compressor, "\"\n");
+    if (r.adaptive()) {
+      out += detail::concat("alternatives = [\"", joined(r.alternatives, "\", \""), "\"]\n");
+    }
+    out += detail::concat("threshold = \"", format_byte_size(r.threshold_bytes), "\"\n");
   }
   return out;
 }

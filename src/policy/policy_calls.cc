@@ -29,13 +29,15 @@ struct Scratch {
 
 class PolicyCall {
  public:
-  PolicyCall(const Communicator& comm, Operation op, size_t bytes, const CollectiveOptions& caller)
+  PolicyCall(const Communicator& comm, Operation op, ConstTensorView message,
+             const CollectiveOptions& caller)
       : engine_(*caller.policy),
         comm_(comm),
         op_(op),
         caller_(caller),
-        decision_(engine_.decide(comm, op, bytes)),
+        decision_(engine_.choose(comm, op, message.bytes(), message.dtype)),
         start_(std::chrono::steady_clock::now()) {
+    const size_t bytes = message.bytes();
     engine_.log_decision(comm, op, bytes, decision_);
     inner_ = caller;
     inner_.policy = nullptr;
@@ -122,7 +124,7 @@ uint64_t tensor_key(const CollectiveOptions& options, const void* data, size_t c
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options) {
-  PolicyCall call(comm, Operation::kAllreduce, send.bytes(), options);
+  PolicyCall call(comm, Operation::kAllreduce, send, options);
   call.reference(send,
                  [&](TensorView ref, CollectiveOptions& o) { allreduce(comm, send, ref, op, o); });
   const bool in_place = send.data == recv.data;
@@ -144,7 +146,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
 
 void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const CollectiveOptions& options) {
-  PolicyCall call(comm, Operation::kReduceScatter, send.bytes(), options);
+  PolicyCall call(comm, Operation::kReduceScatter, send, options);
   call.reference(
       recv, [&](TensorView ref, CollectiveOptions& o) { reduce_scatter(comm, send, ref, op, o); });
   if (call.gradient(send.dtype == recv.dtype)) {
@@ -168,7 +170,7 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
 
 void policy_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
                       const CollectiveOptions& options) {
-  PolicyCall call(comm, Operation::kAllgather, recv.bytes(), options);
+  PolicyCall call(comm, Operation::kAllgather, recv, options);
   call.reference(recv,
                  [&](TensorView ref, CollectiveOptions& o) { allgather(comm, send, ref, o); });
   allgather(comm, send, recv, call.options());
@@ -177,7 +179,7 @@ void policy_allgather(const Communicator& comm, ConstTensorView send, TensorView
 
 void policy_broadcast(const Communicator& comm, TensorView buffer, int root,
                       const CollectiveOptions& options) {
-  PolicyCall call(comm, Operation::kBroadcast, buffer.bytes(), options);
+  PolicyCall call(comm, Operation::kBroadcast, buffer, options);
   call.reference(buffer, [&](TensorView ref, CollectiveOptions& o) {
     std::memcpy(ref.data, buffer.data, buffer.bytes());
     broadcast(comm, ref, root, o);
@@ -188,7 +190,7 @@ void policy_broadcast(const Communicator& comm, TensorView buffer, int root,
 
 void policy_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
                      const CollectiveOptions& options) {
-  PolicyCall call(comm, Operation::kAlltoall, send.bytes(), options);
+  PolicyCall call(comm, Operation::kAlltoall, send, options);
   call.reference(recv, [&](TensorView ref, CollectiveOptions& o) { alltoall(comm, send, ref, o); });
   alltoall(comm, send, recv, call.options());
   call.finish(recv);
@@ -196,7 +198,7 @@ void policy_alltoall(const Communicator& comm, ConstTensorView send, TensorView 
 
 void policy_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
                  const CollectiveOptions& options) {
-  PolicyCall call(comm, Operation::kSendRecv, data.bytes(), options);
+  PolicyCall call(comm, Operation::kSendRecv, data, options);
   send(comm, data, dest, tag, call.options());
   call.finish(data);
 }

@@ -241,14 +241,14 @@ void PolicyEngine::log_decision(const Communicator& comm, Operation op, size_t b
   if (!options_.log.decisions) return;
   const Dimension d = dimension_of(comm, op);
   const std::string key = std::string(dimension_name(d)) + operation_name(op) + ":" +
-                          std::to_string(decision.rule) +
+                          std::to_string(decision.rule) + ":" + std::to_string(decision.candidate) +
                           (bytes < decision.threshold_bytes ? ":below" : ":above");
   {
     const std::lock_guard<std::mutex> lock(*mutex_);
     if (!explained_.insert(key).second) return;
   }
-  std::fprintf(options_.log_file, "[hycc] rank %d %s", world_rank(),
-               policy_.explain(d, op, bytes).c_str());
+  std::fprintf(options_.log_file, "[hycc] rank %d %s%s", world_rank(),
+               policy_.explain(d, op, bytes).c_str(), decision.choice.c_str());
 }
 
 }  // namespace hycc

@@ -1,6 +1,7 @@
 // The policy file reader (format: docs/policy.md). Every error names the file, the line and the
 // key or value at fault.
 #include <toml++/toml.h>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -55,6 +56,27 @@ class Reader {
                                     "or default"));
   }
 
+  // The engine chooses among a rule's candidates with a cost model built from codec speeds, so
+  // every candidate must be a codec, none or ef+CODEC, and each must be listed once.
+  void check_candidates(const toml::table& t, size_t index, const PolicyRule& r,
+                        bool modelled) const {
+    if (!r.adaptive()) return;
+    const bool compressor_modelled = !r.gradient || r.compressor.starts_with("ef+");
+    if (!modelled || !compressor_modelled) {
+      fail(t.source(),
+           detail::concat("rule ", index + 1,
+                          ": a rule with alternatives chooses among codecs, none and "
+                          "ef+CODEC only (powersgd, topk and sign have no cost model)"));
+    }
+    std::vector<std::string> seen{r.compressor};
+    for (const std::string& a : r.alternatives) {
+      if (std::find(seen.begin(), seen.end(), a) != seen.end()) {
+        fail(t.source(), detail::concat("rule ", index + 1, ": '", a, "' is listed twice"));
+      }
+      seen.push_back(a);
+    }
+  }
+
   std::optional<Operation> operation(const toml::node& v) const {
     const std::string s = string(v, "operation");
     if (s == "any") return std::nullopt;
@@ -66,11 +88,31 @@ class Reader {
                                     "alltoall, sendrecv or any"));
   }
 
+  policy::CompressorSpec compressor(const toml::node& v, std::string_view key) const {
+    const std::string spec = string(v, key);
+    try {
+      return policy::parse_compressor(spec);
+    } catch (const InvalidArgument& e) {
+      fail(v.source(), detail::concat(key, " '", spec, "': ", e.what()));
+    }
+  }
+
+  // `alternatives`: codec or ef+CODEC specs, whose cost the engine can model from their codec.
+  std::vector<policy::CompressorSpec> alternatives(const toml::node& v) const {
+    const toml::array* a = v.as_array();
+    if (a == nullptr) fail(v.source(), "'alternatives' must be an array of compressor specs");
+    std::vector<policy::CompressorSpec> out;
+    for (const toml::node& item : *a) out.push_back(compressor(item, "alternative"));
+    return out;
+  }
+
   PolicyRule rule(const toml::table& t, size_t index, size_t default_threshold) const {
     PolicyRule r;
     r.threshold_bytes = default_threshold;
     r.origin = detail::concat(source_, ":", t.source().begin.line);
     bool has_dimension = false, has_compressor = false;
+    bool any_gradient = false;  // the compressor or an alternative is a gradient compressor
+    bool modelled = true;       // every alternative is a codec or ef+CODEC
     for (auto&& [key, value] : t) {
       const std::string_view k = key.str();
       if (k == "dimension") {
@@ -87,21 +129,23 @@ class Reader {
       } else if (k == "threshold") {
         r.threshold_bytes = bytes(value, k);
       } else if (k == "compressor") {
-        const std::string spec = string(value, k);
-        try {
-          const policy::CompressorSpec c = policy::parse_compressor(spec);
-          r.compressor = c.canonical;
-          r.gradient = c.gradient;
-        } catch (const InvalidArgument& e) {
-          fail(value.source(), detail::concat("compressor '", spec, "': ", e.what()));
-        }
+        const policy::CompressorSpec c = compressor(value, k);
+        r.compressor = c.canonical;
+        r.gradient = c.gradient;
         has_compressor = true;
+      } else if (k == "alternatives") {
+        for (const policy::CompressorSpec& c : alternatives(value)) {
+          r.alternatives.push_back(c.canonical);
+          any_gradient = any_gradient || c.gradient;
+          modelled = modelled && (!c.gradient || policy::error_feedback(c));
+        }
       } else {
         fail(key.source(), detail::concat("unknown key '", k, "' in rule ", index + 1,
                                           "; expected dimension, operation, min_bytes, "
-                                          "max_bytes, compressor, threshold"));
+                                          "max_bytes, compressor, alternatives, threshold"));
       }
     }
+    any_gradient = any_gradient || r.gradient;
     if (!has_dimension) fail(t.source(), detail::concat("rule ", index + 1, " has no 'dimension'"));
     if (!has_compressor) {
       fail(t.source(), detail::concat("rule ", index + 1, " has no 'compressor'"));
@@ -117,11 +161,13 @@ class Reader {
     const bool gradient_dimension = !r.dimension || *r.dimension == Dimension::kDp ||
                                     *r.dimension == Dimension::kZeroGrad ||
                                     *r.dimension == Dimension::kEmbedding;
-    if (r.gradient && !(reduces && gradient_dimension)) {
-      fail(t.source(), detail::concat("rule ", index + 1, ": gradient compressor '", r.compressor,
-                                      "' needs dimension dp, zero_grad, embedding or default and "
-                                      "operation allreduce, reduce_scatter or any"));
+    if (any_gradient && !(reduces && gradient_dimension)) {
+      fail(t.source(), detail::concat("rule ", index + 1, ": gradient compressors ('", r.compressor,
+                                      "' or an alternative) need dimension dp, zero_grad, "
+                                      "embedding or default and operation allreduce, "
+                                      "reduce_scatter or any"));
     }
+    check_candidates(t, index, r, modelled);
     return r;
   }
 
@@ -159,7 +205,14 @@ Policy Policy::parse_toml(std::string_view text, std::string source) {
       }
       for (size_t i = 0; i < rules->size(); ++i) {
         p.rules_.push_back(reader.rule(*rules->get(i)->as_table(), i, threshold));
-        p.codecs_.push_back(policy::rule_codec(p.rules_.back()));
+        const PolicyRule& r = p.rules_.back();
+        std::vector<Candidate>& c = p.candidates_.emplace_back();
+        c.push_back(
+            {r.compressor, r.gradient, policy::compressor_codec({r.compressor, r.gradient})});
+        for (const std::string& a : r.alternatives) {
+          const policy::CompressorSpec spec = policy::parse_compressor(a);
+          c.push_back({spec.canonical, spec.gradient, policy::compressor_codec(spec)});
+        }
       }
     } else {
       reader.fail(key.source(), detail::concat("unknown key '", k,

@@ -2,7 +2,8 @@
 # libhycc_mpi.so on unmodified programs (a C program and an mpi4py script), 4 ranks:
 #  1. with HYCC_POLICY=baseline every result is bit-identical to a run without the library;
 #  2. with HYCC_POLICY=hybrid every result is within the bound, calls the library must leave
-#     alone are exact, and the statistics (HYCC_LOG json) show compressed bytes.
+#     alone are exact, and the statistics (HYCC_LOG json) show compressed bytes;
+#  3. with HYCC_POLICY=auto every result is within hybrid's bound and the links were measured.
 # Usage: dropin_test.sh LIBHYCC_MPI DROPIN_PROGRAM SCRIPT_DIR [RANKS]
 set -euo pipefail
 lib=$1 program=$2 dir=$3 ranks=${4:-4}
@@ -56,6 +57,14 @@ run_case() {  # name command...
   "${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_POLICY=hybrid -x HYCC_SAMPLE_ERROR=1 \
     -x HYCC_LOG="summary,json=$work/$name-hybrid.json" "$@" "$work/$name-hybrid" "$bound"
   check_stats "$work/$name-hybrid.json"
+  # auto chooses among hybrid's compressors and milder ones, so hybrid's bound holds; which
+  # candidate wins depends on the measured links, so only the measuring is checked.
+  echo "== $name: HYCC_POLICY=auto"
+  "${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_POLICY=auto -x HYCC_LOG=decisions \
+    "$@" "$work/$name-auto" "$bound" 2>"$work/$name-auto.err"
+  grep -q "modelled on links of" "$work/$name-auto.err" || {
+    cat "$work/$name-auto.err"; echo "FAIL: $name under auto measured nothing"; return 1; }
+  echo "   within the bound; the links were measured and the candidates modelled"
 }
 
 run_case c "$program"

@@ -202,6 +202,41 @@ bool has_calls(const std::string& json, int calls) {
   return false;
 }
 
+// auto through the C API: set link figures decide, calibrate measures alike on every rank.
+TEST(CapiCollectives, TheEngineMeasuresAndSetsLinksForAdaptiveRules) {
+  MPI_Comm tp = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &tp), MPI_SUCCESS);
+  MPI_Comm_set_name(tp, "tp");
+  hycc_engine* engine = nullptr;
+  expect_ok(hycc_engine_create("auto", &engine), "engine");
+  const Buffer x = make_input(DType::kF32, 100000, world().rank(), false);
+  Buffer out(DType::kF32, x.count());
+  for (const double bandwidth : {1e6, 1e18}) {  // 1 MB/s: bf16 pays; unlimited: it cannot
+    expect_ok(hycc_engine_set_link(engine, tp, 1e-5, bandwidth), "set_link");
+    hycc_call_stats st;
+    hycc_options o;
+    hycc_options_init(&o);
+    o.engine = engine;
+    o.stats = &st;
+    expect_ok(hycc_allreduce(x.view().data, out.data(), x.count(), HYCC_F32, HYCC_SUM, tp, &o),
+              "tp allreduce");
+    EXPECT_EQ(st.compressed != 0, world().size() > 1 && bandwidth < 1e9) << bandwidth;
+  }
+  double latency = -1, bandwidth = -1;
+  expect_ok(hycc_engine_calibrate(engine, tp, &latency, &bandwidth), "calibrate");
+  EXPECT_GE(latency, 0);
+  EXPECT_GE(bandwidth, 0);
+  double lo = bandwidth, hi = bandwidth;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);
+  EXPECT_EQ(hycc_engine_set_link(engine, tp, -1, 1e9), HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("must not be negative"), std::string::npos);
+  EXPECT_EQ(hycc_engine_calibrate(nullptr, tp, nullptr, nullptr), HYCC_ERR_INVALID_ARGUMENT);
+  hycc_engine_destroy(engine);
+  MPI_Comm_free(&tp);
+}
+
 TEST(CapiCollectives, TheEngineAppliesThePolicyByCommunicatorName) {
   const int r = world().rank();
   MPI_Comm dp = MPI_COMM_NULL;

@@ -176,6 +176,17 @@ with hycc.Engine("hybrid") as engine:
     entries = engine.stats(comm=tp)["entries"]
     expect(any(e["dimension"] == "tp" and e["calls"] == size for e in entries), f"{entries}")
     expect(engine.stats(local=True)["total"]["calls"] == 1, "this rank's one call")
+# auto: set link figures decide; calibrate measures, collectively, the same on every rank.
+with hycc.Engine("auto") as engine:
+    for bandwidth, compressed in ((1e6, size > 1), (1e18, False)):
+        engine.set_link(1e-5, bandwidth, comm=tp)
+        hycc.allreduce(big, engine=engine, comm=tp, stats=stats)
+        expect(bool(stats.compressed) == compressed, f"auto at {bandwidth} B/s: {stats}")
+    latency, bandwidth = engine.calibrate(comm=tp)
+    expect(latency >= 0 and bandwidth >= 0, f"measured {latency} s, {bandwidth} B/s")
+    expect(len(set(world.allgather(bandwidth))) == 1, "every rank holds the same figures")
+    expect(raises(hycc.InvalidArgument, lambda: engine.set_link(-1, 1e9, comm=tp), "negative"),
+           "negative link figures are refused")
 tp.Free()
 expect(raises(hycc.InvalidArgument, lambda: hycc.Engine("no-such-policy"), "hybrid"),
        "an unknown policy lists the presets")

@@ -35,7 +35,7 @@ bool same_rules(const Policy& a, const Policy& b) {
     const PolicyRule &x = a.rules()[i], &y = b.rules()[i];
     if (x.dimension != y.dimension || x.operation != y.operation || x.min_bytes != y.min_bytes ||
         x.max_bytes != y.max_bytes || x.compressor != y.compressor || x.gradient != y.gradient ||
-        x.threshold_bytes != y.threshold_bytes) {
+        x.threshold_bytes != y.threshold_bytes || x.alternatives != y.alternatives) {
       return false;
     }
   }
@@ -60,7 +60,7 @@ TEST(ByteSize, ParsesAndFormats) {
 
 TEST(Policy, PresetsLoadAndEqualTheirFiles) {
   const std::vector<std::string> names = Policy::preset_names();
-  for (const char* want : {"baseline", "naive", "hybrid-mz", "hybrid-z", "hybrid"}) {
+  for (const char* want : {"baseline", "naive", "hybrid-mz", "hybrid-z", "hybrid", "auto"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
   for (const std::string& n : names) {

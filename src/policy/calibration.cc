@@ -1,0 +1,140 @@
+// Link and codec measurements for adaptive rules (see calibration.h).
+#include "policy/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <vector>
+
+#include "codec/float_io.h"
+#include "coll/coll_internal.h"
+#include "hycc/error.h"
+
+namespace hycc::policy {
+namespace {
+
+constexpr size_t kSmallProbe = 8;
+constexpr size_t kLargeProbe = size_t{1} << 20;
+constexpr size_t kLargestProbe = size_t{16} << 20;
+// A large probe faster than this grows 4x (up to kLargestProbe): links that absorb a burst
+// (shapers, switch buffers) then show their sustained rate, and slow links pay one small probe.
+constexpr double kProbeSeconds = 5e-3;
+constexpr size_t kCodecSample = size_t{256} << 10;  // values
+
+int delete_calibration(MPI_Comm, int, void* value, void*) {
+  delete static_cast<Calibration*>(value);
+  return MPI_SUCCESS;
+}
+
+int calibration_keyval() {
+  static const int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    HYCC_CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_calibration, &k, nullptr));
+    return k;
+  }();
+  return keyval;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The best of `tries` runs of `f` after one warmup run.
+template <typename F>
+double best_time(int tries, F&& f) {
+  f();
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < tries; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, seconds_since(start));
+  }
+  return best;
+}
+
+}  // namespace
+
+Calibration& calibration_of(const Communicator& comm) {
+  void* value = nullptr;
+  int found = 0;
+  HYCC_CHECK_MPI(MPI_Comm_get_attr(comm.mpi(), calibration_keyval(), &value, &found));
+  if (found == 0) {
+    value = new Calibration{};
+    HYCC_CHECK_MPI(MPI_Comm_set_attr(comm.mpi(), calibration_keyval(), value));
+  }
+  return *static_cast<Calibration*>(value);
+}
+
+LinkFigures measure_link(const Communicator& comm) {
+  const int p = comm.size();
+  if (p < 2) return {};
+  const int right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
+  const int tag = coll::reserved_tag(comm.mpi());
+  std::vector<std::byte> out, in;
+  const auto exchange = [&](size_t bytes) {
+    HYCC_CHECK_MPI(MPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, tag,
+                                in.data(), static_cast<int>(bytes), MPI_BYTE, left, tag, comm.mpi(),
+                                MPI_STATUS_IGNORE));
+  };
+  HYCC_CHECK_MPI(MPI_Barrier(comm.mpi()));
+  // The slowest rank's times decide, so every rank takes the same path through the loop.
+  double t[2] = {0, 0};
+  size_t probe = kLargeProbe;
+  for (;; probe *= 4) {
+    out.resize(probe);
+    in.resize(probe);
+    t[0] = best_time(5, [&] { exchange(kSmallProbe); });
+    t[1] = best_time(3, [&] { exchange(probe); });
+    HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, comm.mpi()));
+    if (t[1] >= kProbeSeconds || probe >= kLargestProbe) break;
+  }
+  LinkFigures link;
+  link.latency = t[0];
+  // A large exchange no slower than a small one: too fast to tell, as good as free.
+  link.bandwidth = t[1] > t[0] ? double(probe - kSmallProbe) / (t[1] - t[0])
+                               : std::numeric_limits<double>::infinity();
+  return link;
+}
+
+std::string codec_key(const CodecConfig& codec, DType dtype, DataKind data) {
+  return detail::concat(codec.spec(), " ", dtype_name(dtype), " ",
+                        data == DataKind::kSmooth ? "smooth" : "gaussian");
+}
+
+CodecFigures measure_codec(const CodecConfig& codec, DType dtype, DataKind data) {
+  const std::vector<float> values = make_data(data, kCodecSample);
+  std::vector<std::byte> input(kCodecSample * dtype_size(dtype));
+  const TensorView in{dtype, kCodecSample, input.data()};
+  codec::store_from_float(values.data(), kCodecSample, in, 0);
+  std::vector<std::byte> output(input.size());
+  const TensorView decoded{dtype, kCodecSample, output.data()};
+  CodecFigures f;
+  std::vector<std::byte> stream;
+  try {
+    stream.resize(max_compressed_bytes(codec, in));
+  } catch (const InvalidArgument&) {
+    return f;  // the codec does not take this dtype
+  }
+  size_t size = 0;
+  const double sample = double(input.size());
+  f.compress = best_time(3, [&] { size = compress(codec, in, stream); }) / sample;
+  f.decompress = best_time(3, [&] { decompress({stream.data(), size}, decoded); }) / sample;
+  f.ratio = sample / double(size);
+  f.usable = true;
+  return f;
+}
+
+void agree(const Communicator& comm, std::span<CodecFigures> figures) {
+  // Per figure: both times, the negated ratio and "unusable" (1) as maxima.
+  std::vector<double> v;
+  for (const CodecFigures& f : figures) {
+    v.insert(v.end(), {f.compress, f.decompress, -f.ratio, f.usable ? 0.0 : 1.0});
+  }
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
+                               MPI_MAX, comm.mpi()));
+  for (size_t i = 0; i < figures.size(); ++i) {
+    figures[i] = {v[4 * i], v[4 * i + 1], -v[4 * i + 2], v[4 * i + 3] == 0.0};
+  }
+}
+
+}  // namespace hycc::policy
