@@ -1,6 +1,33 @@
 #include "collective_time.h"
 
+#include "policy/cost_model.h"
+
 namespace hycc::sim {
+namespace {
+
+Operation operation_of(Collective c) {
+  switch (c) {
+    case Collective::kAllreduce:
+      return Operation::kAllreduce;
+    case Collective::kReduceScatter:
+      return Operation::kReduceScatter;
+    case Collective::kAllgather:
+      return Operation::kAllgather;
+    case Collective::kSendRecv:
+      return Operation::kSendRecv;
+  }
+  return Operation::kAllreduce;
+}
+
+policy::Path path_of(Collective c, const CodecFigures& codec) {
+  if (!codec.compressed()) return policy::Path::kNative;
+  const bool reduction = c == Collective::kAllreduce || c == Collective::kReduceScatter;
+  if (!reduction || codec.feedback == Feedback::kNone) return policy::Path::kCodec;
+  return codec.feedback == Feedback::kTwoStage ? policy::Path::kTwoStage
+                                               : policy::Path::kErrorFeedback;
+}
+
+}  // namespace
 
 const char* collective_name(Collective c) {
   switch (c) {
@@ -16,60 +43,27 @@ const char* collective_name(Collective c) {
   return "?";
 }
 
-double ring_factor(Collective c, long n) {
-  if (c == Collective::kSendRecv) return 1;
-  const double share = double(n - 1) / double(n);
-  return c == Collective::kAllreduce ? 2 * share : share;
-}
-
-long ring_steps(Collective c, long n) {
-  if (c == Collective::kSendRecv) return 1;
-  return c == Collective::kAllreduce ? 2 * (n - 1) : n - 1;
-}
-
-double compressed_share(Collective c, long n) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return 1;
-    case Collective::kReduceScatter:
-      return double(n - 1) / double(n);
-    case Collective::kAllgather:
-      return 1 / double(n);
-    case Collective::kSendRecv:
-      return 1;
-  }
-  return 0;
-}
-
-double decompressed_share(Collective c, long n) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return 2 * double(n - 1) / double(n);
-    case Collective::kReduceScatter:
-    case Collective::kAllgather:
-      return double(n - 1) / double(n);
-    case Collective::kSendRecv:
-      return 1;
-  }
-  return 0;
-}
-
 CollectiveTime collective_time(Collective c, double bytes, const GroupLinks& links,
                                const CodecFigures& codec) {
   CollectiveTime t;
   const long n = links.group_size;
   if (n < 2 || bytes <= 0) return t;  // nobody to talk to
-  t.raw_bytes = ring_factor(c, n) * bytes;
-  t.wire_bytes = t.raw_bytes / codec.ratio;
-  t.transfer = double(ring_steps(c, n)) * links.latency + t.wire_bytes / links.bandwidth;
-  if (codec.compressed()) {
-    if (codec.compress_bandwidth > 0) {
-      t.codec += compressed_share(c, n) * bytes / codec.compress_bandwidth;
-    }
-    if (codec.decompress_bandwidth > 0) {
-      t.codec += decompressed_share(c, n) * bytes / codec.decompress_bandwidth;
-    }
-  }
+  const LinkFigures link{links.latency, links.bandwidth};
+  policy::CodecFigures figures;
+  figures.ratio = codec.ratio;
+  figures.compress = codec.compress_bandwidth > 0 ? 1 / codec.compress_bandwidth : 0;
+  figures.decompress = codec.decompress_bandwidth > 0 ? 1 / codec.decompress_bandwidth : 0;
+  figures.usable = true;
+  const Operation op = operation_of(c);
+  const int ranks = static_cast<int>(n);
+  const policy::ModelledTime native =
+      policy::modelled_time(op, policy::Path::kNative, ranks, bytes, link, figures);
+  const policy::ModelledTime m =
+      policy::modelled_time(op, path_of(c, codec), ranks, bytes, link, figures);
+  t.raw_bytes = native.wire_bytes;
+  t.wire_bytes = m.wire_bytes;
+  t.transfer = m.transfer;
+  t.codec = m.codec;
   return t;
 }
 

@@ -12,7 +12,7 @@ void price(DimensionTraffic& t, const std::vector<std::vector<long>>& groups, Pa
            const ClusterConfig& cluster, const SimPolicy& policy, DType dtype) {
   t.links = links_of(groups, pattern, cluster);
   if (t.calls == 0) return;  // unused: no codec to look up
-  t.codec = policy.figures(t.dimension, t.message_bytes, dtype);
+  t.codec = policy.figures(t.dimension, t.message_bytes, dtype, t.links);
   t.per_call = collective_time(collective_of(t.dimension), t.message_bytes, t.links, t.codec);
   t.raw_bytes = double(t.calls) * t.per_call.raw_bytes;
   t.wire_bytes = double(t.calls) * t.per_call.wire_bytes;

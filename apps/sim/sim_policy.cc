@@ -1,6 +1,8 @@
 #include "sim_policy.h"
 
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "hycc/error.h"
 #include "toml_fields.h"
@@ -8,9 +10,11 @@
 namespace hycc::sim {
 namespace {
 
-// The codec a gradient compressor applies, for the ones that are a codec with error feedback.
-std::optional<std::string> codec_of_gradient(const std::string& spec) {
-  if (spec.starts_with("ef+")) return spec.substr(3);
+// The codec a gradient compressor applies and how it runs, for the ones that are a codec with
+// error feedback (ef+CODEC, ef2+CODEC).
+std::optional<std::pair<std::string, Feedback>> codec_of_gradient(const std::string& spec) {
+  if (spec.starts_with("ef+")) return std::pair{spec.substr(3), Feedback::kCompressOnce};
+  if (spec.starts_with("ef2+")) return std::pair{spec.substr(4), Feedback::kTwoStage};
   return std::nullopt;
 }
 
@@ -95,16 +99,39 @@ CodecFigures SimPolicy::scaled(CodecFigures c) const {
   return c;
 }
 
-CodecFigures SimPolicy::figures(Dimension d, double bytes, DType dtype) const {
+CodecFigures SimPolicy::figures(Dimension d, double bytes, DType dtype,
+                                const GroupLinks& links) const {
   if (!policy_) {
     const auto& own = given_[static_cast<int>(d)];
     return scaled(own ? *own : *given_[static_cast<int>(Dimension::kOther)]);
   }
   const PolicyDecision decision = policy_->decide(d, operation_of(d), static_cast<size_t>(bytes));
+  if (decision.rule < 0 || !policy_->rules()[size_t(decision.rule)].adaptive()) {
+    return figures_of(decision, d, bytes, dtype);
+  }
+  // An adaptive rule: the candidate with the smallest modelled time on these links, as the
+  // engine chooses with measured figures (ties keep the earlier candidate).
+  const size_t rule = static_cast<size_t>(decision.rule);
+  CodecFigures best;
+  double best_time = 0;
+  for (size_t j = 0; j < policy_->candidate_count(rule); ++j) {
+    const CodecFigures c = figures_of(policy_->decision_for(rule, j), d, bytes, dtype);
+    const double t = collective_time(collective_of(d), bytes, links, c).total();
+    if (j == 0 || t < best_time) {
+      best = c;
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+CodecFigures SimPolicy::figures_of(const PolicyDecision& decision, Dimension d, double bytes,
+                                   DType dtype) const {
   if (decision.compressor == "none" || bytes < double(decision.threshold_bytes)) {
     return CodecFigures{};
   }
   std::string codec = decision.compressor;
+  Feedback feedback = Feedback::kNone;
   if (decision.gradient) {
     const auto inner = codec_of_gradient(codec);
     if (!inner) {
@@ -113,10 +140,12 @@ CodecFigures SimPolicy::figures(Dimension d, double bytes, DType dtype) const {
                                    " has no codec figures; give its ratio and throughput in a "
                                    "figures file (docs/sim.md)"));
     }
-    codec = *inner;  // error feedback adds element-wise work the codec figures do not count
+    // Error feedback adds element-wise work the codec figures do not count.
+    std::tie(codec, feedback) = *inner;
   }
   CodecFigures c = codecs_.find(codec, dtype);
   c.codec = decision.compressor;
+  c.feedback = feedback;
   return scaled(c);
 }
 

@@ -35,8 +35,9 @@ class SimPolicy {
 
   const std::string& name() const { return name_; }
   const std::string& description() const { return description_; }
-  // The figures for a message of `bytes` (uncompressed) of `dtype` on dimension `d`.
-  CodecFigures figures(Dimension d, double bytes, DType dtype) const;
+  // The figures for a message of `bytes` (uncompressed) of `dtype` on dimension `d`, whose
+  // groups have `links` (an adaptive rule takes its candidate of least modelled time there).
+  CodecFigures figures(Dimension d, double bytes, DType dtype, const GroupLinks& links = {}) const;
 
   // Multiplies every codec throughput by `factor` (a faster or slower device than the one the
   // figures were measured on); infinity makes the codecs free. Ratios stay as they are.
@@ -44,6 +45,8 @@ class SimPolicy {
 
  private:
   CodecFigures scaled(CodecFigures c) const;
+  CodecFigures figures_of(const PolicyDecision& decision, Dimension d, double bytes,
+                          DType dtype) const;
 
   std::string name_, description_;
   double codec_scale_ = 1;

@@ -12,6 +12,11 @@
 //   ef+CODEC            e.g. ef+quant:bits=4, ef+zfp:rate=4, ef+quant:bits=2
 //                                          error feedback around any codec (compress once,
 //                                          allgather the streams, sum locally)
+//   ef2+CODEC           e.g. ef2+quant:bits=6
+//                                          the same in two stages: chunks compressed and
+//                                          alltoall'ed, summed by their server rank,
+//                                          recompressed and allgathered; worker and server
+//                                          residuals; 2 (p-1)/p of the stream on the wire
 //   powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0
 //                                          low-rank P Q^T through plain allreduces
 //   topk:ratio=0.01,ef=on  or  topk:count=1000,ef=on

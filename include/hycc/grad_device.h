@@ -15,6 +15,8 @@
 //   payloads go round a device ring (each rank forwards what it receives); every rank decodes
 //   the p payloads and sums them in rank order; e = acc - decode(own payload). A codec without
 //   device kernels (ef+zstd) takes the host path of codec_device.h.
+// - ef2+CODEC: the two stages of the host method with the codec's device payloads (one per
+//   chunk), moved by alltoall_device and allgather_device with codec none.
 // - powersgd: M = grad + e viewed as a matrix (GradTensor::shape); P = M Q and Q = M^T P are
 //   device kernels, P and Q (r (rows + cols) floats) go to the host for their allreduces and
 //   P's orthogonalization, the result P Q^T is a device kernel. 1-D tensors and those that would

@@ -20,6 +20,8 @@ std::unique_ptr<Method> make_method(const GradSpec& spec) {
       return make_topk_method(spec);
     case Kind::kSign:
       return make_sign_method(spec);
+    case Kind::kTwoStageErrorFeedback:
+      return make_ef2_method(spec);
   }
   throw InvalidArgument(tagged("grad", "unknown compressor kind"));
 }

@@ -14,6 +14,7 @@ namespace hycc::grad {
 namespace {
 
 constexpr std::string_view kEfPrefix = "ef+";
+constexpr std::string_view kEf2Prefix = "ef2+";
 
 constexpr std::string_view kPowerSgdHelp =
     "rank=1..256 (default 4), min_compression=1..1e6 (default 2), warm_start=on|off (default "
@@ -100,22 +101,24 @@ GradSpec parse_sign(codec::SpecArgs& args) {
 std::string known_names() {
   std::string codecs;
   for (const std::string& n : codec_names()) codecs += (codecs.empty() ? "" : "|") + n;
-  return "none, ef+CODEC (CODEC: " + codecs + "), powersgd, topk, sign";
+  return "none, ef+CODEC, ef2+CODEC (CODEC: " + codecs + "), powersgd, topk, sign";
 }
 
 }  // namespace
 
 GradSpec parse_grad_spec(std::string_view spec) {
-  if (spec.substr(0, kEfPrefix.size()) == kEfPrefix) {
+  for (const auto& [prefix, kind] : {std::pair{kEfPrefix, Kind::kErrorFeedback},
+                                     std::pair{kEf2Prefix, Kind::kTwoStageErrorFeedback}}) {
+    if (spec.substr(0, prefix.size()) != prefix) continue;
     GradSpec s;
-    s.kind = Kind::kErrorFeedback;
+    s.kind = kind;
     s.error_feedback = true;
     try {
-      s.codec = CodecConfig::parse(spec.substr(kEfPrefix.size()));
+      s.codec = CodecConfig::parse(spec.substr(prefix.size()));
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(tagged("grad", "in spec '", spec, "': ", e.what()));
     }
-    s.canonical = std::string(kEfPrefix) + s.codec.spec();
+    s.canonical = std::string(prefix) + s.codec.spec();
     return s;
   }
   try {
@@ -143,6 +146,7 @@ GradSpec parse_grad_spec(std::string_view spec) {
 std::string grad_spec_help() {
   return detail::concat(
       "  none\n  ef+CODEC (any codec spec, e.g. ef+quant:bits=4, ef+zfp:rate=4)\n",
+      "  ef2+CODEC (the same in two stages, worker and server residuals: scales to many ranks)\n",
       "  powersgd:", kPowerSgdHelp, "\n  topk:", kTopKHelp, "\n  sign:", kSignHelp, "\n");
 }
 

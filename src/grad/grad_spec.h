@@ -1,5 +1,6 @@
-// Gradient compressor specs: "none", "ef+CODEC", "powersgd:...", "topk:...", "sign:...", parsed
-// with the codec spec parser (codec/spec_args.h) into a GradSpec with every parameter resolved.
+// Gradient compressor specs: "none", "ef+CODEC", "ef2+CODEC", "powersgd:...", "topk:...",
+// "sign:...", parsed with the codec spec parser (codec/spec_args.h) into a GradSpec with every
+// parameter resolved.
 #pragma once
 
 #include <cstddef>
@@ -11,13 +12,22 @@
 
 namespace hycc::grad {
 
-enum class Kind : uint8_t { kNone, kErrorFeedback, kPowerSgd, kTopK, kSign };
+// kErrorFeedback: ef+CODEC (compress once, gather every stream); kTwoStageErrorFeedback:
+// ef2+CODEC (worker and server residuals, each rank sends 2 (p - 1) / p of the stream).
+enum class Kind : uint8_t {
+  kNone,
+  kErrorFeedback,
+  kPowerSgd,
+  kTopK,
+  kSign,
+  kTwoStageErrorFeedback
+};
 
 struct GradSpec {
   Kind kind = Kind::kNone;
   std::string canonical;  // every parameter spelled out
   bool error_feedback = false;
-  CodecConfig codec;           // ef+CODEC: the codec
+  CodecConfig codec;           // ef+CODEC, ef2+CODEC: the codec
   int rank = 4;                // powersgd: rank of the approximation
   double min_compression = 2;  // powersgd: uncompressed unless n m >= this x r (n + m)
   bool warm_start = true;      // powersgd: keep Q from the previous step

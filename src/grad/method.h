@@ -1,4 +1,5 @@
-// The interface of one gradient compression method (none, ef+codec, powersgd, topk, sign): one
+// The interface of one gradient compression method (none, ef+codec, ef2+codec, powersgd, topk,
+// sign): one
 // compressed allreduce of a float32 tensor, with the method's state for that tensor. The Engine
 // (engine.h) owns the states and converts dtypes; methods see float32 spans.
 #pragma once
@@ -38,6 +39,7 @@ class Method {
 
 std::unique_ptr<Method> make_none_method();
 std::unique_ptr<Method> make_ef_method(const GradSpec& spec);
+std::unique_ptr<Method> make_ef2_method(const GradSpec& spec);
 std::unique_ptr<Method> make_powersgd_method(const GradSpec& spec);
 
 // How PowerSGD views a tensor of n elements: rows = shape[0], cols = n / rows, the rank r it

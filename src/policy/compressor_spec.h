@@ -18,10 +18,12 @@ struct CompressorSpec {
 CompressorSpec parse_compressor(std::string_view spec);
 
 // A compressor's codec: its own for a codec; for a gradient compressor the codec an
-// error-feedback compressor wraps ("ef+CODEC"), none for the others.
+// error-feedback compressor wraps ("ef+CODEC", "ef2+CODEC"), none for the others.
 CodecConfig compressor_codec(const CompressorSpec& spec);
 
-// True for "ef+CODEC": a gradient compressor whose cost follows from its codec's.
+// True for "ef+CODEC" and "ef2+CODEC": gradient compressors whose cost follows from the codec's.
 bool error_feedback(const CompressorSpec& spec);
+// True for "ef2+CODEC" (two stages: an alltoall and an allgather of compressed chunks).
+bool two_stage(const CompressorSpec& spec);
 
 }  // namespace hycc::policy

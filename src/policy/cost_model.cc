@@ -16,6 +16,11 @@ struct Shape {
 Shape shape_of(Operation op, Path path, double p) {
   const double share = (p - 1) / p;
   if (path == Path::kErrorFeedback) return {p - 1, p - 1, 1, p};  // allgather of whole streams
+  if (path == Path::kTwoStage) {
+    // Worker: compress S, decode S (residual); server: decode p chunks (S), compress and decode
+    // its chunk (S / p); then decode the gathered S. Two size exchanges add two messages.
+    return {2 * (p - 1) + 2, 2 * share, 1 + 1 / p, 3 + 1 / p};
+  }
   switch (op) {
     case Operation::kAllreduce:  // ring: reduce-scatter (recompressing) + allgather
       return {2 * (p - 1), 2 * share, 1, 2 * share};
@@ -41,8 +46,9 @@ ModelledTime modelled_time(Operation op, Path path, int ranks, double bytes,
   const double p = op == Operation::kSendRecv ? 2 : double(ranks);
   const Shape s = shape_of(op, path == Path::kNative ? Path::kCodec : path, p);
   const double ratio = path == Path::kNative ? 1 : codec.ratio;
+  t.wire_bytes = s.wire * bytes / ratio;
   t.transfer = s.steps * link.latency;
-  if (link.bandwidth > 0) t.transfer += s.wire * bytes / (ratio * link.bandwidth);
+  if (link.bandwidth > 0) t.transfer += t.wire_bytes / link.bandwidth;
   if (path != Path::kNative) {
     t.codec = bytes * (s.compressed * codec.compress + s.decompressed * codec.decompress);
   }

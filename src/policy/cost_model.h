@@ -23,13 +23,15 @@ struct CodecFigures {
   bool usable = false;  // false: the codec rejected the dtype (never chosen)
 };
 
-// How a candidate runs: uncompressed (native MPI), a codec inside hycc's algorithm for `op`, or
-// error feedback around a codec (compress once, allgather the streams, decode all p of them).
-enum class Path { kNative, kCodec, kErrorFeedback };
+// How a candidate runs: uncompressed (native MPI), a codec inside hycc's algorithm for `op`,
+// error feedback around a codec (ef+: compress once, allgather the streams, decode all p of
+// them), or in two stages (ef2+: an alltoall of compressed chunks, a server stage, an allgather).
+enum class Path { kNative, kCodec, kErrorFeedback, kTwoStage };
 
 struct ModelledTime {
   double transfer = 0;
   double codec = 0;
+  double wire_bytes = 0;  // bytes one rank sends
   double total() const { return transfer + codec; }
 };
 

@@ -32,7 +32,8 @@ const CodecConfig& codec_of(const PolicyDecision& d) {
 Path path_of(const PolicyDecision& d, Operation op) {
   if (codec_of(d).id() == CodecId::kNone) return Path::kNative;
   const bool reduction = op == Operation::kAllreduce || op == Operation::kReduceScatter;
-  return d.gradient && reduction ? Path::kErrorFeedback : Path::kCodec;
+  if (!d.gradient || !reduction) return Path::kCodec;
+  return d.compressor.starts_with("ef2+") ? Path::kTwoStage : Path::kErrorFeedback;
 }
 
 std::string choice_line(const PolicyDecision& d, const ModelledTime& t, bool usable, bool chosen,

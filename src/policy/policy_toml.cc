@@ -57,16 +57,17 @@ class Reader {
   }
 
   // The engine chooses among a rule's candidates with a cost model built from codec speeds, so
-  // every candidate must be a codec, none or ef+CODEC, and each must be listed once.
+  // every candidate must be a codec, none, ef+CODEC or ef2+CODEC, and each must be listed once.
   void check_candidates(const toml::table& t, size_t index, const PolicyRule& r,
                         bool modelled) const {
     if (!r.adaptive()) return;
-    const bool compressor_modelled = !r.gradient || r.compressor.starts_with("ef+");
+    const bool compressor_modelled =
+        policy::error_feedback({r.compressor, r.gradient}) || !r.gradient;
     if (!modelled || !compressor_modelled) {
       fail(t.source(),
            detail::concat("rule ", index + 1,
-                          ": a rule with alternatives chooses among codecs, none and "
-                          "ef+CODEC only (powersgd, topk and sign have no cost model)"));
+                          ": a rule with alternatives chooses among codecs, none, ef+CODEC "
+                          "and ef2+CODEC only (powersgd, topk and sign have no cost model)"));
     }
     std::vector<std::string> seen{r.compressor};
     for (const std::string& a : r.alternatives) {
@@ -97,7 +98,7 @@ class Reader {
     }
   }
 
-  // `alternatives`: codec or ef+CODEC specs, whose cost the engine can model from their codec.
+  // `alternatives`: codec, ef+CODEC or ef2+CODEC specs, whose cost follows from their codec.
   std::vector<policy::CompressorSpec> alternatives(const toml::node& v) const {
     const toml::array* a = v.as_array();
     if (a == nullptr) fail(v.source(), "'alternatives' must be an array of compressor specs");
@@ -112,7 +113,7 @@ class Reader {
     r.origin = detail::concat(source_, ":", t.source().begin.line);
     bool has_dimension = false, has_compressor = false;
     bool any_gradient = false;  // the compressor or an alternative is a gradient compressor
-    bool modelled = true;       // every alternative is a codec or ef+CODEC
+    bool modelled = true;       // every alternative is a codec, ef+CODEC or ef2+CODEC
     for (auto&& [key, value] : t) {
       const std::string_view k = key.str();
       if (k == "dimension") {

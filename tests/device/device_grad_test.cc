@@ -34,7 +34,8 @@ Buffer gradient(DType d, size_t n, int step) {
 TEST(DeviceGrad, ErrorFeedbackMatchesTheHostCompressorStepAfterStep) {
   constexpr uint64_t kKey = 11;
   for (const char* spec :
-       {"ef+quant:bits=4", "ef+quant:bits=2,round=stochastic", "ef+zfp:rate=4", "ef+eb:abs=0.01"}) {
+       {"ef+quant:bits=4", "ef+quant:bits=2,round=stochastic", "ef+zfp:rate=4", "ef+eb:abs=0.01",
+        "ef2+quant:bits=4", "ef2+quant:bits=2,round=stochastic", "ef2+zfp:rate=4"}) {
     for (const DeviceTransport t : {DeviceTransport::kStagedMpi, DeviceTransport::kNccl}) {
       for (const DType d : {DType::kF32, DType::kBF16}) {
         for (const size_t n : {size_t{1000}, size_t{100003}}) {
@@ -212,7 +213,8 @@ TEST(DeviceGrad, SaveAndLoadInterchangeWithTheHostCompressor) {
 // Every other spec: PowerSGD (matrices of one and of several row blocks, with and without error
 // feedback and warm start, and a 1-D tensor that falls back to a plain allreduce), sign (with
 // and without error feedback; uneven chunks, several tiles of sign::kTile values), top-k (ratio
-// and count, ties among equal magnitudes), ef around codecs without kernels. Results,
+// and count, ties among equal magnitudes), ef around codecs without kernels, ef2 (its server
+// residual included in the saved states). Results,
 // residuals, statistics and saved states equal the host's, step after step, allreduce and
 // reduce_scatter.
 TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
@@ -234,9 +236,12 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
                         {"sign:ef=off", {}},
                         {"sign", {3, 8201}},
                         {"ef+zstd", {}},
-                        {"ef+zfp:accuracy=1e-2", {}}};
+                        {"ef+zfp:accuracy=1e-2", {}},
+                        {"ef2+quant:bits=6", {}},
+                        {"ef2+mpc", {}},
+                        {"ef2+zstd", {}}};
   for (const Case& c : cases) {
-    const bool ef_codec = std::string(c.spec).rfind("ef+", 0) == 0;
+    const bool ef_codec = std::string(c.spec).rfind("ef", 0) == 0;
     const bool none = std::string(c.spec) == "none";
     for (const DType d : {DType::kF32, DType::kBF16}) {
       size_t n = c.shape.empty() ? 2257 : 1;

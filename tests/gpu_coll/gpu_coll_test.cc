@@ -176,13 +176,15 @@ TEST(GpuDeviceCollectives, AlltoallCudaEqualsHostEmulation) {
 }
 
 // Gradient compressors on the GPU (DeviceGradCompressor) against the emulated ones: results and
-// residuals bit for bit, three steps: error feedback (ef+zstd: a codec without kernels), sign
+// residuals bit for bit, three steps: error feedback (ef+zstd: a codec without kernels; ef2+ in
+// two stages, with the add kernel), sign
 // (its chunk coding in kernels: 100003 values make 13 tiles, with 2 ranks 7 per chunk) and top-k
 // (selection in kernels).
 TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
   const Communicator world = Communicator::world();
-  for (const char* spec : {"ef+quant:bits=4", "ef+zfp:rate=4", "ef+eb:abs=0.01", "ef+zstd", "sign",
-                           "sign:ef=off", "topk:ratio=0.01", "topk:count=5000,ef=off"}) {
+  for (const char* spec :
+       {"ef+quant:bits=4", "ef+zfp:rate=4", "ef+eb:abs=0.01", "ef+zstd", "ef2+quant:bits=4",
+        "ef2+zfp:rate=4", "sign", "sign:ef=off", "topk:ratio=0.01", "topk:count=5000,ef=off"}) {
     for (const DType d : kDtypes) {
       DeviceGradCompressor emulated(spec), cuda(spec);
       DeviceCollectiveOptions o;

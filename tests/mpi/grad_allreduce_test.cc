@@ -29,6 +29,9 @@ const std::vector<std::string>& specs() {
                                              "ef+quant:bits=4",
                                              "ef+quant:bits=2,round=stochastic",
                                              "ef+zfp:rate=4",
+                                             "ef2+quant:bits=4",
+                                             "ef2+quant:bits=2,round=stochastic",
+                                             "ef2+mpc",
                                              "powersgd:rank=4",
                                              "powersgd:rank=1,warm_start=off",
                                              "topk:ratio=0.05",
@@ -101,8 +104,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, GradMpi, ::testing::ValuesIn(specs()),
 // one process (the unit tests' model); PowerSGD and none add in MPI_Allreduce's order instead.
 TEST(GradMpiModel, SameBitsAsThreads) {
   const int p = world().size(), r = world().rank();
-  for (const std::string spec :
-       {"ef+quant:bits=4", "ef+zfp:rate=4", "topk:ratio=0.05", "sign", "sign:ef=off"}) {
+  for (const std::string spec : {"ef+quant:bits=4", "ef+zfp:rate=4", "ef2+quant:bits=4",
+                                 "ef2+zfp:rate=4", "topk:ratio=0.05", "sign", "sign:ef=off"}) {
     GradCompressor c(spec);
     std::vector<grad::Engine> engines;
     for (int j = 0; j < p; ++j) engines.emplace_back(spec);

@@ -91,8 +91,9 @@ TEST(GradConvergence, ErrorFeedbackReachesTheUncompressedLoss) {
   if (world().size() != 4) GTEST_SKIP() << "the convergence test runs at 4 ranks";
   const Shard shard = make_shard(world().rank());
   const double baseline = train("none", shard);
-  for (const char* spec : {"ef+quant:bits=4", "ef+quant:bits=2", "ef+zfp:rate=8", "powersgd:rank=4",
-                           "topk:ratio=0.1", "sign"}) {
+  for (const char* spec :
+       {"ef+quant:bits=4", "ef+quant:bits=2", "ef+zfp:rate=8", "ef2+quant:bits=4",
+        "ef2+quant:bits=2", "powersgd:rank=4", "topk:ratio=0.1", "sign"}) {
     const double loss = train(spec, shard);
     if (world().rank() == 0)
       std::printf("# %-20s final loss %.6f (none %.6f)\n", spec, loss, baseline);

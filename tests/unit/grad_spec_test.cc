@@ -23,6 +23,10 @@ TEST(GradSpec, CanonicalForms) {
   EXPECT_EQ(GradCompressor("none").spec(), "none");
   EXPECT_EQ(GradCompressor("ef+quant:bits=4").spec(), "ef+quant:bits=4,block=64,round=nearest");
   EXPECT_EQ(GradCompressor("ef+zfp:rate=4").spec(), "ef+zfp:rate=4");
+  EXPECT_EQ(GradCompressor("ef2+quant:bits=6").spec(), "ef2+quant:bits=6,block=64,round=nearest");
+  EXPECT_EQ(grad::parse_grad_spec("ef2+mpc").kind, grad::Kind::kTwoStageErrorFeedback);
+  EXPECT_THROW(GradCompressor("ef2+quant:bits=9"), InvalidArgument);
+  EXPECT_THROW(GradCompressor("ef3+quant:bits=4"), InvalidArgument);
   EXPECT_EQ(GradCompressor("powersgd:rank=4").spec(),
             "powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0");
   EXPECT_EQ(GradCompressor("powersgd:rank=2,warm_start=0,min_compression=1.5").spec(),
@@ -90,7 +94,7 @@ TEST(GradSpec, ErrorsNameTheSpecAndWhatIsAccepted) {
 
 TEST(GradSpec, HelpListsEveryCompressor) {
   const std::string help = grad_help();
-  for (const char* name : {"none", "ef+CODEC", "powersgd:", "topk:", "sign:"}) {
+  for (const char* name : {"none", "ef+CODEC", "ef2+CODEC", "powersgd:", "topk:", "sign:"}) {
     EXPECT_NE(help.find(name), std::string::npos) << name;
   }
 }

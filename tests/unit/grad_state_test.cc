@@ -59,11 +59,20 @@ std::vector<Engine> make_engines(const std::string& spec, int p) {
 }
 
 const std::vector<std::string>& all_specs() {
-  static const std::vector<std::string> specs = {
-      "none",           "ef+quant:bits=4",     "ef+quant:bits=2,round=stochastic",
-      "ef+zfp:rate=4",  "powersgd:rank=4",     "powersgd:rank=2,warm_start=off",
-      "topk:ratio=0.1", "topk:count=5,ef=off", "sign",
-      "sign:ef=off"};
+  static const std::vector<std::string> specs = {"none",
+                                                 "ef+quant:bits=4",
+                                                 "ef+quant:bits=2,round=stochastic",
+                                                 "ef+zfp:rate=4",
+                                                 "powersgd:rank=4",
+                                                 "powersgd:rank=2,warm_start=off",
+                                                 "topk:ratio=0.1",
+                                                 "topk:count=5,ef=off",
+                                                 "sign",
+                                                 "sign:ef=off",
+                                                 "ef2+quant:bits=4",
+                                                 "ef2+quant:bits=2,round=stochastic",
+                                                 "ef2+zfp:rate=4",
+                                                 "ef2+mpc"};
   return specs;
 }
 
@@ -187,7 +196,8 @@ void check_bookkeeping(const std::string& spec, int p) {
 
 TEST(GradBookkeeping, SentPlusResidualEqualsInput) {
   for (const char* spec : {"ef+quant:bits=4", "ef+quant:bits=2,round=stochastic", "ef+zfp:rate=4",
-                           "topk:ratio=0.1", "topk:count=1", "sign"}) {
+                           "topk:ratio=0.1", "topk:count=1", "sign", "ef2+quant:bits=4",
+                           "ef2+quant:bits=2,round=stochastic", "ef2+zfp:rate=4"}) {
     for (const int p : {1, 3}) check_bookkeeping(spec, p);
   }
 }
@@ -195,7 +205,8 @@ TEST(GradBookkeeping, SentPlusResidualEqualsInput) {
 // The bookkeeping is not vacuous: the compressors do lose information each step (the residual
 // is a sizable part of the input), and PowerSGD leaves its error in the residual too.
 TEST(GradBookkeeping, ResidualsAreNotTrivial) {
-  for (const char* spec : {"ef+quant:bits=2", "topk:ratio=0.1", "sign", "powersgd:rank=1"}) {
+  for (const char* spec :
+       {"ef+quant:bits=2", "topk:ratio=0.1", "sign", "powersgd:rank=1", "ef2+quant:bits=2"}) {
     std::vector<Engine> e = make_engines(spec, 1);
     run(e, 0, 1, ReduceOp::kAverage);
     const std::vector<float>& res = e[0].states().at(kMatrix.key).residual;

@@ -103,10 +103,10 @@ TEST(AdaptivePolicy, BadAlternativesAreErrors) {
       {dp + "alternatives = \"none\"\n", "bad.toml:4: 'alternatives' must be an array"},
       {dp + "alternatives = [\"quant:bits=9\"]\n", "alternative 'quant:bits=9'"},
       {dp + "alternatives = [3]\n", "'alternative' must be a string"},
-      {dp + "alternatives = [\"powersgd:rank=2\"]\n", "ef+CODEC only"},
+      {dp + "alternatives = [\"powersgd:rank=2\"]\n", "ef2+CODEC only"},
       {"[[rule]]\ndimension = \"dp\"\ncompressor = \"topk:ratio=0.01\"\nalternatives = "
        "[\"none\"]\n",
-       "ef+CODEC only"},
+       "ef2+CODEC only"},
       {dp + "alternatives = [\"none\", \"none\"]\n", "'none' is listed twice"},
       {dp + "alternatives = [\"ef+quant:bits=4\"]\n", "is listed twice"},
       {"[[rule]]\ndimension = \"tp\"\ncompressor = \"bf16\"\nalternatives = [\"ef+bf16\"]\n",
@@ -136,6 +136,10 @@ TEST(CostModel, RingAllreduceByHand) {
   // Error feedback: p - 1 whole streams gathered, S compressed once, p streams decoded.
   EXPECT_DOUBLE_EQ(t(Operation::kAllreduce, Path::kErrorFeedback).transfer, 3e-5 + 3e6 / 4e8);
   EXPECT_DOUBLE_EQ(t(Operation::kAllreduce, Path::kErrorFeedback).codec, 1e-3 + 4 * 2e-3);
+  // Two stages: 2 (p-1) messages + 2 size exchanges, the ring's bytes; S (1 + 1/p) compressed,
+  // S (3 + 1/p) decoded.
+  EXPECT_DOUBLE_EQ(t(Operation::kAllreduce, Path::kTwoStage).transfer, 8e-5 + 1.5e6 / 4e8);
+  EXPECT_DOUBLE_EQ(t(Operation::kAllreduce, Path::kTwoStage).codec, 1.25e-3 + 3.25 * 2e-3);
   // The allgather compresses only its own block.
   EXPECT_DOUBLE_EQ(t(Operation::kAllgather, Path::kCodec).codec, 0.25e-3 + 0.75 * 2e-3);
   EXPECT_DOUBLE_EQ(t(Operation::kReduceScatter, Path::kCodec).transfer, 3e-5 + 0.75e6 / 4e8);

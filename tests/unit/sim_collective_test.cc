@@ -1,4 +1,6 @@
-// Performance model: ring factors, steps, codec work and the alpha-beta time of one collective.
+// Performance model: the alpha-beta time of one collective (the library's cost model) per
+// collective and algorithm: ring shares and steps, codec work, and the two error-feedback forms
+// of gradient compressors.
 #include <gtest/gtest.h>
 
 #include "collective_time.h"
@@ -6,52 +8,83 @@
 namespace hycc::sim {
 namespace {
 
-TEST(SimCollective, RingFactors) {
-  EXPECT_DOUBLE_EQ(ring_factor(Collective::kAllreduce, 4), 1.5);  // 2 (n-1)/n
-  EXPECT_DOUBLE_EQ(ring_factor(Collective::kReduceScatter, 4), 0.75);
-  EXPECT_DOUBLE_EQ(ring_factor(Collective::kAllgather, 8), 0.875);
-  EXPECT_DOUBLE_EQ(ring_factor(Collective::kSendRecv, 8), 1);
-  EXPECT_DOUBLE_EQ(ring_factor(Collective::kAllreduce, 1), 0);
-  EXPECT_EQ(ring_steps(Collective::kAllreduce, 4), 6);
-  EXPECT_EQ(ring_steps(Collective::kReduceScatter, 4), 3);
-  EXPECT_EQ(ring_steps(Collective::kSendRecv, 4), 1);
+GroupLinks links_of(long n, double bandwidth, double latency) {
+  GroupLinks l;
+  l.group_size = n;
+  l.bandwidth = bandwidth;
+  l.latency = latency;
+  return l;
+}
+
+TEST(SimCollective, RingSharesAndSteps) {
+  const CodecFigures none;
+  const auto at = [&](Collective c, long n) {
+    return collective_time(c, 8000, links_of(n, 1000, 1), none);
+  };
+  EXPECT_DOUBLE_EQ(at(Collective::kAllreduce, 4).raw_bytes, 12000);  // 2 (n-1)/n S
+  EXPECT_DOUBLE_EQ(at(Collective::kAllreduce, 4).transfer, 6 + 12);  // 2 (n-1) messages
+  EXPECT_DOUBLE_EQ(at(Collective::kReduceScatter, 4).raw_bytes, 6000);
+  EXPECT_DOUBLE_EQ(at(Collective::kReduceScatter, 4).transfer, 3 + 6);
+  EXPECT_DOUBLE_EQ(at(Collective::kAllgather, 8).raw_bytes, 7000);
+  EXPECT_DOUBLE_EQ(at(Collective::kSendRecv, 8).raw_bytes, 8000);
+  EXPECT_DOUBLE_EQ(at(Collective::kSendRecv, 8).transfer, 1 + 8);
+  EXPECT_DOUBLE_EQ(at(Collective::kAllreduce, 1).total(), 0);  // alone: nothing to send
 }
 
 TEST(SimCollective, CodecWorkPerAlgorithm) {
+  // Compress at 1 B/s, decompress for free: the codec time is the compressed share of S.
+  const CodecFigures compress{"quant", 4, 1, 0};
+  const CodecFigures decompress{"quant", 4, 0, 1};
+  const auto share = [](Collective c, const CodecFigures& f) {
+    return collective_time(c, 1, links_of(4, 1e9, 0), f).codec;
+  };
   // Allreduce: reduce-scatter recompresses at each of n-1 hops, the allgather compresses its
   // chunk once: n chunks of S/n compressed, 2 (n-1) decompressed.
-  EXPECT_DOUBLE_EQ(compressed_share(Collective::kAllreduce, 4), 1);
-  EXPECT_DOUBLE_EQ(decompressed_share(Collective::kAllreduce, 4), 1.5);
-  EXPECT_DOUBLE_EQ(compressed_share(Collective::kReduceScatter, 4), 0.75);
-  EXPECT_DOUBLE_EQ(decompressed_share(Collective::kReduceScatter, 4), 0.75);
-  EXPECT_DOUBLE_EQ(compressed_share(Collective::kAllgather, 4), 0.25);
-  EXPECT_DOUBLE_EQ(decompressed_share(Collective::kAllgather, 4), 0.75);
-  EXPECT_DOUBLE_EQ(compressed_share(Collective::kSendRecv, 4), 1);
+  EXPECT_DOUBLE_EQ(share(Collective::kAllreduce, compress), 1);
+  EXPECT_DOUBLE_EQ(share(Collective::kAllreduce, decompress), 1.5);
+  EXPECT_DOUBLE_EQ(share(Collective::kReduceScatter, compress), 0.75);
+  EXPECT_DOUBLE_EQ(share(Collective::kReduceScatter, decompress), 0.75);
+  EXPECT_DOUBLE_EQ(share(Collective::kAllgather, compress), 0.25);
+  EXPECT_DOUBLE_EQ(share(Collective::kAllgather, decompress), 0.75);
+  EXPECT_DOUBLE_EQ(share(Collective::kSendRecv, compress), 1);
 }
 
 TEST(SimCollective, AlphaBetaTimeByHand) {
-  GroupLinks links;
-  links.group_size = 4;
-  links.bandwidth = 1000;  // B/s
-  links.latency = 0.5;     // s
-  const CodecFigures none;
-  const CollectiveTime t = collective_time(Collective::kAllreduce, 4000, links, none);
-  EXPECT_DOUBLE_EQ(t.raw_bytes, 6000);
-  EXPECT_DOUBLE_EQ(t.wire_bytes, 6000);
-  EXPECT_DOUBLE_EQ(t.transfer, 6 * 0.5 + 6.0);
-  EXPECT_DOUBLE_EQ(t.codec, 0);
-
+  GroupLinks links = links_of(4, 1000, 0.5);
   CodecFigures c{"quant", 4, 2000, 8000};
   const CollectiveTime z = collective_time(Collective::kAllreduce, 4000, links, c);
+  EXPECT_DOUBLE_EQ(z.raw_bytes, 6000);
   EXPECT_DOUBLE_EQ(z.wire_bytes, 1500);
   EXPECT_DOUBLE_EQ(z.transfer, 3 + 1.5);
   EXPECT_DOUBLE_EQ(z.codec, 4000 / 2000.0 + 1.5 * 4000 / 8000.0);
 
   c.compress_bandwidth = c.decompress_bandwidth = 0;  // free codec
   EXPECT_DOUBLE_EQ(collective_time(Collective::kAllreduce, 4000, links, c).codec, 0);
+}
 
-  links.group_size = 1;  // alone: nothing to send
-  EXPECT_DOUBLE_EQ(collective_time(Collective::kAllreduce, 4000, links, c).total(), 0);
+TEST(SimCollective, ErrorFeedbackForms) {
+  const GroupLinks links = links_of(4, 1000, 0.5);
+  CodecFigures c{"ef+quant", 4, 2000, 8000};
+  c.feedback = Feedback::kCompressOnce;  // every rank's stream to every rank
+  const CollectiveTime once = collective_time(Collective::kAllreduce, 4000, links, c);
+  EXPECT_DOUBLE_EQ(once.raw_bytes, 6000);     // what the uncompressed ring sends
+  EXPECT_DOUBLE_EQ(once.wire_bytes, 3000);    // (n-1) S / ratio
+  EXPECT_DOUBLE_EQ(once.transfer, 1.5 + 3);   // n-1 messages
+  EXPECT_DOUBLE_EQ(once.codec, 2 + 4 * 0.5);  // S compressed, n S decoded
+  // The reduce-scatter runs the same step and keeps a chunk.
+  EXPECT_DOUBLE_EQ(collective_time(Collective::kReduceScatter, 4000, links, c).wire_bytes, 3000);
+  // Beyond 2 x ratio ranks compress-once sends more than the uncompressed ring.
+  const GroupLinks many = links_of(24, 1000, 0);
+  EXPECT_GT(collective_time(Collective::kReduceScatter, 4000, many, c).wire_bytes,
+            collective_time(Collective::kReduceScatter, 4000, many, CodecFigures{}).wire_bytes);
+
+  c.feedback = Feedback::kTwoStage;  // the ring's bytes, compressed
+  const CollectiveTime two = collective_time(Collective::kAllreduce, 4000, links, c);
+  EXPECT_DOUBLE_EQ(two.wire_bytes, 1500);
+  EXPECT_DOUBLE_EQ(two.transfer, 8 * 0.5 + 1.5);  // 2 (n-1) messages + 2 length exchanges
+  EXPECT_DOUBLE_EQ(two.codec, 1.25 * 2 + 3.25 * 0.5);
+  // Where the compressor does not reduce (a gather), its codec runs in the ring.
+  EXPECT_DOUBLE_EQ(collective_time(Collective::kAllgather, 4000, links, c).wire_bytes, 750);
 }
 
 }  // namespace

@@ -102,6 +102,36 @@ TEST(SimConfig, CodecFiguresFromTheBenchmarkJson) {
             std::string::npos);
 }
 
+// An adaptive rule (auto) takes the candidate of least modelled time on the group's links, as
+// the engine does: none on free links, ef+ on 2 slow ranks, ef2+ on many.
+TEST(SimConfig, AdaptiveRulesChooseByTheModel) {
+  CodecTable t;
+  t.add_json(R"([{"codec": "quant:bits=6,block=64,round=nearest", "dtype": "f32", "ratio": 4.57,
+                  "compress_gbps": 7.0, "decompress_gbps": 12.0},
+                 {"codec": "bf16", "dtype": "f32", "ratio": 2.0,
+                  "compress_gbps": 9.0, "decompress_gbps": 11.0}])",
+             "bench.json");
+  const SimPolicy a = SimPolicy::from_policy(Policy::preset("auto"), t);
+  const auto links = [](long n, double bandwidth) {
+    GroupLinks l;
+    l.group_size = n;
+    l.bandwidth = bandwidth;
+    l.latency = 1e-5;
+    return l;
+  };
+  const double bytes = 64 << 20;
+  EXPECT_EQ(a.figures(Dimension::kDp, bytes, DType::kF32, links(8, 1e15)).codec, "none");
+  const CodecFigures two = a.figures(Dimension::kDp, bytes, DType::kF32, links(2, 1e8));
+  EXPECT_EQ(two.codec.substr(0, 3), "ef+") << two.codec;
+  EXPECT_EQ(two.feedback, Feedback::kCompressOnce);
+  const CodecFigures many = a.figures(Dimension::kZeroGrad, bytes, DType::kF32, links(24, 1e8));
+  EXPECT_EQ(many.codec.substr(0, 4), "ef2+") << many.codec;
+  EXPECT_EQ(many.feedback, Feedback::kTwoStage);
+  EXPECT_DOUBLE_EQ(many.ratio, 4.57);
+  // Without links (all candidates cost nothing) the rule's compressor.
+  EXPECT_EQ(a.figures(Dimension::kDp, bytes, DType::kF32).codec.substr(0, 3), "ef+");
+}
+
 TEST(SimConfig, FiguresFileErrors) {
   const std::string msg =
       invalid_message([] { SimPolicy::parse_figures("[dp]\nratio = 2.0\nspeed = 3\n", "f.toml"); });

@@ -121,6 +121,8 @@ class DeviceOps {
   virtual void round_into(const float* partial, ReduceOp op, int size, TensorView out) = 0;
   // out[i] = a[i] - b[i] in float32, n elements (out may be a or b).
   virtual void subtract(const float* a, const float* b, float* out, size_t n) = 0;
+  // out[i] = a[i] + b[i] in float32, n elements (out may be a or b).
+  virtual void add(const float* a, const float* b, float* out, size_t n) = 0;
   // payload_checksum() (payload_checksum.h) of `bytes` bytes of device memory; waits for it.
   virtual uint64_t checksum(const void* data, size_t bytes) = 0;
 

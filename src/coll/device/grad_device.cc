@@ -131,7 +131,8 @@ void DeviceGradCompressor::load(std::span<const std::byte> blob,
   const grad::StateTable table = grad::deserialize_state(spec_, blob);
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
   std::map<uint64_t, std::unique_ptr<dev::GradState>> loaded;
-  const bool ef = parsed_->kind == grad::Kind::kErrorFeedback;
+  const bool ef = parsed_->kind == grad::Kind::kErrorFeedback ||
+                  parsed_->kind == grad::Kind::kTwoStageErrorFeedback;
   for (const auto& [key, t] : table) {
     if (!t.residual.empty() && t.residual.size() != t.count) {
       throw CorruptStream(tagged("grad:device", "the saved residual of key ", key, " has ",
@@ -144,7 +145,8 @@ void DeviceGradCompressor::load(std::span<const std::byte> blob,
     s->rank = t.rank;
     s->size = t.size;
     s->count = t.count;
-    // ef+CODEC keeps a residual from its first step on (zeros if the blob has none).
+    // ef+CODEC and ef2+CODEC keep a residual from their first step on (zeros if the blob has
+    // none).
     s->residual =
         ef && t.residual.empty() ? dev::device_zeros(*ops, t.count) : to_device(*ops, t.residual);
     s->residual_count = ef ? t.count : t.residual.size();
@@ -209,7 +211,8 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
     slot->count = grad.count;
     slot->rank = comm.rank();
     slot->size = comm.size();
-    if (parsed_->kind == grad::Kind::kErrorFeedback) {
+    if (parsed_->kind == grad::Kind::kErrorFeedback ||
+        parsed_->kind == grad::Kind::kTwoStageErrorFeedback) {
       slot->residual = dev::device_zeros(*ops, grad.count);
       slot->residual_count = grad.count;
     }
@@ -233,7 +236,10 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
         case grad::Kind::kTopK:
           stats = dev::topk_device_step(step, *parsed_, state);
           break;
-        default:
+        case grad::Kind::kTwoStageErrorFeedback:
+          stats = dev::ef2_device_step(step, parsed_->codec, state);
+          break;
+        case grad::Kind::kSign:
           stats = dev::sign_device_step(step, parsed_->error_feedback, state);
       }
     } catch (...) {

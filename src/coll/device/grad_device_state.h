@@ -18,7 +18,7 @@ struct GradState {
   DeviceStream stream = nullptr;
   Memory residual;  // residual_count float32 (0: none yet)
   size_t residual_count = 0;
-  Memory aux;  // aux_count float32: PowerSGD's Q (transposed, r x cols); sign: server residual
+  Memory aux;  // aux_count float32: PowerSGD's Q (transposed, r x cols); sign, ef2: server residual
   size_t aux_count = 0;
   size_t count = 0;
   int rank = 0, size = 0;
@@ -38,6 +38,8 @@ struct DeviceStep {
 
 // ef+CODEC (grad_ef_device.cc); state.residual holds count floats.
 GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state);
+// ef2+CODEC (grad_ef2_device.cc): state.residual is the worker residual, state.aux the server's.
+GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state);
 // powersgd (grad_powersgd_device.cc).
 GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& spec,
                                    GradState& state);
@@ -53,5 +55,29 @@ Memory device_zeros(DeviceOps& ops, size_t count);
 void accumulate_gradient(const DeviceStep& s, bool error_feedback, GradState& state, float* acc);
 // Seconds since t0.
 double seconds_since(std::chrono::steady_clock::time_point t0);
+
+// A device buffer of `count` float32 or 32-bit words (sign and ef2 move words).
+struct DeviceWords {
+  Memory memory;
+  DeviceWords(DeviceOps& ops, size_t count) : memory(ops.allocate(count * 4)) {}
+  float* f() const { return static_cast<float*>(memory.data()); }
+  uint32_t* w() const { return static_cast<uint32_t*>(memory.data()); }
+};
+
+// Words as a float32 view: with codec none the collectives move their bits unchanged.
+inline TensorView words_view(const DeviceWords& b, size_t count) {
+  return {DType::kF32, count, b.w()};
+}
+
+// The seconds spent in the calls it runs (a step's communication).
+struct CommClock {
+  double seconds = 0;
+  template <typename Call>
+  void operator()(Call&& call) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    seconds += seconds_since(t0);
+  }
+};
 
 }  // namespace hycc::coll::device

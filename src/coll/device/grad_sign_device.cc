@@ -9,20 +9,6 @@
 #include "grad/sign_block.h"
 
 namespace hycc::coll::device {
-namespace {
-
-// A device buffer of `count` float32 or 32-bit words.
-struct Floats {
-  Memory memory;
-  explicit Floats(DeviceOps& ops, size_t count) : memory(ops.allocate(count * 4)) {}
-  float* f() const { return static_cast<float*>(memory.data()); }
-  uint32_t* w() const { return static_cast<uint32_t*>(memory.data()); }
-};
-
-// Words as a float32 view: with codec none the collectives move their bits unchanged.
-TensorView words_view(const Floats& b, size_t count) { return {DType::kF32, count, b.w()}; }
-
-}  // namespace
 
 GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradState& state) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -39,29 +25,24 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
     state.aux = device_zeros(ops, mine.count);
     state.aux_count = mine.count;
   }
-  const Floats acc(ops, n);  // grad + e_w (the worker residual) or grad
+  const DeviceWords acc(ops, n);  // grad + e_w (the worker residual) or grad
   accumulate_gradient(s, error_feedback, state, acc.f());
 
   // 1. Worker: every chunk encoded, e_w = acc - decoded; chunk j to rank j.
-  const Floats send(ops, block * pz), recv(ops, block * pz);
+  const DeviceWords send(ops, block * pz), recv(ops, block * pz);
   ops.sign_encode(acc.f(), n, p, block, send.w());
   auto* residual = static_cast<float*>(state.residual.data());
   if (error_feedback) {
     ops.sign_decode(send.w(), block, p, n, residual);
     ops.subtract(acc.f(), residual, residual, n);
   }
-  double comm = 0;
-  const auto timed = [&comm](auto&& call) {
-    const auto c0 = std::chrono::steady_clock::now();
-    call();
-    comm += seconds_since(c0);
-  };
+  CommClock timed;
   timed([&] {
     alltoall_device(s.comm, words_view(send, block * pz), words_view(recv, block * pz), s.options);
   });
 
   // 2. Server: this rank's chunk summed in rank order (+ e_s), encoded, e_s = s - decoded.
-  const Floats sum(ops, mine.count), own_words(ops, block), all(ops, block * pz);
+  const DeviceWords sum(ops, mine.count), own_words(ops, block), all(ops, block * pz);
   auto* server_residual = static_cast<float*>(state.aux.data());
   ops.sign_server_sum(recv.w(), block, p, mine.count, s.op,
                       error_feedback ? server_residual : nullptr, sum.f());
@@ -81,8 +62,8 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   stats.payload_bytes = block * 4 * pz;
   stats.wire_bytes = 2 * block * 4 * (pz - 1);
   stats.compressed = true;
-  stats.comm_seconds = comm;
-  stats.compress_seconds = seconds_since(t0) - comm;
+  stats.comm_seconds = timed.seconds;
+  stats.compress_seconds = seconds_since(t0) - timed.seconds;
   return stats;
 }
 

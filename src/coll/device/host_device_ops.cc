@@ -88,6 +88,10 @@ class HostEmulatedOps final : public DeviceOps {
     for (size_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
   }
 
+  void add(const float* a, const float* b, float* out, size_t n) override {
+    for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+
   uint64_t checksum(const void* data, size_t bytes) override {
     return payload_checksum(data, bytes);
   }

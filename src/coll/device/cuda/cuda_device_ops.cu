@@ -100,11 +100,11 @@ __global__ void round_kernel(const float* partial, bool average, float size, uin
   store_float(average ? partial[i] / size : partial[i], out, dtype, i);
 }
 
-// out[i] = a[i] - b[i].
-__global__ void subtract_kernel(const float* a, const float* b, float* out, uint64_t n) {
+// out[i] = a[i] - b[i], or a[i] + b[i] with `sum`.
+__global__ void subtract_kernel(const float* a, const float* b, float* out, uint64_t n, bool sum) {
   const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  out[i] = a[i] - b[i];
+  out[i] = sum ? a[i] + b[i] : a[i] - b[i];
 }
 
 // *sum += the checksum terms of the payload's words (payload_checksum.h); grid-stride, one atomic
@@ -263,12 +263,19 @@ class CudaOps final : public DeviceOps {
   }
 
   void subtract(const float* a, const float* b, float* out, size_t n) override {
-    if (n == 0) return;
-    subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n);
-    HYCC_CUDA_CHECK(cudaGetLastError());
+    elementwise(a, b, out, n, false);
+  }
+  void add(const float* a, const float* b, float* out, size_t n) override {
+    elementwise(a, b, out, n, true);
   }
 
  private:
+  void elementwise(const float* a, const float* b, float* out, size_t n, bool sum) {
+    if (n == 0) return;
+    subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n, sum);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
   // Replaces `scratch` with a block of at least `bytes` if it is smaller (after the work queued
   // before, which may still use it).
   void grow(Memory& scratch, size_t bytes) {

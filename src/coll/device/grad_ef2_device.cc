@@ -1,0 +1,120 @@
+// ef2+CODEC on device buffers: the two stages of grad/method_ef2.cc with the codec's device
+// payloads, moved as words by the device collectives with codec none (an alltoall, then an
+// allgather: the bytes unchanged). Each block is one word with the payload's length, then the
+// payload, padded to the bound of the largest chunk. The same seeds and the same float32
+// operations in the same order as the host method, so the same results and residuals.
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "coll/device/grad_device_state.h"
+#include "grad/method.h"
+
+namespace hycc::coll::device {
+namespace {
+
+// Compresses `in` into block `slot` (length word, then the payload). Returns the length.
+size_t encode_block(DeviceOps& ops, const CodecConfig& codec, ConstTensorView in, uint32_t* slot,
+                    size_t capacity, uint64_t seed) {
+  const size_t bytes = ops.encode(codec, in, slot + 1, capacity, seed);
+  const auto length = static_cast<uint32_t>(bytes);
+  ops.copy_to_device(slot, &length, sizeof(length));
+  return bytes;
+}
+
+// The payload lengths of `count` blocks of `block` words, checked against the capacity.
+std::vector<uint32_t> lengths(DeviceOps& ops, const DeviceWords& blocks, size_t block, size_t count,
+                              size_t capacity) {
+  std::vector<uint32_t> out(count);
+  for (size_t j = 0; j < count; ++j) {
+    ops.copy_to_host(&out[j], blocks.w() + block * j, sizeof(uint32_t));
+    if (out[j] > capacity) {
+      throw CorruptStream(tagged("grad:device", "ef2: a block of ", capacity,
+                                 " payload bytes holds a payload of ", out[j], " bytes"));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GradStepStats stats;
+  stats.elements = s.grad.count;
+  DeviceOps& ops = s.ops;
+  const size_t n = s.grad.count;
+  const int p = s.comm.size(), me = s.comm.rank();
+  const size_t pz = static_cast<size_t>(p);
+  const ChunkRange mine = chunk_range(n, p, me);
+  const size_t capacity =
+      4 * grad::words_for(codec.codec().max_payload_bytes(DType::kF32, chunk_range(n, p, 0).count));
+  const size_t block = 1 + capacity / 4;
+  if (state.aux_count != mine.count) {
+    state.aux = device_zeros(ops, mine.count);
+    state.aux_count = mine.count;
+  }
+  const DeviceWords acc(ops, n), decoded(ops, n);
+  accumulate_gradient(s, true, state, acc.f());
+
+  // 1. Worker: one payload per chunk, e_w = acc - decoded; chunk j to rank j.
+  const DeviceWords send(ops, block * pz), recv(ops, block * pz);
+  const uint64_t seed = grad::step_seed(s.tensor.key, state.steps, me);
+  for (int j = 0; j < p; ++j) {
+    const ChunkRange c = chunk_range(n, p, j);
+    uint32_t* slot = send.w() + block * size_t(j);
+    const size_t bytes = encode_block(ops, codec, {DType::kF32, c.count, acc.f() + c.offset}, slot,
+                                      capacity, seed + uint64_t(j));
+    stats.payload_bytes += bytes;
+    ops.decode(codec, slot + 1, bytes, {DType::kF32, c.count, decoded.f() + c.offset});
+  }
+  auto* residual = static_cast<float*>(state.residual.data());
+  ops.subtract(acc.f(), decoded.f(), residual, n);
+  CommClock timed;
+  timed([&] {
+    alltoall_device(s.comm, words_view(send, block * pz), words_view(recv, block * pz), s.options);
+  });
+
+  // 2. Server: this rank's chunk summed in rank order, averaged, plus e_s; compressed, e_s =
+  // s - decoded.
+  const std::vector<uint32_t> got = lengths(ops, recv, block, pz, capacity);
+  const DeviceWords sum_a(ops, mine.count), sum_b(ops, mine.count);
+  float* sum = sum_a.f();
+  float* next = sum_b.f();
+  ops.decode(codec, recv.w() + 1, got[0], {DType::kF32, mine.count, sum});
+  for (size_t j = 1; j < pz; ++j) {
+    ops.decode_accumulate(codec, recv.w() + block * j + 1, got[j], DType::kF32,
+                          {DType::kF32, mine.count, sum}, next);
+    std::swap(sum, next);
+  }
+  ops.round_into(sum, s.op, p, {DType::kF32, mine.count, next});
+  std::swap(sum, next);
+  auto* server_residual = static_cast<float*>(state.aux.data());
+  ops.add(sum, server_residual, sum, mine.count);
+  const DeviceWords own(ops, block), all(ops, block * pz);
+  const size_t own_bytes =
+      encode_block(ops, codec, {DType::kF32, mine.count, sum}, own.w(), capacity,
+                   grad::step_seed(s.tensor.key, state.steps, p + me));
+  ops.decode(codec, own.w() + 1, own_bytes, {DType::kF32, mine.count, next});
+  ops.subtract(sum, next, server_residual, mine.count);
+  timed([&] {
+    allgather_device(s.comm, words_view(own, block), words_view(all, block * pz), s.options);
+  });
+
+  // Every rank decodes every server's chunk.
+  const std::vector<uint32_t> served = lengths(ops, all, block, pz, capacity);
+  for (int j = 0; j < p; ++j) {
+    const ChunkRange c = chunk_range(n, p, j);
+    ops.decode(codec, all.w() + block * size_t(j) + 1, served[size_t(j)],
+               {DType::kF32, c.count, acc.f() + c.offset});
+  }
+  ops.round_into(acc.f(), ReduceOp::kSum, 1, s.out);
+  ops.synchronize();
+  stats.wire_bytes = 2 * block * 4 * (pz - 1);
+  stats.compressed = true;
+  stats.comm_seconds = timed.seconds;
+  stats.compress_seconds = seconds_since(t0) - timed.seconds;
+  return stats;
+}
+
+}  // namespace hycc::coll::device

@@ -1,0 +1,146 @@
+// ef2+CODEC: error feedback around any codec in two stages, as sign does with its 1-bit code
+// (1-bit Adam's compressed allreduce), so that each rank sends 2 (p - 1) / p of the compressed
+// tensor however many ranks there are (ef+CODEC gathers p - 1 whole streams).
+//
+// The tensor is cut into p chunks (chunk_range); rank j is the "server" of chunk j.
+//   1. Worker: acc = grad + e_w; every chunk of acc is compressed into its own stream;
+//      e_w = acc - decoded. An alltoall sends chunk j's stream to rank j.
+//   2. Server: s = the p decoded streams of this rank's chunk summed in rank order (float32),
+//      averaged for kAverage, plus the server residual e_s; s is compressed, e_s = s - decoded.
+//      An allgather of the server streams gives every rank the same bytes, decoded alike.
+// Streams travel in blocks of whole words: one word with the stream's length, then the stream,
+// padded to the largest block of the stage (agreed by an allgather of one word per rank).
+// Seeds: worker chunk j uses step_seed(key, step, rank) + j, the server step_seed(key, step,
+// p + rank), so stochastic rounding differs between every stream of a step.
+#include <algorithm>
+#include <cstring>
+
+#include "grad/method.h"
+
+namespace hycc::grad {
+namespace {
+
+class Ef2Method : public Method {
+ public:
+  explicit Ef2Method(const GradSpec& spec) : codec_(spec.codec) {}
+
+  void step(const StepArgs& a, TensorState& state, GradStepStats& stats) override {
+    const size_t n = a.grad.size();
+    const int p = a.ex.size(), me = a.ex.rank();
+    const size_t pz = static_cast<size_t>(p);
+    const std::span<const float> acc = accumulate(true, state.residual, a.grad);
+    const uint64_t seed = step_seed(a.key, state.steps, me);
+
+    // 1. Worker: one stream per chunk, the worker residual against its decoding.
+    std::vector<std::vector<uint32_t>>& streams = worker_;
+    streams.resize(pz);
+    size_t payload = 0, largest = 0;
+    for (int j = 0; j < p; ++j) {
+      const ChunkRange c = chunk_range(n, p, j);
+      payload += encode(acc.subspan(c.offset, c.count), seed + uint64_t(j), streams[size_t(j)]);
+      largest = std::max(largest, streams[size_t(j)].size());
+      decode(streams[size_t(j)], std::span<float>(state.residual).subspan(c.offset, c.count), true,
+             acc.subspan(c.offset, c.count));
+    }
+    const size_t block = agreed_block(a.ex, largest);
+    pack(streams, block, send_);
+    recv_.resize(block * pz);
+    a.ex.alltoall(send_, recv_);
+
+    // 2. Server: this rank's chunk summed in rank order, plus the server residual.
+    const ChunkRange mine = chunk_range(n, p, me);
+    sum_.assign(mine.count, 0.0f);
+    decoded_.resize(mine.count);
+    for (int j = 0; j < p; ++j) {
+      decode_block(std::span<const uint32_t>(recv_).subspan(block * size_t(j), block), decoded_);
+      for (size_t i = 0; i < mine.count; ++i)
+        sum_[i] = j == 0 ? decoded_[i] : sum_[i] + decoded_[i];
+    }
+    finish_op(sum_, a.op, p);
+    if (state.aux.size() != mine.count) state.aux.assign(mine.count, 0.0f);
+    for (size_t i = 0; i < mine.count; ++i) sum_[i] += state.aux[i];
+    std::vector<std::vector<uint32_t>> own(1);
+    encode(sum_, step_seed(a.key, state.steps, p + me), own[0]);
+    decode(own[0], state.aux, true, sum_);
+
+    // Everyone decodes every server's stream.
+    const size_t server_block = agreed_block(a.ex, own[0].size());
+    pack(own, server_block, mine_block_);
+    all_.resize(server_block * pz);
+    a.ex.allgather(mine_block_, all_);
+    for (int j = 0; j < p; ++j) {
+      const ChunkRange c = chunk_range(n, p, j);
+      decode_block(std::span<const uint32_t>(all_).subspan(server_block * size_t(j), server_block),
+                   a.out.subspan(c.offset, c.count));
+    }
+    stats.payload_bytes = payload;  // the whole tensor, compressed by the worker
+    stats.wire_bytes = (block + server_block + 2) * 4 * (pz - 1);
+    stats.compressed = true;
+  }
+
+ private:
+  // Compresses `values` into `words`: the stream's length in bytes, then the stream. Returns the
+  // stream's length.
+  size_t encode(std::span<const float> values, uint64_t seed, std::vector<uint32_t>& words) {
+    const ConstTensorView in{DType::kF32, values.size(), values.data()};
+    words.assign(1 + words_for(max_compressed_bytes(codec_, in)), 0);
+    const std::span<std::byte> out(reinterpret_cast<std::byte*>(words.data() + 1),
+                                   (words.size() - 1) * 4);
+    const size_t bytes = compress(codec_, in, out, {.seed = seed});
+    words[0] = static_cast<uint32_t>(bytes);
+    words.resize(1 + words_for(bytes));
+    return bytes;
+  }
+
+  // Decodes `words` (as encode wrote them) into `out`; with `residual`, out = from - decoded.
+  void decode(std::span<const uint32_t> words, std::span<float> out, bool residual,
+              std::span<const float> from) {
+    decoded_.resize(out.size());
+    const std::span<float> dec = residual ? std::span<float>(decoded_) : out;
+    decode_block(words, dec);
+    if (residual) {
+      for (size_t i = 0; i < out.size(); ++i) out[i] = from[i] - dec[i];
+    }
+  }
+
+  static void decode_block(std::span<const uint32_t> block, std::span<float> out) {
+    const size_t bytes = block.empty() ? 0 : block[0];
+    if (block.empty() || words_for(bytes) + 1 > block.size()) {
+      throw CorruptStream(tagged("grad", "ef2: a block of ", block.size() * 4,
+                                 " bytes cannot hold its stream of ", bytes, " bytes"));
+    }
+    decompress({reinterpret_cast<const std::byte*>(block.data() + 1), bytes},
+               TensorView{DType::kF32, out.size(), out.data()});
+  }
+
+  // The largest block of any rank: one word per rank gathered.
+  size_t agreed_block(Exchange& ex, size_t mine) {
+    const uint32_t own = static_cast<uint32_t>(mine);
+    sizes_.resize(static_cast<size_t>(ex.size()));
+    ex.allgather(std::span<const uint32_t>(&own, 1), sizes_);
+    return *std::max_element(sizes_.begin(), sizes_.end());
+  }
+
+  // The streams one after another, each padded with zeros to `block` words.
+  static void pack(const std::vector<std::vector<uint32_t>>& streams, size_t block,
+                   std::vector<uint32_t>& out) {
+    out.assign(block * streams.size(), 0);
+    for (size_t j = 0; j < streams.size(); ++j) {
+      std::copy(streams[j].begin(), streams[j].end(), out.begin() + std::ptrdiff_t(block * j));
+    }
+  }
+
+  CodecConfig codec_;
+  // Scratch, reused across steps (not state).
+  std::vector<std::vector<uint32_t>> worker_;
+  std::vector<uint32_t> send_, recv_, sizes_, mine_block_, all_;
+  std::vector<float> sum_, decoded_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_ef2_method(const GradSpec& spec) {
+  return std::make_unique<Ef2Method>(spec);
+}
+
+}  // namespace hycc::grad
