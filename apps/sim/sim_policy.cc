@@ -1,24 +1,12 @@
 #include "sim_policy.h"
 
 #include <cmath>
-#include <tuple>
-#include <utility>
 
 #include "hycc/error.h"
+#include "policy/compressor_spec.h"
 #include "toml_fields.h"
 
 namespace hycc::sim {
-namespace {
-
-// The codec a gradient compressor applies and how it runs, for the ones that are a codec with
-// error feedback (ef+CODEC, ef2+CODEC).
-std::optional<std::pair<std::string, Feedback>> codec_of_gradient(const std::string& spec) {
-  if (spec.starts_with("ef+")) return std::pair{spec.substr(3), Feedback::kCompressOnce};
-  if (spec.starts_with("ef2+")) return std::pair{spec.substr(4), Feedback::kTwoStage};
-  return std::nullopt;
-}
-
-}  // namespace
 
 Operation operation_of(Dimension d) {
   switch (d) {
@@ -133,15 +121,17 @@ CodecFigures SimPolicy::figures_of(const PolicyDecision& decision, Dimension d, 
   std::string codec = decision.compressor;
   Feedback feedback = Feedback::kNone;
   if (decision.gradient) {
-    const auto inner = codec_of_gradient(codec);
-    if (!inner) {
+    // ef+CODEC and ef2+CODEC take CODEC's figures (error feedback adds element-wise work the
+    // codec figures do not count); the other gradient compressors have none.
+    const policy::CompressorSpec spec{decision.compressor, true};
+    if (!policy::error_feedback(spec)) {
       throw InvalidArgument(tagged("sim", "policy '", name_, "': gradient compressor '", codec,
                                    "' on ", dimension_name(d),
                                    " has no codec figures; give its ratio and throughput in a "
                                    "figures file (docs/sim.md)"));
     }
-    // Error feedback adds element-wise work the codec figures do not count.
-    std::tie(codec, feedback) = *inner;
+    codec = decision.gradient_codec.spec();
+    feedback = policy::two_stage(spec) ? Feedback::kTwoStage : Feedback::kCompressOnce;
   }
   CodecFigures c = codecs_.find(codec, dtype);
   c.codec = decision.compressor;

@@ -39,8 +39,8 @@ class Ef2Method : public Method {
       const ChunkRange c = chunk_range(n, p, j);
       payload += encode(acc.subspan(c.offset, c.count), seed + uint64_t(j), streams[size_t(j)]);
       largest = std::max(largest, streams[size_t(j)].size());
-      decode(streams[size_t(j)], std::span<float>(state.residual).subspan(c.offset, c.count), true,
-             acc.subspan(c.offset, c.count));
+      residual_of(streams[size_t(j)], acc.subspan(c.offset, c.count),
+                  std::span<float>(state.residual).subspan(c.offset, c.count));
     }
     const size_t block = agreed_block(a.ex, largest);
     pack(streams, block, send_);
@@ -61,7 +61,7 @@ class Ef2Method : public Method {
     for (size_t i = 0; i < mine.count; ++i) sum_[i] += state.aux[i];
     std::vector<std::vector<uint32_t>> own(1);
     encode(sum_, step_seed(a.key, state.steps, p + me), own[0]);
-    decode(own[0], state.aux, true, sum_);
+    residual_of(own[0], sum_, state.aux);
 
     // Everyone decodes every server's stream.
     const size_t server_block = agreed_block(a.ex, own[0].size());
@@ -92,15 +92,12 @@ class Ef2Method : public Method {
     return bytes;
   }
 
-  // Decodes `words` (as encode wrote them) into `out`; with `residual`, out = from - decoded.
-  void decode(std::span<const uint32_t> words, std::span<float> out, bool residual,
-              std::span<const float> from) {
-    decoded_.resize(out.size());
-    const std::span<float> dec = residual ? std::span<float>(decoded_) : out;
-    decode_block(words, dec);
-    if (residual) {
-      for (size_t i = 0; i < out.size(); ++i) out[i] = from[i] - dec[i];
-    }
+  // residual = from - decode(words) (words as encode wrote them); residual may be from.
+  void residual_of(std::span<const uint32_t> words, std::span<const float> from,
+                   std::span<float> residual) {
+    decoded_.resize(from.size());
+    decode_block(words, decoded_);
+    for (size_t i = 0; i < from.size(); ++i) residual[i] = from[i] - decoded_[i];
   }
 
   static void decode_block(std::span<const uint32_t> block, std::span<float> out) {

@@ -29,8 +29,12 @@ CommState* route(MPI_Comm comm, MPI_Datatype a, MPI_Datatype b = MPI_FLOAT) {
   }
 }
 
-bool compresses(const CommState& s, const PolicyDecision& d, size_t bytes) {
-  const bool lossy = d.gradient || d.options.codec.id() != CodecId::kNone;
+// True when the call may compress: its rule compresses, or is adaptive (it measures and
+// chooses inside the compressed path, whose MPI calls the guard sends to MPI itself; if it
+// chooses none, that path runs MPI's own call).
+bool compresses(const CommState& s, const Policy& policy, const PolicyDecision& d, size_t bytes) {
+  const bool lossy = d.gradient || d.options.codec.id() != CodecId::kNone ||
+                     (d.rule >= 0 && policy.rules()[size_t(d.rule)].adaptive());
   return lossy && s.comm.size() > 1 && bytes > 0 && bytes >= d.threshold_bytes;
 }
 
@@ -40,11 +44,7 @@ template <typename Native>
 bool left_to_mpi(const CommState& s, Operation op, size_t bytes, int* rc, Native&& native) {
   PolicyEngine& e = *engine();
   const PolicyDecision d = e.decide(s.comm, op, bytes);
-  if (compresses(s, d, bytes)) return false;
-  // An adaptive rule measures and chooses inside the compressed path, whose MPI calls the guard
-  // sends to MPI itself; if it chooses none, that path runs MPI's own call.
-  const bool adaptive = d.rule >= 0 && e.policy().rules()[size_t(d.rule)].adaptive();
-  if (adaptive && s.comm.size() > 1 && bytes > 0 && bytes >= d.threshold_bytes) return false;
+  if (compresses(s, e.policy(), d, bytes)) return false;
   e.log_decision(s.comm, op, bytes, d);
   const auto start = std::chrono::steady_clock::now();
   *rc = native();

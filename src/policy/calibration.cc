@@ -8,6 +8,7 @@
 
 #include "codec/float_io.h"
 #include "coll/coll_internal.h"
+#include "comm/comm_attribute.h"
 #include "hycc/error.h"
 
 namespace hycc::policy {
@@ -20,20 +21,6 @@ constexpr size_t kLargestProbe = size_t{16} << 20;
 // (shapers, switch buffers) then show their sustained rate, and slow links pay one small probe.
 constexpr double kProbeSeconds = 5e-3;
 constexpr size_t kCodecSample = size_t{256} << 10;  // values
-
-int delete_calibration(MPI_Comm, int, void* value, void*) {
-  delete static_cast<Calibration*>(value);
-  return MPI_SUCCESS;
-}
-
-int calibration_keyval() {
-  static const int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    HYCC_CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_calibration, &k, nullptr));
-    return k;
-  }();
-  return keyval;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -55,14 +42,7 @@ double best_time(int tries, F&& f) {
 }  // namespace
 
 Calibration& calibration_of(const Communicator& comm) {
-  void* value = nullptr;
-  int found = 0;
-  HYCC_CHECK_MPI(MPI_Comm_get_attr(comm.mpi(), calibration_keyval(), &value, &found));
-  if (found == 0) {
-    value = new Calibration{};
-    HYCC_CHECK_MPI(MPI_Comm_set_attr(comm.mpi(), calibration_keyval(), value));
-  }
-  return *static_cast<Calibration*>(value);
+  return comm_attribute<Calibration>(comm.mpi());
 }
 
 LinkFigures measure_link(const Communicator& comm) {

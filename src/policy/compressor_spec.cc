@@ -30,6 +30,10 @@ bool error_feedback(const CompressorSpec& spec) { return ef_prefix(spec) > 0; }
 
 bool two_stage(const CompressorSpec& spec) { return ef_prefix(spec) == 4; }
 
+bool carries_gradients(Dimension d) {
+  return d == Dimension::kDp || d == Dimension::kZeroGrad || d == Dimension::kEmbedding;
+}
+
 CodecConfig compressor_codec(const CompressorSpec& spec) {
   if (!spec.gradient) return CodecConfig::parse(spec.canonical);
   const size_t prefix = ef_prefix(spec);

@@ -26,4 +26,8 @@ bool error_feedback(const CompressorSpec& spec);
 // True for "ef2+CODEC" (two stages: an alltoall and an allgather of compressed chunks).
 bool two_stage(const CompressorSpec& spec);
 
+// The dimensions whose traffic is gradients (dp, zero_grad, embedding): where gradient
+// compressors may run, and what adaptive rules measure codecs on (noise-like data).
+bool carries_gradients(Dimension d);
+
 }  // namespace hycc::policy

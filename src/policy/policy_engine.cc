@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "comm/comm_attribute.h"
 #include "hycc/error.h"
 #include "hycc/grad_device.h"
 
@@ -28,30 +29,7 @@ int world_rank() {
 // communicator when it is freed).
 using CallCounts = std::array<uint64_t, kOperations>;
 
-int delete_counts(MPI_Comm, int, void* value, void*) {
-  delete static_cast<CallCounts*>(value);
-  return MPI_SUCCESS;
-}
-
-int counts_keyval() {
-  static const int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    HYCC_CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_counts, &k, nullptr));
-    return k;
-  }();
-  return keyval;
-}
-
-CallCounts& counts_of(MPI_Comm comm) {
-  void* value = nullptr;
-  int found = 0;
-  HYCC_CHECK_MPI(MPI_Comm_get_attr(comm, counts_keyval(), &value, &found));
-  if (found == 0) {
-    value = new CallCounts{};
-    HYCC_CHECK_MPI(MPI_Comm_set_attr(comm, counts_keyval(), value));
-  }
-  return *static_cast<CallCounts*>(value);
-}
+CallCounts& counts_of(MPI_Comm comm) { return comm_attribute<CallCounts>(comm); }
 
 uint64_t parse_count(const char* name, const char* text) {
   char* end = nullptr;

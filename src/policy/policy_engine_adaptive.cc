@@ -2,11 +2,13 @@
 // candidates (see hycc/policy_engine.h and docs/policy.md, "Adaptive rules").
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "hycc/error.h"
 #include "hycc/policy_engine.h"
 #include "policy/calibration.h"
+#include "policy/compressor_spec.h"
 #include "policy/cost_model.h"
 
 namespace hycc {
@@ -18,9 +20,7 @@ using policy::Path;
 
 // Gradients look like noise; activations and parameters vary smoothly.
 DataKind data_of(Dimension d) {
-  const bool gradients =
-      d == Dimension::kDp || d == Dimension::kZeroGrad || d == Dimension::kEmbedding;
-  return gradients ? DataKind::kGaussian : DataKind::kSmooth;
+  return policy::carries_gradients(d) ? DataKind::kGaussian : DataKind::kSmooth;
 }
 
 const CodecConfig& codec_of(const PolicyDecision& d) {
@@ -33,18 +33,19 @@ Path path_of(const PolicyDecision& d, Operation op) {
   if (codec_of(d).id() == CodecId::kNone) return Path::kNative;
   const bool reduction = op == Operation::kAllreduce || op == Operation::kReduceScatter;
   if (!d.gradient || !reduction) return Path::kCodec;
-  return d.compressor.starts_with("ef2+") ? Path::kTwoStage : Path::kErrorFeedback;
+  return policy::two_stage({d.compressor, true}) ? Path::kTwoStage : Path::kErrorFeedback;
 }
 
-std::string choice_line(const PolicyDecision& d, const ModelledTime& t, bool usable, bool chosen,
+// One candidate in the explanation: its modelled time (none: its codec rejects the dtype).
+std::string choice_line(const PolicyDecision& d, const std::optional<ModelledTime>& t, bool chosen,
                         const CodecFigures& f) {
-  if (!usable) return detail::concat("    ", d.compressor, ": not usable on this dtype\n");
+  if (!t) return detail::concat("    ", d.compressor, ": not usable on this dtype\n");
   const std::string codec = f.usable
                                 ? detail::concat(", ratio ", f.ratio, ", codec ", 1e-9 / f.compress,
                                                  " / ", 1e-9 / f.decompress, " GB/s")
                                 : "";
-  return detail::concat("    ", d.compressor, ": ", t.total() * 1e3, " ms (transfer ",
-                        t.transfer * 1e3, ", codec ", t.codec * 1e3, codec, ")",
+  return detail::concat("    ", d.compressor, ": ", t->total() * 1e3, " ms (transfer ",
+                        t->transfer * 1e3, ", codec ", t->codec * 1e3, codec, ")",
                         chosen ? "  <- chosen" : "", "\n");
 }
 
@@ -95,20 +96,18 @@ PolicyDecision PolicyEngine::choose(const Communicator& comm, Operation op, size
   // The candidate with the smallest modelled time; ties keep the earlier one.
   size_t best = 0;
   double best_time = std::numeric_limits<double>::infinity();
-  std::vector<ModelledTime> times(n);
+  std::vector<std::optional<ModelledTime>> times(n);  // none: the codec rejects the dtype
   std::vector<CodecFigures> figures(n);
-  std::vector<bool> usable(n, true);
   for (size_t j = 0; j < n; ++j) {
     const Path path = path_of(candidates[j], op);
     if (path != Path::kNative) {
       const auto agreed = cal->agreed.find(keys[j]);
       figures[j] = agreed != cal->agreed.end() ? agreed->second : cal->local.at(keys[j]);
-      usable[j] = figures[j].usable;
-      if (!usable[j]) continue;
+      if (!figures[j].usable) continue;
     }
     times[j] = policy::modelled_time(op, path, comm.size(), double(bytes), *cal->link, figures[j]);
-    if (times[j].total() < best_time) {
-      best_time = times[j].total();
+    if (times[j]->total() < best_time) {
+      best_time = times[j]->total();
       best = j;
     }
   }
@@ -117,7 +116,7 @@ PolicyDecision PolicyEngine::choose(const Communicator& comm, Operation op, size
     out.choice = detail::concat("  modelled on links of ", cal->link->latency * 1e6, " us, ",
                                 cal->link->bandwidth * 1e-9, " GB/s:\n");
     for (size_t j = 0; j < n; ++j) {
-      out.choice += choice_line(candidates[j], times[j], usable[j], j == best, figures[j]);
+      out.choice += choice_line(candidates[j], times[j], j == best, figures[j]);
     }
   }
   return out;

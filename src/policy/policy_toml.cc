@@ -159,9 +159,7 @@ class Reader {
     // are reduced.
     const bool reduces = !r.operation || *r.operation == Operation::kAllreduce ||
                          *r.operation == Operation::kReduceScatter;
-    const bool gradient_dimension = !r.dimension || *r.dimension == Dimension::kDp ||
-                                    *r.dimension == Dimension::kZeroGrad ||
-                                    *r.dimension == Dimension::kEmbedding;
+    const bool gradient_dimension = !r.dimension || policy::carries_gradients(*r.dimension);
     if (any_gradient && !(reduces && gradient_dimension)) {
       fail(t.source(), detail::concat("rule ", index + 1, ": gradient compressors ('", r.compressor,
                                       "' or an alternative) need dimension dp, zero_grad, "

@@ -78,6 +78,11 @@ struct CommClock {
     call();
     seconds += seconds_since(t0);
   }
+  // A step's times: its communication, and the rest since `start` as codec time.
+  void settle(GradStepStats& stats, std::chrono::steady_clock::time_point start) const {
+    stats.comm_seconds = seconds;
+    stats.compress_seconds = seconds_since(start) - seconds;
+  }
 };
 
 }  // namespace hycc::coll::device

@@ -112,8 +112,7 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   ops.synchronize();
   stats.wire_bytes = 2 * block * 4 * (pz - 1);
   stats.compressed = true;
-  stats.comm_seconds = timed.seconds;
-  stats.compress_seconds = seconds_since(t0) - timed.seconds;
+  timed.settle(stats, t0);
   return stats;
 }
 

@@ -62,8 +62,7 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   stats.payload_bytes = block * 4 * pz;
   stats.wire_bytes = 2 * block * 4 * (pz - 1);
   stats.compressed = true;
-  stats.comm_seconds = timed.seconds;
-  stats.compress_seconds = seconds_since(t0) - timed.seconds;
+  timed.settle(stats, t0);
   return stats;
 }
 

@@ -25,6 +25,7 @@
 #include "coll/coll_internal.h"
 #include "coll/device/nccl_link.h"
 #include "coll/device/transport.h"
+#include "comm/comm_attribute.h"
 #include "common/checksum.h"
 #include "hycc/device.h"
 
@@ -78,40 +79,25 @@ void check_nccl(ncclResult_t r, const char* call) {
   }
 }
 
-// What hycc keeps with an MPI communicator for NCCL.
+// What hycc keeps with an MPI communicator for NCCL (comm_attribute: destroyed with it).
 struct NcclState {
   int usable = -1;  // nccl_usable's answer, -1 before it was asked
   ncclComm_t comm = nullptr;
   cudaStream_t link = nullptr;  // the stream NCCL groups are queued on
+
+  NcclState() = default;
+  NcclState(const NcclState&) = delete;
+  NcclState& operator=(const NcclState&) = delete;
+  ~NcclState() {
+    if (comm != nullptr) nccl_api().comm_destroy(comm);
+    if (link != nullptr) cudaStreamDestroy(link);
+  }
 };
-
-int delete_state(MPI_Comm, int, void* attr, void*) {
-  auto* s = static_cast<NcclState*>(attr);
-  if (s->comm != nullptr) nccl_api().comm_destroy(s->comm);
-  if (s->link != nullptr) cudaStreamDestroy(s->link);
-  delete s;
-  return MPI_SUCCESS;
-}
-
-int state_keyval() {
-  static const int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    HYCC_CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &k, nullptr));
-    return k;
-  }();
-  return keyval;
-}
 
 NcclState& state_of(MPI_Comm comm) {
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
-  void* attr = nullptr;
-  int found = 0;
-  HYCC_CHECK_MPI(MPI_Comm_get_attr(comm, state_keyval(), &attr, &found));
-  if (found) return *static_cast<NcclState*>(attr);
-  auto* s = new NcclState;
-  HYCC_CHECK_MPI(MPI_Comm_set_attr(comm, state_keyval(), s));
-  return *s;
+  return comm_attribute<NcclState>(comm);
 }
 
 // An identity of this rank's GPU: host name and PCI bus id of the current device, hashed.
