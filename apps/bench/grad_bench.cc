@@ -112,25 +112,38 @@ double time_ms(const Communicator& comm, const GradBenchOptions& o,
 }
 
 // One step of a compressor on the rank's gradient: GradCompressor on host memory, or
-// DeviceGradCompressor on device memory (CUDA or the host emulation).
+// DeviceGradCompressor on device memory (CUDA or the host emulation); an allreduce, or with
+// --op reduce_scatter the ZeRO reduce-scatter into this rank's chunk.
 class Stepper {
  public:
-  Stepper(const GradBenchOptions& o, const std::vector<float>& grad)
+  Stepper(const Communicator& comm, const GradBenchOptions& o, const std::vector<float>& grad)
       : device_(o.device != "host"),
+        scatter_(o.op == "reduce_scatter"),
+        count_(grad.size()),
+        mine_(chunk_range(grad.size(), comm.size(), comm.rank())),
         grad_(o.device == "cuda", grad.size() * 4),
-        work_(o.device == "cuda", grad.size() * 4) {
+        work_(o.device == "cuda", grad.size() * 4),
+        shard_(o.device == "cuda", mine_.count * 4) {
     grad_.load(grad.data(), grad.size() * 4);
     options_.backend = o.device == "cuda" ? DeviceBackend::kCuda : DeviceBackend::kHostEmulation;
   }
-  // The uncompressed average of the gradient.
+  // The uncompressed average of the gradient (this rank's chunk of it for a reduce-scatter).
   void native(const Communicator& comm) {
-    work_.copy_from(grad_, bytes());
+    work_.copy_from(grad_, count_ * 4);
     if (device_) {
-      allreduce_device(comm, view(), view(), ReduceOp::kAverage, options_);
+      if (scatter_) {
+        reduce_scatter_device(comm, work(), shard(), ReduceOp::kAverage, options_);
+      } else {
+        allreduce_device(comm, work(), work(), ReduceOp::kAverage, options_);
+      }
+      return;
+    }
+    CollectiveOptions native;
+    native.algorithm = Algorithm::kNative;
+    if (scatter_) {
+      reduce_scatter(comm, work(), shard(), ReduceOp::kAverage, native);
     } else {
-      CollectiveOptions native;
-      native.algorithm = Algorithm::kNative;
-      allreduce(comm, view(), view(), ReduceOp::kAverage, native);
+      allreduce(comm, work(), work(), ReduceOp::kAverage, native);
     }
   }
   // A fresh compressor of `spec` for the next steps; its canonical spec.
@@ -143,19 +156,31 @@ class Stepper {
     return host_->spec();
   }
   GradStepStats step(const Communicator& comm, const GradTensor& tensor) {
-    work_.copy_from(grad_, bytes());
-    if (!device_) return grad_allreduce(comm, *host_, tensor, view());
-    return device_compressor_->allreduce(comm, tensor, view(), view(), ReduceOp::kAverage,
-                                         options_);
+    work_.copy_from(grad_, count_ * 4);
+    if (device_) {
+      return scatter_ ? device_compressor_->reduce_scatter(comm, tensor, work(), shard(),
+                                                           ReduceOp::kAverage, options_)
+                      : device_compressor_->allreduce(comm, tensor, work(), work(),
+                                                      ReduceOp::kAverage, options_);
+    }
+    return scatter_ ? grad_reduce_scatter(comm, *host_, tensor, work(), shard())
+                    : grad_allreduce(comm, *host_, tensor, work());
   }
-  void result(std::vector<float>& out) const { work_.store(out.data(), bytes()); }
+  // Values in the result: the tensor, or this rank's chunk.
+  size_t result_count() const { return scatter_ ? mine_.count : count_; }
+  void result(std::vector<float>& out) const {
+    out.resize(result_count());
+    (scatter_ ? shard_ : work_).store(out.data(), result_count() * 4);
+  }
 
  private:
-  size_t bytes() const { return work_.cuda ? work_.device.size() : work_.host.size(); }
-  TensorView view() { return {DType::kF32, bytes() / 4, work_.data()}; }
+  TensorView work() { return {DType::kF32, count_, work_.data()}; }
+  TensorView shard() { return {DType::kF32, mine_.count, shard_.data()}; }
 
-  bool device_;
-  BenchMemory grad_, work_;
+  bool device_, scatter_;
+  size_t count_;
+  ChunkRange mine_;
+  BenchMemory grad_, work_, shard_;
   DeviceCollectiveOptions options_;
   std::unique_ptr<GradCompressor> host_;
   std::unique_ptr<DeviceGradCompressor> device_compressor_;
@@ -167,8 +192,8 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
   for (const size_t d : dims) n *= d;
   // A gradient-like input: gaussian, different on every rank.
   const std::vector<float> grad = make_data(DataKind::kGaussian, n, 1 + uint64_t(comm.rank()));
-  std::vector<float> work(n), exact(n);
-  Stepper stepper(o, grad);
+  std::vector<float> work, exact;
+  Stepper stepper(comm, o, grad);
 
   // The uncompressed baseline, average.
   const double native_ms = time_ms(comm, o, [&] { stepper.native(comm); });
@@ -203,13 +228,14 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
     row.wire = max_over_ranks(comm, double(sum.wire_bytes));
     row.compressed = sum.compressed;
     double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < work.size(); ++i) {
       const double d = double(work[i]) - double(exact[i]);
       num += d * d;
       den += double(exact[i]) * double(exact[i]);
     }
     row.rel_err = max_over_ranks(comm, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
-    row.differing = differing_ranks(comm, work);
+    // A reduce-scatter's ranks hold different chunks: nothing to compare.
+    row.differing = o.op == "reduce_scatter" ? 0 : differing_ranks(comm, work);
     rows.push_back(row);
   }
   return rows;
@@ -233,6 +259,9 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
   cmd->add_option("-w,--warmup_iters", o.warmup, "untimed steps before them")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
+  cmd->add_option("--op", o.op,
+                  "allreduce (grad_allreduce) | reduce_scatter (grad_reduce_scatter, the ZeRO "
+                  "gradients: each rank's chunk; native is the uncompressed reduce-scatter)");
   cmd->add_option("--device", o.device,
                   "host (GradCompressor) | cuda (DeviceGradCompressor on GPU buffers) | "
                   "emulation (the same on the host emulation of the device)");
@@ -259,6 +288,10 @@ int run_grad_bench(const GradBenchOptions& options) {
       throw InvalidArgument(
           tagged("bench", "unknown --device '", o.device, "'; expected host, cuda or emulation"));
     }
+    if (o.op != "allreduce" && o.op != "reduce_scatter") {
+      throw InvalidArgument(
+          tagged("bench", "unknown --op '", o.op, "'; expected allreduce or reduce_scatter"));
+    }
     if (o.device == "cuda" && device_count() == 0) {
       throw Unavailable(tagged("bench", "--device cuda: ", device_unavailable_reason()));
     }
@@ -283,25 +316,32 @@ int run_grad_bench(const GradBenchOptions& options) {
                      {"#diff", 6, ""}});
   if (print) {
     std::printf(
-        "# hycc-bench grad: %d ranks, f32 gradients (gaussian, different per rank), "
+        "# hycc-bench grad: %s, %d ranks, f32 gradients (gaussian, different per rank), "
         "average, scale %s, device %s\n",
-        comm.size(), o.scale.c_str(), o.device.c_str());
+        o.op.c_str(), comm.size(), o.scale.c_str(), o.device.c_str());
     std::printf(
         "# times: average per step over %d steps after %d warmup, slowest rank (ms);\n"
         "#   compress = local work (encode, decode, residual, reduction), comm = inside "
-        "hycc collectives,\n#   total = the whole grad_allreduce call\n",
-        o.iters, o.warmup);
+        "hycc collectives,\n#   total = the whole %s call\n",
+        o.iters, o.warmup, o.op == "allreduce" ? "grad_allreduce" : "grad_reduce_scatter");
     std::printf(
         "# payload: bytes of this rank's compressed gradient; ratio = 4 count / payload;\n"
         "#   wire: bytes this rank sends per step (from the collectives' patterns)\n");
-    std::printf("# native: %s of the same tensor;\n#   speedup = native / total\n",
-                o.device == "host"
-                    ? "the uncompressed allreduce (hycc native path: MPI_Allreduce, avg)"
-                    : "the uncompressed device allreduce (allreduce_device, codec none, avg)");
+    const bool scatter = o.op == "reduce_scatter";
+    std::printf(
+        "# native: %s of the same tensor;\n#   speedup = native / total\n",
+        o.device == "host"
+            ? (scatter ? "the uncompressed reduce-scatter (hycc native path: "
+                         "MPI_Reduce_scatter, avg)"
+                       : "the uncompressed allreduce (hycc native path: MPI_Allreduce, avg)")
+            : (scatter ? "the uncompressed device reduce-scatter (reduce_scatter_device, "
+                         "codec none, avg)"
+                       : "the uncompressed device allreduce (allreduce_device, codec none, "
+                         "avg)"));
     std::printf(
         "# rel_err: ||result - exact average|| / ||exact average|| after the last step "
-        "(error feedback\n#   carries the rest into later steps); #diff: ranks whose "
-        "result differs from rank 0's\n");
+        "(error feedback\n#   carries the rest into later steps; a reduce-scatter: the worst "
+        "rank's chunk);\n#   #diff: ranks whose result differs from rank 0's (allreduce)\n");
     std::printf("%s\n", table.header().c_str());
     std::fflush(stdout);
   }
@@ -330,6 +370,7 @@ int run_grad_bench(const GradBenchOptions& options) {
                         {"compressor", row.canonical},
                         {"compressed", row.compressed},
                         {"ranks", comm.size()},
+                        {"op", o.op},
                         {"device", o.device},
                         {"payload_bytes", row.payload},
                         {"ratio", ratio},

@@ -1,5 +1,6 @@
 // hycc-bench grad: gradient compressors (hycc/grad.h) on transformer gradient shapes, against the
 // uncompressed allreduce (hycc's native path, MPI_Allreduce) of the same tensors in the same run.
+// --op reduce_scatter times grad_reduce_scatter against the uncompressed reduce-scatter instead.
 // One row per shape and compressor: bytes per step, ratio, compressor time, allreduce time, the
 // error of the result against the exact average, and whether every rank holds the same bits.
 // --device cuda runs DeviceGradCompressor (hycc/grad_device.h) on GPU buffers against the
@@ -20,11 +21,12 @@ struct GradBenchOptions {
   // Compressor specs; default: ef+quant:bits=4, ef+quant:bits=2, ef+zfp:rate=4, powersgd:rank=4,
   // topk:ratio=0.01, sign.
   std::vector<std::string> compressors;
-  std::string scale = "1";      // multiplies the first dimension of every shape: "1/8" or "0.125"
-  int iters = 5;                // timed steps per row
-  int warmup = 1;               // untimed steps before them
-  std::string json;             // path of the JSON output, empty for none
-  std::string device = "host";  // host | cuda | emulation
+  std::string scale = "1";       // multiplies the first dimension of every shape: "1/8" or "0.125"
+  int iters = 5;                 // timed steps per row
+  int warmup = 1;                // untimed steps before them
+  std::string json;              // path of the JSON output, empty for none
+  std::string device = "host";   // host | cuda | emulation
+  std::string op = "allreduce";  // allreduce | reduce_scatter (the ZeRO gradients)
 };
 
 CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& options);

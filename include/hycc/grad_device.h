@@ -71,9 +71,10 @@ class DeviceGradCompressor {
     return allreduce(comm, GradTensor{key, {}}, grad, out, op, options);
   }
 
-  // shard = this rank's chunk (chunk_range(grad.count, size, rank)) of allreduce(): the whole
-  // step runs and the chunk is kept, as GradCompressor's grad_reduce_scatter does (same bits,
-  // same residual). shard may be this rank's chunk of grad (in place).
+  // shard = this rank's chunk (chunk_range(grad.count, size, rank)) of the reduction, as
+  // GradCompressor's grad_reduce_scatter gives it (same bits, same residual): ef+, ef2+ and sign
+  // send each chunk to its owner only (the first of their two stages); the others run
+  // allreduce() and keep the chunk. shard may be this rank's chunk of grad (in place).
   GradStepStats reduce_scatter(const Communicator& comm, const GradTensor& tensor,
                                ConstTensorView grad, TensorView shard, ReduceOp op,
                                const DeviceCollectiveOptions& options = {});
@@ -96,6 +97,12 @@ class DeviceGradCompressor {
   std::vector<float> residual(uint64_t key) const;
 
  private:
+  // allreduce(), or with shard_only a reduce-scatter into `out` = this rank's chunk (for the
+  // specs whose steps take coll::device::DeviceStep::shard_only).
+  GradStepStats run(const Communicator& comm, const GradTensor& tensor, ConstTensorView grad,
+                    TensorView out, ReduceOp op, const DeviceCollectiveOptions& options,
+                    bool shard_only);
+
   std::string spec_;
   std::unique_ptr<grad::GradSpec> parsed_;
   std::map<uint64_t, std::unique_ptr<coll::device::GradState>> states_;

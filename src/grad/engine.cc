@@ -50,7 +50,7 @@ void check_tensor(const GradTensor& tensor, ConstTensorView grad, const char* wh
 Engine::Engine(std::string_view spec) : spec_(parse_grad_spec(spec)), method_(make_method(spec_)) {}
 
 GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
-                           std::span<float> out, ReduceOp op) {
+                           std::span<float> out, ReduceOp op, bool shard_only) {
   TensorState& state = states_[tensor.key];
   if (state.size != 0 &&
       (state.size != ex.size() || state.rank != ex.rank() || state.count != grad.size())) {
@@ -64,7 +64,7 @@ GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<con
   const double comm0 = ex.seconds();
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    method_->step({ex, op, tensor.key, tensor.shape, grad, out}, state, stats);
+    method_->step({ex, op, tensor.key, tensor.shape, grad, out, shard_only}, state, stats);
   } catch (...) {
     states_.erase(tensor.key);  // a half-updated state must not be used again
     throw;
@@ -85,11 +85,11 @@ GradStepStats Engine::allreduce(Exchange& ex, const GradTensor& tensor, TensorVi
   check_tensor(tensor, grad, "grad_allreduce");
   if (grad.dtype == DType::kF32) {
     const std::span<float> data(static_cast<float*>(grad.data), grad.count);
-    return step(ex, tensor, data, data, op);
+    return step(ex, tensor, data, data, op, false);
   }
   scratch_.resize(grad.count);
   codec::load_as_float(grad, 0, grad.count, scratch_.data());
-  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op);
+  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op, false);
   codec::store_from_float(scratch_.data(), grad.count, grad, 0);
   return stats;
 }
@@ -105,7 +105,7 @@ GradStepStats Engine::reduce_scatter(Exchange& ex, const GradTensor& tensor, Con
   }
   scratch_.resize(grad.count);
   codec::load_as_float(grad, 0, grad.count, scratch_.data());
-  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op);
+  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op, true);
   codec::store_from_float(scratch_.data() + mine.offset, mine.count, shard, 0);
   return stats;
 }

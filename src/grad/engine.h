@@ -25,7 +25,7 @@ class Engine {
 
   // grad (in place) = op over ranks, compressed; see grad_allreduce().
   GradStepStats allreduce(Exchange& ex, const GradTensor& tensor, TensorView grad, ReduceOp op);
-  // shard = this rank's chunk of what allreduce would give; see grad_reduce_scatter().
+  // shard = this rank's chunk of op over ranks; see grad_reduce_scatter().
   GradStepStats reduce_scatter(Exchange& ex, const GradTensor& tensor, ConstTensorView grad,
                                TensorView shard, ReduceOp op);
 
@@ -33,9 +33,10 @@ class Engine {
   const StateTable& states() const { return states_; }
 
  private:
-  // One step on float32 data (grad and out the same memory or disjoint).
+  // One step on float32 data (grad and out the same memory or disjoint); shard_only: see
+  // StepArgs.
   GradStepStats step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
-                     std::span<float> out, ReduceOp op);
+                     std::span<float> out, ReduceOp op, bool shard_only);
 
   GradSpec spec_;
   std::unique_ptr<Method> method_;

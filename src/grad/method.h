@@ -26,14 +26,17 @@ struct StepArgs {
   // `grad` before it writes `out`.
   std::span<const float> grad;
   std::span<float> out;
+  // A reduce-scatter: the caller keeps only this rank's chunk of out (chunk_range(n, p, rank)).
+  // A method may send each chunk to its owner only and leave the rest of out unspecified.
+  bool shard_only = false;
 };
 
 class Method {
  public:
   virtual ~Method() = default;
   // Runs one step: out = op over ranks of the (compressed) gradients, bit-identical on every
-  // rank. Updates the residuals in `state` (the Engine updates steps, rank, size, count) and
-  // sets payload_bytes, wire_bytes and compressed in `stats`.
+  // rank (with shard_only: this rank's chunk of it). Updates the residuals in `state` (the Engine
+  // updates steps, rank, size, count) and sets payload_bytes, wire_bytes and compressed in `stats`.
   virtual void step(const StepArgs& a, TensorState& state, GradStepStats& stats) = 0;
 };
 

@@ -4,6 +4,9 @@
 // rank) and then the streams, padded to the largest, are allgathered; every rank decodes the p
 // streams and sums them in rank order in float32 (so all ranks hold the same bits). The residual
 // is taken against exactly what the peers decode: e = acc - decode(own stream).
+// A reduce-scatter (shard_only) needs only this rank's chunk of the sum: it runs ef2+CODEC's
+// first stage (method_ef2.cc; per-chunk streams alltoall'ed to their owners, (p - 1) / p of the
+// compressed tensor per rank instead of p - 1 whole streams), with the same residual.
 #include <algorithm>
 #include <cstring>
 
@@ -14,9 +17,13 @@ namespace {
 
 class EfMethod : public Method {
  public:
-  explicit EfMethod(const GradSpec& spec) : codec_(spec.codec) {}
+  explicit EfMethod(const GradSpec& spec) : codec_(spec.codec), chunked_(make_ef2_method(spec)) {}
 
   void step(const StepArgs& a, TensorState& state, GradStepStats& stats) override {
+    if (a.shard_only) {
+      chunked_->step(a, state, stats);
+      return;
+    }
     const size_t n = a.grad.size();
     const int p = a.ex.size(), me = a.ex.rank();
     const std::span<const float> acc = accumulate(true, state.residual, a.grad);
@@ -68,6 +75,7 @@ class EfMethod : public Method {
   }
 
   CodecConfig codec_;
+  std::unique_ptr<Method> chunked_;  // ef2+CODEC, for reduce-scatters
   // Scratch, reused across steps (not state).
   std::vector<uint32_t> mine_, sizes_, all_;
   std::vector<float> decoded_;

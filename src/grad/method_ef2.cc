@@ -8,6 +8,9 @@
 //   2. Server: s = the p decoded streams of this rank's chunk summed in rank order (float32),
 //      averaged for kAverage, plus the server residual e_s; s is compressed, e_s = s - decoded.
 //      An allgather of the server streams gives every rank the same bytes, decoded alike.
+// A reduce-scatter (shard_only) stops after the sum of stage 2: this rank's chunk is exact, no
+// server residual, (p - 1) / p of the compressed tensor on the wire. ef+CODEC runs this too for
+// its reduce-scatters (method_ef.cc).
 // Streams travel in blocks of whole words: one word with the stream's length, then the stream,
 // padded to the largest block of the stage (agreed by an allgather of one word per rank).
 // Seeds: worker chunk j uses step_seed(key, step, rank) + j, the server step_seed(key, step,
@@ -57,6 +60,13 @@ class Ef2Method : public Method {
         sum_[i] = j == 0 ? decoded_[i] : sum_[i] + decoded_[i];
     }
     finish_op(sum_, a.op, p);
+    stats.payload_bytes = payload;  // the whole tensor, compressed by the worker
+    stats.compressed = true;
+    if (a.shard_only) {
+      std::copy(sum_.begin(), sum_.end(), a.out.begin() + std::ptrdiff_t(mine.offset));
+      stats.wire_bytes = (block + 1) * 4 * (pz - 1);
+      return;
+    }
     if (state.aux.size() != mine.count) state.aux.assign(mine.count, 0.0f);
     for (size_t i = 0; i < mine.count; ++i) sum_[i] += state.aux[i];
     std::vector<std::vector<uint32_t>> own(1);
@@ -73,9 +83,7 @@ class Ef2Method : public Method {
       decode_block(std::span<const uint32_t>(all_).subspan(server_block * size_t(j), server_block),
                    a.out.subspan(c.offset, c.count));
     }
-    stats.payload_bytes = payload;  // the whole tensor, compressed by the worker
     stats.wire_bytes = (block + server_block + 2) * 4 * (pz - 1);
-    stats.compressed = true;
   }
 
  private:

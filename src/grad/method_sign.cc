@@ -10,6 +10,8 @@
 //      plus the server residual e_s; s is encoded, e_s = s - decoded. An allgather of the
 //      encoded chunks gives every rank the decoded result (the same bytes, the same bits).
 // Without error feedback (sign:ef=off) neither residual is kept.
+// A reduce-scatter (shard_only) stops after the sum of stage 2: this rank's chunk, exact, no
+// server residual, half the bytes.
 #include <algorithm>
 
 #include "grad/method.h"
@@ -59,6 +61,13 @@ class SignMethod : public Method {
       for (size_t i = 0; i < mine.count; ++i) sum_[i] = j == 0 ? dec[i] : sum_[i] + dec[i];
     }
     finish_op(sum_, a.op, p);
+    stats.payload_bytes = block * 4 * pz;  // the whole tensor, encoded by the worker
+    stats.compressed = true;
+    if (a.shard_only) {
+      std::copy(sum_.begin(), sum_.end(), a.out.begin() + std::ptrdiff_t(mine.offset));
+      stats.wire_bytes = block * 4 * (pz - 1);
+      return;
+    }
     if (ef_) {
       if (state.aux.size() != mine.count) state.aux.assign(mine.count, 0.0f);
       for (size_t i = 0; i < mine.count; ++i) sum_[i] += state.aux[i];
@@ -78,9 +87,7 @@ class SignMethod : public Method {
       decode_sign(std::span<const uint32_t>(all_).subspan(block * size_t(j), block),
                   a.out.subspan(c.offset, c.count));
     }
-    stats.payload_bytes = block * 4 * pz;  // the whole tensor, encoded by the worker
     stats.wire_bytes = 2 * block * 4 * (pz - 1);
-    stats.compressed = true;
   }
 
  private:

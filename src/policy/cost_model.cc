@@ -15,6 +15,12 @@ struct Shape {
 
 Shape shape_of(Operation op, Path path, double p) {
   const double share = (p - 1) / p;
+  if (op == Operation::kReduceScatter &&
+      (path == Path::kErrorFeedback || path == Path::kTwoStage)) {
+    // Both run the first stage only: compress S in p chunks, decode them (residual), an
+    // alltoall after a size exchange, decode the p chunks of this rank's (S).
+    return {p, share, 1, 2};
+  }
   if (path == Path::kErrorFeedback) return {p - 1, p - 1, 1, p};  // allgather of whole streams
   if (path == Path::kTwoStage) {
     // Worker: compress S, decode S (residual); server: decode p chunks (S), compress and decode

@@ -26,6 +26,7 @@ struct CodecFigures {
 // How a candidate runs: uncompressed (native MPI), a codec inside hycc's algorithm for `op`,
 // error feedback around a codec (ef+: compress once, allgather the streams, decode all p of
 // them), or in two stages (ef2+: an alltoall of compressed chunks, a server stage, an allgather).
+// A reduce-scatter with error feedback (ef+ or ef2+) runs the first stage only.
 enum class Path { kNative, kCodec, kErrorFeedback, kTwoStage };
 
 struct ModelledTime {

@@ -179,16 +179,17 @@ TEST(GpuDeviceCollectives, AlltoallCudaEqualsHostEmulation) {
 // residuals bit for bit, three steps: error feedback (ef+zstd: a codec without kernels; ef2+ in
 // two stages, with the add kernel), sign
 // (its chunk coding in kernels: 100003 values make 13 tiles, with 2 ranks 7 per chunk) and top-k
-// (selection in kernels).
+// (selection in kernels). The reduce-scatter too (ef+, ef2+ and sign stop after the first stage).
 TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
   const Communicator world = Communicator::world();
   for (const char* spec :
        {"ef+quant:bits=4", "ef+zfp:rate=4", "ef+eb:abs=0.01", "ef+zstd", "ef2+quant:bits=4",
         "ef2+zfp:rate=4", "sign", "sign:ef=off", "topk:ratio=0.01", "topk:count=5000,ef=off"}) {
     for (const DType d : kDtypes) {
-      DeviceGradCompressor emulated(spec), cuda(spec);
+      DeviceGradCompressor emulated(spec), cuda(spec), emulated_rs(spec), cuda_rs(spec);
       DeviceCollectiveOptions o;
       o.transport = DeviceTransport::kStagedMpi;
+      const ChunkRange mine = chunk_range(100003, world.size(), world.rank());
       for (int step = 0; step < 3; ++step) {
         const Buffer g = input(d, 100003, 300 + static_cast<uint64_t>(world.rank() + 7 * step));
         Buffer want(d, g.count());
@@ -201,6 +202,17 @@ TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
             std::string(spec) + " " + std::string(dtype_name(d)) + " step " + std::to_string(step);
         EXPECT_TRUE(got.to_host().bits_equal(want)) << what;
         EXPECT_TRUE(cuda.residual(1) == emulated.residual(1)) << what << ": residuals";
+
+        Buffer shard_want(d, mine.count);
+        o.backend = DeviceBackend::kHostEmulation;
+        emulated_rs.reduce_scatter(world, 1, g.view(), shard_want.view(), ReduceOp::kAverage, o);
+        const OnDevice whole(g);
+        OnDevice shard(Buffer(d, mine.count));
+        o.backend = DeviceBackend::kCuda;
+        cuda_rs.reduce_scatter(world, 1, whole.view(), shard.view(), ReduceOp::kAverage, o);
+        EXPECT_TRUE(shard.to_host().bits_equal(shard_want)) << what << " reduce_scatter";
+        EXPECT_TRUE(cuda_rs.residual(1) == emulated_rs.residual(1))
+            << what << ": reduce_scatter residuals";
       }
     }
   }

@@ -71,11 +71,17 @@ TEST(SimCollective, ErrorFeedbackForms) {
   EXPECT_DOUBLE_EQ(once.wire_bytes, 3000);    // (n-1) S / ratio
   EXPECT_DOUBLE_EQ(once.transfer, 1.5 + 3);   // n-1 messages
   EXPECT_DOUBLE_EQ(once.codec, 2 + 4 * 0.5);  // S compressed, n S decoded
-  // The reduce-scatter runs the same step and keeps a chunk.
-  EXPECT_DOUBLE_EQ(collective_time(Collective::kReduceScatter, 4000, links, c).wire_bytes, 3000);
   // Beyond 2 x ratio ranks compress-once sends more than the uncompressed ring.
   const GroupLinks many = links_of(24, 1000, 0);
-  EXPECT_GT(collective_time(Collective::kReduceScatter, 4000, many, c).wire_bytes,
+  EXPECT_GT(collective_time(Collective::kAllreduce, 4000, many, c).wire_bytes,
+            collective_time(Collective::kAllreduce, 4000, many, CodecFigures{}).wire_bytes);
+  // A reduce-scatter runs the first stage only: each chunk to its owner, (n-1)/n S / ratio, n
+  // messages (one length exchange), S compressed and 2 S decoded; ef2+ alike.
+  const CollectiveTime rs = collective_time(Collective::kReduceScatter, 4000, links, c);
+  EXPECT_DOUBLE_EQ(rs.wire_bytes, 750);
+  EXPECT_DOUBLE_EQ(rs.transfer, 4 * 0.5 + 0.75);
+  EXPECT_DOUBLE_EQ(rs.codec, 2 + 2 * 0.5);
+  EXPECT_LT(collective_time(Collective::kReduceScatter, 4000, many, c).wire_bytes,
             collective_time(Collective::kReduceScatter, 4000, many, CodecFigures{}).wire_bytes);
 
   c.feedback = Feedback::kTwoStage;  // the ring's bytes, compressed
@@ -83,6 +89,9 @@ TEST(SimCollective, ErrorFeedbackForms) {
   EXPECT_DOUBLE_EQ(two.wire_bytes, 1500);
   EXPECT_DOUBLE_EQ(two.transfer, 8 * 0.5 + 1.5);  // 2 (n-1) messages + 2 length exchanges
   EXPECT_DOUBLE_EQ(two.codec, 1.25 * 2 + 3.25 * 0.5);
+  const CollectiveTime two_rs = collective_time(Collective::kReduceScatter, 4000, links, c);
+  EXPECT_DOUBLE_EQ(two_rs.wire_bytes, rs.wire_bytes);
+  EXPECT_DOUBLE_EQ(two_rs.total(), rs.total());
   // Where the compressor does not reduce (a gather), its codec runs in the ring.
   EXPECT_DOUBLE_EQ(collective_time(Collective::kAllgather, 4000, links, c).wire_bytes, 750);
 }

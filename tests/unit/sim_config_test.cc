@@ -103,7 +103,7 @@ TEST(SimConfig, CodecFiguresFromTheBenchmarkJson) {
 }
 
 // An adaptive rule (auto) takes the candidate of least modelled time on the group's links, as
-// the engine does: none on free links, ef+ on 2 slow ranks, ef2+ on many.
+// the engine does: none on free links, ef+ on 2 slow ranks, ef2+ on many for an allreduce.
 TEST(SimConfig, AdaptiveRulesChooseByTheModel) {
   CodecTable t;
   t.add_json(R"([{"codec": "quant:bits=6,block=64,round=nearest", "dtype": "f32", "ratio": 4.57,
@@ -124,10 +124,13 @@ TEST(SimConfig, AdaptiveRulesChooseByTheModel) {
   const CodecFigures two = a.figures(Dimension::kDp, bytes, DType::kF32, links(2, 1e8));
   EXPECT_EQ(two.codec.substr(0, 3), "ef+") << two.codec;
   EXPECT_EQ(two.feedback, Feedback::kCompressOnce);
-  const CodecFigures many = a.figures(Dimension::kZeroGrad, bytes, DType::kF32, links(24, 1e8));
+  const CodecFigures many = a.figures(Dimension::kDp, bytes, DType::kF32, links(24, 1e8));
   EXPECT_EQ(many.codec.substr(0, 4), "ef2+") << many.codec;
   EXPECT_EQ(many.feedback, Feedback::kTwoStage);
   EXPECT_DOUBLE_EQ(many.ratio, 4.57);
+  // A reduce-scatter runs ef+ and ef2+ alike (the first stage): the first of them listed.
+  const CodecFigures zero = a.figures(Dimension::kZeroGrad, bytes, DType::kF32, links(24, 1e8));
+  EXPECT_EQ(zero.codec.substr(0, 3), "ef+") << zero.codec;
   // Without links (all candidates cost nothing) the rule's compressor.
   EXPECT_EQ(a.figures(Dimension::kDp, bytes, DType::kF32).codec.substr(0, 3), "ef+");
 }

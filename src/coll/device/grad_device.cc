@@ -60,6 +60,10 @@ GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,
                                  dtype_name(shard.dtype), " elements, this rank's chunk is ",
                                  mine.count, " ", dtype_name(grad.dtype)));
   }
+  if (parsed_->kind == grad::Kind::kErrorFeedback ||
+      parsed_->kind == grad::Kind::kTwoStageErrorFeedback || parsed_->kind == grad::Kind::kSign) {
+    return run(comm, tensor, grad, shard, op, options, true);
+  }
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
   const dev::Memory whole = ops->allocate(grad.bytes());
   const GradStepStats stats =
@@ -167,19 +171,29 @@ std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
 GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const GradTensor& tensor,
                                               ConstTensorView grad, TensorView out, ReduceOp op,
                                               const DeviceCollectiveOptions& options) {
+  return run(comm, tensor, grad, out, op, options, false);
+}
+
+GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTensor& tensor,
+                                        ConstTensorView grad, TensorView out, ReduceOp op,
+                                        const DeviceCollectiveOptions& options, bool shard_only) {
   DeviceCollectiveOptions plain = options;  // for the collectives of a step
   plain.policy = nullptr;
   plain.codec = CodecConfig{};
   plain.stats = nullptr;
   plain.max_error = nullptr;
   const uint64_t key = tensor.key;
-  coll::ArgCheck check(coll::OpKind::kAllreduce);
+  const coll::OpKind kind = shard_only ? coll::OpKind::kReduceScatter : coll::OpKind::kAllreduce;
+  const char* name =
+      shard_only ? "DeviceGradCompressor::reduce_scatter" : "DeviceGradCompressor::allreduce";
+  coll::ArgCheck check(kind);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
-  dev::check_pair(check, ops.get(), "DeviceGradCompressor::allreduce", grad, out);
-  dev::check_same_count_or_buffer(check, "DeviceGradCompressor::allreduce", grad, out);
+  dev::check_pair(check, ops.get(), name, grad, out);
+  // A shard (checked by reduce_scatter) is written after grad is read: it may lie anywhere.
+  if (!shard_only) dev::check_same_count_or_buffer(check, name, grad, out);
   coll::check_reduce_op(check, op);
-  dev::check_device_options(check, comm, coll::OpKind::kAllreduce, plain);
+  dev::check_device_options(check, comm, kind, plain);
   if (check.ok() && !tensor.shape.empty()) {
     size_t product = 1;
     for (const size_t d : tensor.shape) product *= d;
@@ -221,7 +235,7 @@ GradStepStats DeviceGradCompressor::allreduce(const Communicator& comm, const Gr
   GradStepStats stats;
   stats.elements = grad.count;
   if (grad.count != 0) {
-    const dev::DeviceStep step{comm, *ops, plain, tensor, grad, out, op};
+    const dev::DeviceStep step{comm, *ops, plain, tensor, grad, out, op, shard_only};
     try {
       switch (parsed_->kind) {
         case grad::Kind::kNone:

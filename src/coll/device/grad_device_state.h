@@ -32,11 +32,15 @@ struct DeviceStep {
   const DeviceCollectiveOptions& options;  // codec none, no policy
   const GradTensor& tensor;
   ConstTensorView grad;
-  TensorView out;
+  TensorView out;  // grad.count elements; with shard_only this rank's chunk only
   ReduceOp op;
+  // A reduce-scatter: only this rank's chunk of the result is wanted (grad/method.h's StepArgs).
+  // ef+, ef2+ and sign take it (stage 1 of the two stages only); the others run whole steps.
+  bool shard_only = false;
 };
 
-// ef+CODEC (grad_ef_device.cc); state.residual holds count floats.
+// ef+CODEC (grad_ef_device.cc); state.residual holds count floats. shard_only runs
+// ef2_device_step's first stage, as the host method does.
 GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state);
 // ef2+CODEC (grad_ef2_device.cc): state.residual is the worker residual, state.aux the server's.
 GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state);

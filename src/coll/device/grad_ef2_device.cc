@@ -1,8 +1,14 @@
 // ef2+CODEC on device buffers: the two stages of grad/method_ef2.cc with the codec's device
 // payloads, moved as words by the device collectives with codec none (an alltoall, then an
 // allgather: the bytes unchanged). Each block is one word with the payload's length, then the
-// payload, padded to the bound of the largest chunk. The same seeds and the same float32
-// operations in the same order as the host method, so the same results and residuals.
+// payload, padded with zeros to the largest payload of any rank in that stage (agreed by one
+// MPI_Allreduce of a word, as the host agrees it), not to the codec's bound: quant's bound is
+// about 5x its fixed-rate payload. The same seeds and the same float32 operations in the same
+// order as the host method, so the same results and residuals. A reduce-scatter (shard_only)
+// stops after the server's sum, as on the host.
+#include <mpi.h>
+
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -13,23 +19,33 @@
 namespace hycc::coll::device {
 namespace {
 
-// Compresses `in` into block `slot` (length word, then the payload). Returns the length.
+// Compresses `in` into `slot` (length word, then the payload; the slot zeroed first, so that
+// the padding is zeros). Returns the length.
 size_t encode_block(DeviceOps& ops, const CodecConfig& codec, ConstTensorView in, uint32_t* slot,
                     size_t capacity, uint64_t seed) {
+  ops.zero(slot, 4 + capacity);
   const size_t bytes = ops.encode(codec, in, slot + 1, capacity, seed);
   const auto length = static_cast<uint32_t>(bytes);
   ops.copy_to_device(slot, &length, sizeof(length));
   return bytes;
 }
 
-// The payload lengths of `count` blocks of `block` words, checked against the capacity.
-std::vector<uint32_t> lengths(DeviceOps& ops, const DeviceWords& blocks, size_t block, size_t count,
-                              size_t capacity) {
+// Words of a block that holds the largest payload of any rank (`mine` this rank's largest):
+// the length word and the payload.
+size_t agreed_block(const Communicator& comm, size_t mine) {
+  auto largest = static_cast<uint64_t>(mine);
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_UINT64_T, MPI_MAX, comm.mpi()));
+  return 1 + grad::words_for(static_cast<size_t>(largest));
+}
+
+// The payload lengths of `count` blocks of `block` words, checked against the block.
+std::vector<uint32_t> lengths(DeviceOps& ops, const DeviceWords& blocks, size_t block,
+                              size_t count) {
   std::vector<uint32_t> out(count);
   for (size_t j = 0; j < count; ++j) {
     ops.copy_to_host(&out[j], blocks.w() + block * j, sizeof(uint32_t));
-    if (out[j] > capacity) {
-      throw CorruptStream(tagged("grad:device", "ef2: a block of ", capacity,
+    if (out[j] > (block - 1) * 4) {
+      throw CorruptStream(tagged("grad:device", "ef2: a block of ", (block - 1) * 4,
                                  " payload bytes holds a payload of ", out[j], " bytes"));
     }
   }
@@ -47,10 +63,11 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   const int p = s.comm.size(), me = s.comm.rank();
   const size_t pz = static_cast<size_t>(p);
   const ChunkRange mine = chunk_range(n, p, me);
+  // A slot holds any chunk's payload (chunk 0 is the largest).
   const size_t capacity =
       4 * grad::words_for(codec.codec().max_payload_bytes(DType::kF32, chunk_range(n, p, 0).count));
-  const size_t block = 1 + capacity / 4;
-  if (state.aux_count != mine.count) {
+  const size_t slot = 1 + capacity / 4;
+  if (!s.shard_only && state.aux_count != mine.count) {
     state.aux = device_zeros(ops, mine.count);
     state.aux_count = mine.count;
   }
@@ -58,26 +75,34 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   accumulate_gradient(s, true, state, acc.f());
 
   // 1. Worker: one payload per chunk, e_w = acc - decoded; chunk j to rank j.
-  const DeviceWords send(ops, block * pz), recv(ops, block * pz);
+  const DeviceWords slots(ops, slot * pz);
   const uint64_t seed = grad::step_seed(s.tensor.key, state.steps, me);
+  size_t largest = 0;
   for (int j = 0; j < p; ++j) {
     const ChunkRange c = chunk_range(n, p, j);
-    uint32_t* slot = send.w() + block * size_t(j);
-    const size_t bytes = encode_block(ops, codec, {DType::kF32, c.count, acc.f() + c.offset}, slot,
+    uint32_t* at = slots.w() + slot * size_t(j);
+    const size_t bytes = encode_block(ops, codec, {DType::kF32, c.count, acc.f() + c.offset}, at,
                                       capacity, seed + uint64_t(j));
     stats.payload_bytes += bytes;
-    ops.decode(codec, slot + 1, bytes, {DType::kF32, c.count, decoded.f() + c.offset});
+    largest = std::max(largest, bytes);
+    ops.decode(codec, at + 1, bytes, {DType::kF32, c.count, decoded.f() + c.offset});
   }
   auto* residual = static_cast<float*>(state.residual.data());
   ops.subtract(acc.f(), decoded.f(), residual, n);
   CommClock timed;
+  size_t block = 0;
+  timed([&] { block = agreed_block(s.comm, largest); });
+  const DeviceWords send(ops, block * pz), recv(ops, block * pz);
+  for (size_t j = 0; j < pz; ++j) {
+    ops.copy_device(send.w() + block * j, slots.w() + slot * j, block * 4);
+  }
   timed([&] {
     alltoall_device(s.comm, words_view(send, block * pz), words_view(recv, block * pz), s.options);
   });
 
   // 2. Server: this rank's chunk summed in rank order, averaged, plus e_s; compressed, e_s =
   // s - decoded.
-  const std::vector<uint32_t> got = lengths(ops, recv, block, pz, capacity);
+  const std::vector<uint32_t> got = lengths(ops, recv, block, pz);
   const DeviceWords sum_a(ops, mine.count), sum_b(ops, mine.count);
   float* sum = sum_a.f();
   float* next = sum_b.f();
@@ -89,29 +114,41 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   }
   ops.round_into(sum, s.op, p, {DType::kF32, mine.count, next});
   std::swap(sum, next);
+  stats.compressed = true;
+  if (s.shard_only) {  // this rank's chunk, exact: no server stage
+    ops.round_into(sum, ReduceOp::kSum, 1, s.out);
+    ops.synchronize();
+    stats.wire_bytes = (block + 1) * 4 * (pz - 1);
+    timed.settle(stats, t0);
+    return stats;
+  }
   auto* server_residual = static_cast<float*>(state.aux.data());
   ops.add(sum, server_residual, sum, mine.count);
-  const DeviceWords own(ops, block), all(ops, block * pz);
+  const DeviceWords own(ops, slot);
   const size_t own_bytes =
       encode_block(ops, codec, {DType::kF32, mine.count, sum}, own.w(), capacity,
                    grad::step_seed(s.tensor.key, state.steps, p + me));
   ops.decode(codec, own.w() + 1, own_bytes, {DType::kF32, mine.count, next});
   ops.subtract(sum, next, server_residual, mine.count);
+  size_t server_block = 0;
+  timed([&] { server_block = agreed_block(s.comm, own_bytes); });
+  const DeviceWords all(ops, server_block * pz);
   timed([&] {
-    allgather_device(s.comm, words_view(own, block), words_view(all, block * pz), s.options);
+    allgather_device(s.comm, words_view(own, server_block), words_view(all, server_block * pz),
+                     s.options);
   });
 
   // Every rank decodes every server's chunk.
-  const std::vector<uint32_t> served = lengths(ops, all, block, pz, capacity);
+  const std::vector<uint32_t> served = lengths(ops, all, server_block, pz);
   for (int j = 0; j < p; ++j) {
     const ChunkRange c = chunk_range(n, p, j);
-    ops.decode(codec, all.w() + block * size_t(j) + 1, served[size_t(j)],
+    ops.decode(codec, all.w() + server_block * size_t(j) + 1, served[size_t(j)],
                {DType::kF32, c.count, acc.f() + c.offset});
   }
   ops.round_into(acc.f(), ReduceOp::kSum, 1, s.out);
   ops.synchronize();
-  stats.wire_bytes = 2 * block * 4 * (pz - 1);
-  stats.compressed = true;
+  // As the host counts them: the blocks, and one word per peer for each agreement.
+  stats.wire_bytes = (block + server_block + 2) * 4 * (pz - 1);
   timed.settle(stats, t0);
   return stats;
 }

@@ -44,6 +44,7 @@ void gather_payloads(DeviceContext& ctx, Payload&& own, size_t bound, size_t raw
 }  // namespace
 
 GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, GradState& state) {
+  if (s.shard_only) return ef2_device_step(s, codec, state);
   GradStepStats stats;
   stats.elements = s.grad.count;
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,7 +1,8 @@
 // sign on device buffers: the two stages of grad/method_sign.cc with the chunk coding on the
 // device (DeviceOps::sign_*, the bits of grad/sign_codec.h) and the words moved by the device
 // collectives with codec none (alltoall, then allgather: the bytes unchanged). The same float32
-// operations in the same order as the host method, so the same results and residuals.
+// operations in the same order as the host method, so the same results and residuals. A
+// reduce-scatter (shard_only) stops after the server's sum, as on the host.
 #include <chrono>
 
 #include "coll/device/grad_device_state.h"
@@ -21,7 +22,7 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   const size_t block = grad::sign::chunk_words(chunk_range(n, p, 0).count);
   const ChunkRange mine = chunk_range(n, p, me);
 
-  if (error_feedback && state.aux_count != mine.count) {
+  if (error_feedback && !s.shard_only && state.aux_count != mine.count) {
     state.aux = device_zeros(ops, mine.count);
     state.aux_count = mine.count;
   }
@@ -44,8 +45,18 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   // 2. Server: this rank's chunk summed in rank order (+ e_s), encoded, e_s = s - decoded.
   const DeviceWords sum(ops, mine.count), own_words(ops, block), all(ops, block * pz);
   auto* server_residual = static_cast<float*>(state.aux.data());
-  ops.sign_server_sum(recv.w(), block, p, mine.count, s.op,
-                      error_feedback ? server_residual : nullptr, sum.f());
+  const bool serve = error_feedback && !s.shard_only;
+  ops.sign_server_sum(recv.w(), block, p, mine.count, s.op, serve ? server_residual : nullptr,
+                      sum.f());
+  stats.payload_bytes = block * 4 * pz;
+  stats.compressed = true;
+  if (s.shard_only) {  // this rank's chunk, exact: no server stage
+    ops.round_into(sum.f(), ReduceOp::kSum, 1, s.out);
+    ops.synchronize();
+    stats.wire_bytes = block * 4 * (pz - 1);
+    timed.settle(stats, t0);
+    return stats;
+  }
   ops.sign_encode(sum.f(), mine.count, 1, block, own_words.w());
   if (error_feedback) {
     ops.sign_decode(own_words.w(), block, 1, mine.count, server_residual);
@@ -59,9 +70,7 @@ GradStepStats sign_device_step(const DeviceStep& s, bool error_feedback, GradSta
   ops.sign_decode(all.w(), block, p, n, acc.f());
   ops.round_into(acc.f(), ReduceOp::kSum, 1, s.out);
   ops.synchronize();
-  stats.payload_bytes = block * 4 * pz;
   stats.wire_bytes = 2 * block * 4 * (pz - 1);
-  stats.compressed = true;
   timed.settle(stats, t0);
   return stats;
 }
