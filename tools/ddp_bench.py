@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch DistributedDataParallel with and without hycc, in the same run: the same model, data
 and steps with DDP's own gloo allreduce, with hycc's hook uncompressed (MPI), and with hycc's
-hook under one or more policies (hybrid: ef+quant:bits=6 with error feedback on "dp"; auto:
+hook under one or more policies (hybrid: ef2+quant:bits=6 with error feedback on "dp"; auto:
 the same or less, where the measured links say it pays), the latter with its
 allreduces inside the hook and (the default) on a worker thread that overlaps the backward
 pass. Prints the time per step (median of the timed steps), the speedup over gloo, the final

@@ -29,7 +29,7 @@ from ._lib import InvalidArgument
 class HookState:
     """comm: the data-parallel mpi4py communicator (same ranks as the process group). codec
     (spec or hycc.Codec) or engine (hycc.Engine: its rule for the communicator's name decides,
-    e.g. "hybrid" runs ef+quant:bits=6 on "dp" with error feedback per bucket). threshold,
+    e.g. "hybrid" runs ef2+quant:bits=6 on "dp" with error feedback per bucket). threshold,
     segment, algorithm: as for hycc.allreduce (algorithm: host buckets only). device_backend:
     "cuda", or "emulation" to run the device algorithm on CPU buckets (tests). transport: the
     device transport ("auto", "mpi", "nccl"). overlap: run the allreduces on a worker thread,

@@ -115,7 +115,7 @@ TEST(DeviceGrad, InPlaceAndNone) {
   EXPECT_TRUE(none.residual(5).empty());
 }
 
-// hybrid's zero_grad rule (ef+quant:bits=6 on reduce-scatters of the "zero" communicator).
+// hybrid's zero_grad rule (ef2+quant:bits=6 on reduce-scatters of the "zero" communicator).
 TEST(DeviceGrad, HybridPolicyOnZeroGradMatchesTheHostPolicyPath) {
   const Communicator zero = world().dup("zero");
   PolicyEngine host_engine(Policy::preset("hybrid")), device_engine(Policy::preset("hybrid"));
@@ -166,7 +166,7 @@ TEST(DeviceGrad, HybridPolicyOnDpMatchesTheHostPolicyPath) {
   EXPECT_EQ(e->calls, 3u);
   EXPECT_EQ(e->compressed_calls, dp.size() > 1 ? 3u : 0u);
   if (dp.size() > 1) {
-    const std::string spec = "ef+quant:bits=6,block=64,round=nearest";
+    const std::string spec = "ef2+quant:bits=6,block=64,round=nearest";
     EXPECT_TRUE(same_bits(device_engine.device_grad_compressor(spec).residual(99),
                           host_engine.grad_compressor(spec).residual(99)));
   }

@@ -116,7 +116,7 @@ TEST(DevicePolicy, SampledCallsRecordTheirError) {
 
 // Gradient calls are sampled too, as on the host: the device engine records the error the host
 // engine records for the same call (same bits, same native reference), here for hybrid's
-// ef+quant:bits=6 on dp and zero_grad.
+// ef2+quant:bits=6 on dp and zero_grad.
 TEST(DevicePolicy, SampledGradientCallsRecordTheHostsError) {
   const Communicator dp = world().dup("dp"), zero = world().dup("zero");
   EngineOptions eo;

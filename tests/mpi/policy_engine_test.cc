@@ -97,7 +97,7 @@ TEST(PolicyEngine, HybridRunsTheGradientCompressorOnDp) {
     EXPECT_EQ(e->compressed_calls, 1u);
     EXPECT_GT(e->ratio(), 4.0);
     // The error-feedback state is kept under the key given.
-    EXPECT_EQ(engine.grad_compressor("ef+quant:bits=6,block=64,round=nearest").residual(42).size(),
+    EXPECT_EQ(engine.grad_compressor("ef2+quant:bits=6,block=64,round=nearest").residual(42).size(),
               n);
   }
 }

@@ -1,7 +1,7 @@
 """hycc.ddp under mpirun: a PyTorch DistributedDataParallel model (gloo process group, CPU)
 whose gradient buckets go through hycc's allreduce. Checks: uncompressed hycc equals DDP's own
 allreduce to float32 rounding; the emulated device path equals the host path bit for bit; the
-hybrid policy (ef+quant:bits=6 with error feedback on "dp") compresses every bucket, keeps the
+hybrid policy (ef2+quant:bits=6 with error feedback on "dp") compresses every bucket, keeps the
 replicas identical, gives the same bits with the allreduces on the worker thread (overlapping
 the backward pass) as inside the hook, and trains as well as uncompressed DDP.
 Prints "hycc ddp: OK" on rank 0 when every check passed; exit status 1 otherwise.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The hybrid policy at dp 2 x tp 2 (4 ranks): the loss decreases, and the statistics in the JSON
-# lines show compressed dp gradients (ef+quant:bits=6) and tp activations (bf16).
+# lines show compressed dp gradients (ef2+quant:bits=6) and tp activations (bf16).
 #   hybrid_trains.sh MPIEXEC HYCC_TRAIN
 set -euo pipefail
 mpiexec="$1"

@@ -102,7 +102,7 @@ TEST(Policy, PresetDecisions) {
   const Policy h = Policy::preset("hybrid");
   const PolicyDecision dp = h.decide(Dimension::kDp, Operation::kAllreduce, mb);
   EXPECT_TRUE(dp.gradient);
-  EXPECT_EQ(dp.compressor.rfind("ef+quant:bits=6", 0), 0u) << dp.compressor;
+  EXPECT_EQ(dp.compressor.rfind("ef2+quant:bits=6", 0), 0u) << dp.compressor;
   EXPECT_EQ(dp.options.codec.id(), CodecId::kNone);
   const PolicyDecision zg = h.decide(Dimension::kZeroGrad, Operation::kReduceScatter, mb);
   EXPECT_TRUE(zg.gradient);

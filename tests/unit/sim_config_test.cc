@@ -90,11 +90,12 @@ TEST(SimConfig, CodecFiguresFromTheBenchmarkJson) {
   const SimPolicy naive = SimPolicy::from_policy(Policy::preset("naive"), t);
   EXPECT_DOUBLE_EQ(naive.figures(Dimension::kTp, 1 << 20, DType::kF32).ratio, 6.4);
   EXPECT_DOUBLE_EQ(naive.figures(Dimension::kTp, 1024, DType::kF32).ratio, 1);  // below 64K
-  // hybrid's dp compressor is ef+quant:bits=6: the codec's figures.
+  // hybrid's dp compressor is ef2+quant:bits=6: the codec's figures.
   const SimPolicy hybrid = SimPolicy::from_policy(Policy::preset("hybrid"), t);
   const CodecFigures dp = hybrid.figures(Dimension::kDp, 1 << 20, DType::kF32);
   EXPECT_DOUBLE_EQ(dp.ratio, 4.57);
-  EXPECT_EQ(dp.codec.substr(0, 3), "ef+");
+  EXPECT_EQ(dp.codec.substr(0, 4), "ef2+");
+  EXPECT_EQ(dp.feedback, Feedback::kTwoStage);
   // Its tp codec, bf16, was not measured: the error says how to measure it.
   EXPECT_NE(invalid_message([&] {
               hybrid.figures(Dimension::kTp, 1 << 20, DType::kF32);
@@ -128,11 +129,10 @@ TEST(SimConfig, AdaptiveRulesChooseByTheModel) {
   EXPECT_EQ(many.codec.substr(0, 4), "ef2+") << many.codec;
   EXPECT_EQ(many.feedback, Feedback::kTwoStage);
   EXPECT_DOUBLE_EQ(many.ratio, 4.57);
-  // A reduce-scatter runs ef+ and ef2+ alike (the first stage): the first of them listed.
   const CodecFigures zero = a.figures(Dimension::kZeroGrad, bytes, DType::kF32, links(24, 1e8));
-  EXPECT_EQ(zero.codec.substr(0, 3), "ef+") << zero.codec;
+  EXPECT_EQ(zero.codec.substr(0, 4), "ef2+") << zero.codec;
   // Without links (all candidates cost nothing) the rule's compressor.
-  EXPECT_EQ(a.figures(Dimension::kDp, bytes, DType::kF32).codec.substr(0, 3), "ef+");
+  EXPECT_EQ(a.figures(Dimension::kDp, bytes, DType::kF32).codec.substr(0, 4), "ef2+");
 }
 
 TEST(SimConfig, FiguresFileErrors) {
