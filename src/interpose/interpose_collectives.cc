@@ -1,6 +1,7 @@
 // Collectives of libhycc_mpi.so: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
-// MPI_Bcast and MPI_Alltoall on contiguous MPI_FLOAT data (with MPI_SUM for the reductions) go
-// through hycc with the process's policy; every other call goes to the MPI library untouched.
+// MPI_Bcast and MPI_Alltoall on contiguous MPI_FLOAT (or Fortran MPI_REAL) data (with MPI_SUM for
+// the reductions) go through hycc with the process's policy; every other call goes to the MPI
+// library untouched.
 #include <mpi.h>
 
 #include <chrono>
@@ -21,7 +22,7 @@ ConstTensorView floats(const void* data, size_t count) { return {DType::kF32, co
 // itself, and the data is float. The first call on a communicator the library has not seen
 // makes its duplicates (collective, as the call itself is); if that fails, MPI does the call.
 CommState* route(MPI_Comm comm, MPI_Datatype a, MPI_Datatype b = MPI_FLOAT) {
-  if (inside() || engine() == nullptr || a != MPI_FLOAT || b != MPI_FLOAT) return nullptr;
+  if (inside() || engine() == nullptr || !is_float32(a) || !is_float32(b)) return nullptr;
   try {
     return state_of(comm);
   } catch (const std::exception&) {

@@ -1,9 +1,9 @@
 // Point to point of libhycc_mpi.so. On a communicator named after a dimension ("dp", "tp", "pp",
-// "zero", "embedding"), MPI_FLOAT messages travel as one hycc stream each (the codec the policy
-// chooses for the message size; codec none below the threshold or when compression would not
-// shrink it) on the communicator's private point-to-point duplicate, with the application's tag.
-// The receiver learns the codec and the element count from the stream. Nonblocking receives are
-// decoded when the application completes them (MPI_Wait*, MPI_Test*).
+// "zero", "embedding"), MPI_FLOAT (or Fortran MPI_REAL) messages travel as one hycc stream each
+// (the codec the policy chooses for the message size; codec none below the threshold or when
+// compression would not shrink it) on the communicator's private point-to-point duplicate, with the
+// application's tag. The receiver learns the codec and the element count from the stream.
+// Nonblocking receives are decoded when the application completes them (MPI_Wait*, MPI_Test*).
 #include <mpi.h>
 
 #include <chrono>
@@ -25,7 +25,9 @@ namespace {
 // compresses this dimension's point-to-point messages (of some size). Otherwise, as under the
 // baseline policy, messages are MPI's own.
 CommState* route(MPI_Comm comm, MPI_Datatype type, int peer) {
-  if (inside() || engine() == nullptr || type != MPI_FLOAT || peer == MPI_PROC_NULL) return nullptr;
+  if (inside() || engine() == nullptr || !is_float32(type) || peer == MPI_PROC_NULL) {
+    return nullptr;
+  }
   CommState* s = existing_state_of(comm);
   if (s == nullptr) return nullptr;
   const Dimension d = dimension_of(s->comm, Operation::kSendRecv);

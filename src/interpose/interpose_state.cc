@@ -54,6 +54,13 @@ CommState* make_state(MPI_Comm comm) {
 
 }  // namespace
 
+bool is_float32(MPI_Datatype type) {
+  if (type == MPI_FLOAT) return true;
+  if (type != MPI_REAL && type != MPI_REAL4) return false;
+  int bytes = 0;
+  return PMPI_Type_size(type, &bytes) == MPI_SUCCESS && bytes == 4;
+}
+
 PolicyEngine* engine() { return engine_slot().get(); }
 
 void start_engine() {

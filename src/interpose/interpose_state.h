@@ -52,6 +52,10 @@ void on_new_comm(MPI_Comm comm);
 // MPI_Comm_set_name: the dimension follows the new name.
 void on_rename(MPI_Comm comm);
 
+// True for the datatypes hycc takes as float32: MPI_FLOAT, and Fortran's MPI_REAL and MPI_REAL4
+// where they are 4 bytes (a program built with -fdefault-real-8 has an 8-byte REAL).
+bool is_float32(MPI_Datatype type);
+
 // Reports a failure of hycc inside an intercepted call: a line on stderr, then the
 // communicator's error handler (MPI_ERRORS_ARE_FATAL by default ends the job); returns the code.
 int fail(MPI_Comm comm, const char* call, const char* what);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# libhycc_mpi.so on unmodified programs (a C program and an mpi4py script), 4 ranks:
+# libhycc_mpi.so on unmodified programs (a C program, a Fortran program built with `use mpi` and
+# with `use mpi_f08`, and an mpi4py script), 4 ranks:
 #  1. with HYCC_POLICY=baseline every result is bit-identical to a run without the library;
 #  2. with HYCC_POLICY=hybrid every result is within the bound, calls the library must leave
 #     alone are exact, and the statistics (HYCC_LOG json) show compressed bytes;
@@ -68,6 +69,19 @@ run_case() {  # name command...
 }
 
 run_case c "$program"
+# The Fortran program, built here with Open MPI's wrapper compiler (gfortran underneath).
+if command -v mpif90 >/dev/null && command -v gfortran >/dev/null; then
+  for binding in mpi f08; do
+    flags=()
+    [ "$binding" = f08 ] && flags=(-DHYCC_F08)
+    mpif90 -O1 "${flags[@]}" "$dir/dropin_program.F90" -o "$work/fortran-$binding" \
+      -J "$work" || { echo "FAIL: the Fortran program ($binding) does not build"; exit 1; }
+    run_case "fortran-$binding" "$work/fortran-$binding"
+  done
+else
+  echo "FAIL: gfortran and mpif90 are needed (scripts/setup-deps installs them)"
+  exit 1
+fi
 if /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
   run_case mpi4py /usr/bin/python3 "$dir/dropin_mpi4py.py"
 else
