@@ -99,6 +99,8 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
   }
   HYCC_CHECK_MPI(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
   coll::report(ctx, options, Algorithm::kAuto, data.bytes(), start);
+  // Below the threshold (or kNative) the streams are codec none: framed, not compressed.
+  if (raw && options.stats != nullptr) options.stats->compressed = false;
 }
 
 RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag) {

@@ -52,6 +52,35 @@ class SendRecvTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SendRecvTest, DeliversData) { run_send_recv_case(GetParam()); }
 
+// The statistics of a send: compressed above the threshold, not below it (where the stream is
+// codec none, framed but not compressed, so it sends a little more than the message).
+TEST(SendRecvStats, CompressedOnlyAboveTheThreshold) {
+  const int p = world().size(), r = world().rank();
+  if (p < 2 || r > 1) return;
+  for (const size_t count : {size_t{100}, size_t{100000}}) {
+    const Buffer mine = make_input(DType::kF32, count, r, false);
+    Buffer got(DType::kF32, count);
+    CollectiveOptions o;
+    o.codec = CodecConfig::parse("quant:bits=8");
+    o.threshold_bytes = 64 << 10;
+    CollectiveStats stats;
+    o.stats = &stats;
+    const std::string what = std::to_string(count) + " floats";
+    if (r == 0) {
+      send(world(), mine.view(), 1, 9, o);
+      EXPECT_EQ(stats.compressed, count * 4 >= o.threshold_bytes) << what;
+      EXPECT_EQ(stats.message_bytes, count * 4) << what;
+      if (stats.compressed) {
+        EXPECT_LT(stats.wire_bytes, stats.raw_bytes) << what;
+      } else {
+        EXPECT_GT(stats.wire_bytes, stats.raw_bytes) << what;  // the envelope and the header
+      }
+    } else {
+      recv(world(), got.view(), 0, 9);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(P2P, SendRecvTest, ::testing::ValuesIn(send_recv_cases()), CaseName());
 INSTANTIATE_TEST_SUITE_P(FullLarge, SendRecvTest,
                          ::testing::ValuesIn(full_large_cases(Algorithm::kAuto)), CaseName());
