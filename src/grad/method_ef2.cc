@@ -35,29 +35,33 @@ class Ef2Method : public Method {
     const uint64_t seed = step_seed(a.key, state.steps, me);
 
     // 1. Worker: one stream per chunk, the worker residual against its decoding.
-    std::vector<std::vector<uint32_t>>& streams = worker_;
+    std::vector<Stream>& streams = worker_;
     streams.resize(pz);
     size_t payload = 0, largest = 0;
     for (int j = 0; j < p; ++j) {
       const ChunkRange c = chunk_range(n, p, j);
       payload += encode(acc.subspan(c.offset, c.count), seed + uint64_t(j), streams[size_t(j)]);
-      largest = std::max(largest, streams[size_t(j)].size());
-      residual_of(streams[size_t(j)], acc.subspan(c.offset, c.count),
-                  std::span<float>(state.residual).subspan(c.offset, c.count));
+      largest = std::max(largest, streams[size_t(j)].used);
+      residual_of(streams[size_t(j)].view(), acc.subspan(c.offset, c.count),
+                  std::span<float>(state.residual).subspan(c.offset, c.count),
+                  j == me ? own_worker_ : decoded_);
     }
     const size_t block = agreed_block(a.ex, largest);
     pack(streams, block, send_);
     recv_.resize(block * pz);
     a.ex.alltoall(send_, recv_);
 
-    // 2. Server: this rank's chunk summed in rank order, plus the server residual.
+    // 2. Server: this rank's chunk summed in rank order, plus the server residual. The block
+    // from this rank is its own stream: decoded already, for the worker residual.
     const ChunkRange mine = chunk_range(n, p, me);
     sum_.assign(mine.count, 0.0f);
     decoded_.resize(mine.count);
     for (int j = 0; j < p; ++j) {
-      decode_block(std::span<const uint32_t>(recv_).subspan(block * size_t(j), block), decoded_);
-      for (size_t i = 0; i < mine.count; ++i)
-        sum_[i] = j == 0 ? decoded_[i] : sum_[i] + decoded_[i];
+      if (j != me) {
+        decode_block(std::span<const uint32_t>(recv_).subspan(block * size_t(j), block), decoded_);
+      }
+      const std::vector<float>& d = j == me ? own_worker_ : decoded_;
+      for (size_t i = 0; i < mine.count; ++i) sum_[i] = j == 0 ? d[i] : sum_[i] + d[i];
     }
     finish_op(sum_, a.op, p);
     stats.payload_bytes = payload;  // the whole tensor, compressed by the worker
@@ -69,17 +73,20 @@ class Ef2Method : public Method {
     }
     if (state.aux.size() != mine.count) state.aux.assign(mine.count, 0.0f);
     for (size_t i = 0; i < mine.count; ++i) sum_[i] += state.aux[i];
-    std::vector<std::vector<uint32_t>> own(1);
-    encode(sum_, step_seed(a.key, state.steps, p + me), own[0]);
-    residual_of(own[0], sum_, state.aux);
+    encode(sum_, step_seed(a.key, state.steps, p + me), server_);
+    residual_of(server_.view(), sum_, state.aux, own_server_);
 
     // Everyone decodes every server's stream.
-    const size_t server_block = agreed_block(a.ex, own[0].size());
-    pack(own, server_block, mine_block_);
+    const size_t server_block = agreed_block(a.ex, server_.used);
+    pack(std::span<const Stream>(&server_, 1), server_block, mine_block_);
     all_.resize(server_block * pz);
     a.ex.allgather(mine_block_, all_);
     for (int j = 0; j < p; ++j) {
       const ChunkRange c = chunk_range(n, p, j);
+      if (j == me) {  // this rank's server stream: decoded already, for the server residual
+        std::copy(own_server_.begin(), own_server_.end(), a.out.begin() + std::ptrdiff_t(c.offset));
+        continue;
+      }
       decode_block(std::span<const uint32_t>(all_).subspan(server_block * size_t(j), server_block),
                    a.out.subspan(c.offset, c.count));
     }
@@ -87,25 +94,34 @@ class Ef2Method : public Method {
   }
 
  private:
-  // Compresses `values` into `words`: the stream's length in bytes, then the stream. Returns the
-  // stream's length.
-  size_t encode(std::span<const float> values, uint64_t seed, std::vector<uint32_t>& words) {
+  // A stream in whole words: one word with its length in bytes, then the stream, the last word
+  // padded with zeros. The buffer only grows (no clearing per step); `used` words are valid.
+  struct Stream {
+    std::vector<uint32_t> words;
+    size_t used = 0;
+    std::span<const uint32_t> view() const { return {words.data(), used}; }
+  };
+
+  // Compresses `values` into `out`. Returns the stream's length in bytes.
+  size_t encode(std::span<const float> values, uint64_t seed, Stream& out) {
     const ConstTensorView in{DType::kF32, values.size(), values.data()};
-    words.assign(1 + words_for(max_compressed_bytes(codec_, in)), 0);
-    const std::span<std::byte> out(reinterpret_cast<std::byte*>(words.data() + 1),
-                                   (words.size() - 1) * 4);
-    const size_t bytes = compress(codec_, in, out, {.seed = seed});
-    words[0] = static_cast<uint32_t>(bytes);
-    words.resize(1 + words_for(bytes));
+    const size_t capacity = 1 + words_for(max_compressed_bytes(codec_, in));
+    if (out.words.size() < capacity) out.words.resize(capacity);
+    auto* stream = reinterpret_cast<std::byte*>(out.words.data() + 1);
+    const size_t bytes = compress(codec_, in, {stream, (capacity - 1) * 4}, {.seed = seed});
+    std::memset(stream + bytes, 0, words_for(bytes) * 4 - bytes);
+    out.words[0] = static_cast<uint32_t>(bytes);
+    out.used = 1 + words_for(bytes);
     return bytes;
   }
 
-  // residual = from - decode(words) (words as encode wrote them); residual may be from.
-  void residual_of(std::span<const uint32_t> words, std::span<const float> from,
-                   std::span<float> residual) {
-    decoded_.resize(from.size());
-    decode_block(words, decoded_);
-    for (size_t i = 0; i < from.size(); ++i) residual[i] = from[i] - decoded_[i];
+  // decoded = decode(words) (words as encode wrote them), residual = from - decoded; residual
+  // may be from.
+  static void residual_of(std::span<const uint32_t> words, std::span<const float> from,
+                          std::span<float> residual, std::vector<float>& decoded) {
+    decoded.resize(from.size());
+    decode_block(words, decoded);
+    for (size_t i = 0; i < from.size(); ++i) residual[i] = from[i] - decoded[i];
   }
 
   static void decode_block(std::span<const uint32_t> block, std::span<float> out) {
@@ -127,19 +143,23 @@ class Ef2Method : public Method {
   }
 
   // The streams one after another, each padded with zeros to `block` words.
-  static void pack(const std::vector<std::vector<uint32_t>>& streams, size_t block,
-                   std::vector<uint32_t>& out) {
-    out.assign(block * streams.size(), 0);
+  static void pack(std::span<const Stream> streams, size_t block, std::vector<uint32_t>& out) {
+    out.resize(block * streams.size());
     for (size_t j = 0; j < streams.size(); ++j) {
-      std::copy(streams[j].begin(), streams[j].end(), out.begin() + std::ptrdiff_t(block * j));
+      const std::span<const uint32_t> v = streams[j].view();
+      const auto at = out.begin() + std::ptrdiff_t(block * j);
+      std::copy(v.begin(), v.end(), at);
+      std::fill(at + std::ptrdiff_t(v.size()), at + std::ptrdiff_t(block), 0u);
     }
   }
 
   CodecConfig codec_;
   // Scratch, reused across steps (not state).
-  std::vector<std::vector<uint32_t>> worker_;
+  std::vector<Stream> worker_;
+  Stream server_;
   std::vector<uint32_t> send_, recv_, sizes_, mine_block_, all_;
   std::vector<float> sum_, decoded_;
+  std::vector<float> own_worker_, own_server_;  // this rank's streams decoded (its chunk)
 };
 
 }  // namespace

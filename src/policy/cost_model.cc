@@ -18,14 +18,16 @@ Shape shape_of(Operation op, Path path, double p) {
   if (op == Operation::kReduceScatter &&
       (path == Path::kErrorFeedback || path == Path::kTwoStage)) {
     // Both run the first stage only: compress S in p chunks, decode them (residual), an
-    // alltoall after a size exchange, decode the p chunks of this rank's (S).
-    return {p, share, 1, 2};
+    // alltoall after a size exchange, decode the p - 1 received chunks of this rank's (its own
+    // is decoded already).
+    return {p, share, 1, 2 - 1 / p};
   }
   if (path == Path::kErrorFeedback) return {p - 1, p - 1, 1, p};  // allgather of whole streams
   if (path == Path::kTwoStage) {
-    // Worker: compress S, decode S (residual); server: decode p chunks (S), compress and decode
-    // its chunk (S / p); then decode the gathered S. Two size exchanges add two messages.
-    return {2 * (p - 1) + 2, 2 * share, 1 + 1 / p, 3 + 1 / p};
+    // Worker: compress S, decode S (residual); server: decode the p - 1 received chunks, compress
+    // and decode its chunk (S / p); then decode the p - 1 other servers' chunks (a rank's own
+    // streams are decoded once). Two size exchanges add two messages.
+    return {2 * (p - 1) + 2, 2 * share, 1 + 1 / p, 3 - 1 / p};
   }
   switch (op) {
     case Operation::kAllreduce:  // ring: reduce-scatter (recompressing) + allgather

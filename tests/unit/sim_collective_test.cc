@@ -76,11 +76,11 @@ TEST(SimCollective, ErrorFeedbackForms) {
   EXPECT_GT(collective_time(Collective::kAllreduce, 4000, many, c).wire_bytes,
             collective_time(Collective::kAllreduce, 4000, many, CodecFigures{}).wire_bytes);
   // A reduce-scatter runs the first stage only: each chunk to its owner, (n-1)/n S / ratio, n
-  // messages (one length exchange), S compressed and 2 S decoded; ef2+ alike.
+  // messages (one length exchange), S compressed and (2 - 1/n) S decoded; ef2+ alike.
   const CollectiveTime rs = collective_time(Collective::kReduceScatter, 4000, links, c);
   EXPECT_DOUBLE_EQ(rs.wire_bytes, 750);
   EXPECT_DOUBLE_EQ(rs.transfer, 4 * 0.5 + 0.75);
-  EXPECT_DOUBLE_EQ(rs.codec, 2 + 2 * 0.5);
+  EXPECT_DOUBLE_EQ(rs.codec, 2 + 1.75 * 0.5);
   EXPECT_LT(collective_time(Collective::kReduceScatter, 4000, many, c).wire_bytes,
             collective_time(Collective::kReduceScatter, 4000, many, CodecFigures{}).wire_bytes);
 
@@ -88,7 +88,7 @@ TEST(SimCollective, ErrorFeedbackForms) {
   const CollectiveTime two = collective_time(Collective::kAllreduce, 4000, links, c);
   EXPECT_DOUBLE_EQ(two.wire_bytes, 1500);
   EXPECT_DOUBLE_EQ(two.transfer, 8 * 0.5 + 1.5);  // 2 (n-1) messages + 2 length exchanges
-  EXPECT_DOUBLE_EQ(two.codec, 1.25 * 2 + 3.25 * 0.5);
+  EXPECT_DOUBLE_EQ(two.codec, 1.25 * 2 + 2.75 * 0.5);
   const CollectiveTime two_rs = collective_time(Collective::kReduceScatter, 4000, links, c);
   EXPECT_DOUBLE_EQ(two_rs.wire_bytes, rs.wire_bytes);
   EXPECT_DOUBLE_EQ(two_rs.total(), rs.total());

@@ -101,15 +101,24 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   });
 
   // 2. Server: this rank's chunk summed in rank order, averaged, plus e_s; compressed, e_s =
-  // s - decoded.
+  // s - decoded. The block from this rank is its own payload, decoded already (`decoded`).
   const std::vector<uint32_t> got = lengths(ops, recv, block, pz);
   const DeviceWords sum_a(ops, mine.count), sum_b(ops, mine.count);
   float* sum = sum_a.f();
   float* next = sum_b.f();
-  ops.decode(codec, recv.w() + 1, got[0], {DType::kF32, mine.count, sum});
+  const float* own_worker = decoded.f() + mine.offset;
+  if (me == 0) {
+    ops.copy_device(sum, own_worker, mine.count * sizeof(float));
+  } else {
+    ops.decode(codec, recv.w() + 1, got[0], {DType::kF32, mine.count, sum});
+  }
   for (size_t j = 1; j < pz; ++j) {
-    ops.decode_accumulate(codec, recv.w() + block * j + 1, got[j], DType::kF32,
-                          {DType::kF32, mine.count, sum}, next);
+    if (j == size_t(me)) {
+      ops.add(sum, own_worker, next, mine.count);
+    } else {
+      ops.decode_accumulate(codec, recv.w() + block * j + 1, got[j], DType::kF32,
+                            {DType::kF32, mine.count, sum}, next);
+    }
     std::swap(sum, next);
   }
   ops.round_into(sum, s.op, p, {DType::kF32, mine.count, next});
@@ -138,10 +147,14 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
                      s.options);
   });
 
-  // Every rank decodes every server's chunk.
+  // Every rank decodes every server's chunk (its own: decoded already, in `next`).
   const std::vector<uint32_t> served = lengths(ops, all, server_block, pz);
   for (int j = 0; j < p; ++j) {
     const ChunkRange c = chunk_range(n, p, j);
+    if (j == me) {
+      ops.copy_device(acc.f() + c.offset, next, c.count * sizeof(float));
+      continue;
+    }
     ops.decode(codec, all.w() + server_block * size_t(j) + 1, served[size_t(j)],
                {DType::kF32, c.count, acc.f() + c.offset});
   }
