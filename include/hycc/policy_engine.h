@@ -63,9 +63,12 @@ struct LogOptions {
   bool calls = false;      // one line per call
   bool decisions = false;  // explain() each distinct decision once
   std::string json_path;   // finish(): the statistics as JSON, written by rank 0
+  // Warn once (rank 0 of the communicator) when a gradient compressor's allreduce sent more
+  // bytes than the uncompressed ring would have (e.g. ef+CODEC on many ranks). Off with "off".
+  bool warnings = true;
 
-  // "off", "" or a comma list of summary, calls, decisions, json=FILE. Throws InvalidArgument
-  // naming the bad item and the allowed ones.
+  // "off" (nothing, no warnings), "" (warnings only) or a comma list of summary, calls,
+  // decisions, json=FILE. Throws InvalidArgument naming the bad item and the allowed ones.
   static LogOptions parse(std::string_view spec);
 };
 
@@ -144,6 +147,11 @@ class PolicyEngine {
   std::map<std::string, std::unique_ptr<DeviceGradCompressor>> device_compressors_;
   std::map<std::pair<Dimension, Operation>, uint64_t> compressed_calls_;
   std::set<std::string> explained_;  // decisions already explained (HYCC_LOG=decisions)
+  std::set<std::string> warned_;     // warnings already given (LogOptions::warnings)
+
+  // The warning of LogOptions::warnings, once per compressor and communicator size.
+  void warn_if_costlier_than_ring(const Communicator& comm, Operation op,
+                                  const PolicyDecision& decision, const CollectiveStats& call);
 };
 
 }  // namespace hycc

@@ -9,6 +9,7 @@
 #include "comm/comm_attribute.h"
 #include "hycc/error.h"
 #include "hycc/grad_device.h"
+#include "policy/compressor_spec.h"
 
 namespace hycc {
 namespace {
@@ -50,7 +51,11 @@ LogOptions LogOptions::parse(std::string_view spec) {
     if (comma == std::string_view::npos) comma = spec.size();
     const std::string_view item = spec.substr(pos, comma - pos);
     pos = comma + 1;
-    if (item.empty() || item == "off") continue;
+    if (item.empty()) continue;
+    if (item == "off") {
+      out.warnings = false;
+      continue;
+    }
     if (item == "summary") {
       out.summary = true;
     } else if (item == "calls") {
@@ -188,6 +193,7 @@ void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDe
     const std::lock_guard<std::mutex> lock(*mutex_);
     stats_.record(d, op, call);
   }
+  warn_if_costlier_than_ring(comm, op, decision, call);
   if (!options_.log.calls) return;
   const char* what = call.compressed
                          ? decision.compressor.c_str()
@@ -199,6 +205,35 @@ void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDe
                comm.name().empty() ? "unnamed" : comm.name().c_str(), call.message_bytes, what,
                ratio, call.seconds * 1e3, decision.rule < 0 ? ", no rule" : ", rule ",
                decision.rule < 0 ? "" : std::to_string(decision.rule + 1).c_str());
+}
+
+void PolicyEngine::warn_if_costlier_than_ring(const Communicator& comm, Operation op,
+                                              const PolicyDecision& decision,
+                                              const CollectiveStats& call) {
+  const int p = comm.size();
+  if (!options_.log.warnings || !decision.gradient || !call.compressed ||
+      op != Operation::kAllreduce || p < 2) {
+    return;
+  }
+  // The uncompressed ring's bytes per rank; 10% of slack for headers and length words.
+  const double ring = 2.0 * double(p - 1) / double(p) * double(call.message_bytes);
+  if (double(call.wire_bytes) <= 1.1 * ring) return;
+  {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    if (!warned_.insert(decision.compressor + "@" + std::to_string(p)).second) return;
+  }
+  if (comm.rank() != 0) return;
+  const policy::CompressorSpec spec = policy::parse_compressor(decision.compressor);
+  const std::string hint =
+      policy::error_feedback(spec) && !policy::two_stage(spec)
+          ? "its two-stage form ef2+" + decision.compressor.substr(3) +
+                " sends 2 (p-1)/p of the compressed tensor at any number of ranks"
+          : "a compressor of higher ratio, or none, sends fewer";
+  std::fprintf(options_.log_file,
+               "[hycc] warning: %s on %s (%d ranks) sent %.1fx the bytes of an uncompressed ring "
+               "allreduce (%zu B per rank against %.0f B); %s (docs/gradients.md)\n",
+               decision.compressor.c_str(), comm.name().empty() ? "unnamed" : comm.name().c_str(),
+               p, double(call.wire_bytes) / ring, call.wire_bytes, ring, hint.c_str());
 }
 
 void PolicyEngine::record_error(const Communicator& comm, Operation op, double max_abs_error) {

@@ -102,6 +102,45 @@ TEST(PolicyEngine, HybridRunsTheGradientCompressorOnDp) {
   }
 }
 
+// A gradient compressor that sends more than the uncompressed ring would have gets one warning,
+// on rank 0: ef+none gathers p - 1 whole copies (more than the ring's 2 (p-1)/p from 3 ranks
+// on); its two-stage form sends the ring's bytes and gets none; HYCC_LOG=off silences it.
+TEST(PolicyEngine, WarnsOnceWhenAGradientCompressorSendsMoreThanTheRing) {
+  const Communicator dp = world_comm().dup("dp");
+  for (const std::string log : {"", "off"}) {
+    for (const std::string spec : {"ef+none", "ef2+none"}) {
+      std::FILE* file = std::tmpfile();
+      ASSERT_NE(file, nullptr);
+      EngineOptions eo;
+      eo.log = LogOptions::parse(log);
+      eo.log_file = file;
+      PolicyEngine engine(
+          policy_of("[[rule]]\ndimension = \"dp\"\ncompressor = \"" + spec + "\"\n"), eo);
+      CollectiveOptions o;
+      o.policy = &engine;
+      o.key = 7;
+      for (int call = 0; call < 3; ++call) {
+        std::vector<float> x = ramp(1 << 16, dp.rank());
+        allreduce(dp, view(x), view(x), ReduceOp::kSum, o);
+      }
+      std::rewind(file);
+      std::string text;
+      for (int c = std::fgetc(file); c != EOF; c = std::fgetc(file)) text += char(c);
+      std::fclose(file);
+      size_t warnings = 0;
+      for (size_t at = text.find("[hycc] warning"); at != std::string::npos;
+           at = text.find("[hycc] warning", at + 1)) {
+        ++warnings;
+      }
+      const bool expected = log.empty() && spec == "ef+none" && dp.size() >= 3 && dp.rank() == 0;
+      EXPECT_EQ(warnings, expected ? 1u : 0u) << spec << " HYCC_LOG '" << log << "': " << text;
+      if (expected) {
+        EXPECT_NE(text.find("ef2+none"), std::string::npos) << text;
+      }
+    }
+  }
+}
+
 TEST(PolicyEngine, CodecRulesFollowTheCommunicatorName) {
   PolicyEngine engine(policy_of(R"(
 [[rule]]
