@@ -295,7 +295,8 @@ void adopt_own_stream(Context& ctx, std::span<const std::byte> stream, ConstTens
 }
 
 void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,
-            size_t message_bytes, std::chrono::steady_clock::time_point start) {
+            size_t message_bytes, std::chrono::steady_clock::time_point start,
+            const CodecConfig* codec) {
   if (options.stats == nullptr) return;
   CollectiveStats& s = *options.stats;
   s = CollectiveStats{};
@@ -308,7 +309,8 @@ void report(const CollectiveOptions& options, const Counters* counters, Algorith
     s.wire_bytes = counters->wire_bytes;
     s.streams = counters->streams;
     s.codec_seconds = counters->codec_seconds;
-    s.compressed = counters->streams > 0 && options.codec.id() != CodecId::kNone;
+    s.compressed =
+        counters->streams > 0 && (codec != nullptr ? *codec : options.codec).id() != CodecId::kNone;
   }
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -225,12 +225,14 @@ inline std::chrono::steady_clock::time_point stats_clock(const CollectiveOptions
                                   : std::chrono::steady_clock::time_point{};
 }
 // Fills *options.stats (if set) at the end of a call that started at `start`; `counters` may be
-// null for a call with nothing to do.
+// null for a call with nothing to do. The call is compressed when it sent streams of a codec
+// other than none: `codec`, the one it ran with (null: options.codec).
 void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,
-            size_t message_bytes, std::chrono::steady_clock::time_point start);
+            size_t message_bytes, std::chrono::steady_clock::time_point start,
+            const CodecConfig* codec = nullptr);
 inline void report(const Context& ctx, const CollectiveOptions& options, Algorithm ran,
                    size_t message_bytes, std::chrono::steady_clock::time_point start) {
-  report(options, &ctx.counters, ran, message_bytes, start);
+  report(options, &ctx.counters, ran, message_bytes, start, &ctx.codec);
 }
 
 // Counts a stream this rank is about to send.

@@ -35,12 +35,15 @@ const CodecConfig& uncompressed() {
   return none;
 }
 
-coll::Context p2p_context(const Communicator& comm, int tag) {
+// The context of a send with `codec` (the one it compresses with), or of a receive (none: the
+// streams name their codecs).
+coll::Context p2p_context(const Communicator& comm, int tag,
+                          const CodecConfig& codec = uncompressed()) {
   return coll::Context{.comm = comm.mpi(),
                        .rank = comm.rank(),
                        .size = comm.size(),
                        .tag = coll::internal_tag(comm.mpi(), tag, OpKind::kSendRecv),
-                       .codec = uncompressed(),
+                       .codec = codec,
                        .seg_elems = 1,
                        .seed = 0,
                        .errors = {},
@@ -60,11 +63,11 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
   }
   coll::check_options(check, comm, OpKind::kSendRecv, options);
   check.run(comm, false);
-  coll::Context ctx = p2p_context(comm, tag);
-  const auto start = coll::stats_clock(options);
   const bool raw =
       options.algorithm == Algorithm::kNative || data.bytes() < options.threshold_bytes;
   const CodecConfig& codec = raw ? uncompressed() : options.codec;
+  coll::Context ctx = p2p_context(comm, tag, codec);
+  const auto start = coll::stats_clock(options);
   const coll::Segments segs{data.count, coll::segment_elems(options.segment_bytes, data.dtype)};
   const size_t m = segs.count();
 
@@ -99,8 +102,6 @@ void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
   }
   HYCC_CHECK_MPI(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
   coll::report(ctx, options, Algorithm::kAuto, data.bytes(), start);
-  // Below the threshold (or kNative) the streams are codec none: framed, not compressed.
-  if (raw && options.stats != nullptr) options.stats->compressed = false;
 }
 
 RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag) {

@@ -23,6 +23,14 @@ enum class Kind : uint8_t {
   kTwoStageErrorFeedback
 };
 
+// ef+CODEC and ef2+CODEC: error feedback around a codec, a residual from the first step on.
+inline bool wraps_codec(Kind k) {
+  return k == Kind::kErrorFeedback || k == Kind::kTwoStageErrorFeedback;
+}
+// The kinds whose reduce-scatter sends each chunk to its owner only (the first of two stages:
+// StepArgs::shard_only); the others run their allreduce and keep the chunk.
+inline bool scatters_to_owners(Kind k) { return wraps_codec(k) || k == Kind::kSign; }
+
 struct GradSpec {
   Kind kind = Kind::kNone;
   std::string canonical;  // every parameter spelled out

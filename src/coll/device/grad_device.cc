@@ -60,8 +60,7 @@ GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,
                                  dtype_name(shard.dtype), " elements, this rank's chunk is ",
                                  mine.count, " ", dtype_name(grad.dtype)));
   }
-  if (parsed_->kind == grad::Kind::kErrorFeedback ||
-      parsed_->kind == grad::Kind::kTwoStageErrorFeedback || parsed_->kind == grad::Kind::kSign) {
+  if (grad::scatters_to_owners(parsed_->kind)) {
     return run(comm, tensor, grad, shard, op, options, true);
   }
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
@@ -135,8 +134,7 @@ void DeviceGradCompressor::load(std::span<const std::byte> blob,
   const grad::StateTable table = grad::deserialize_state(spec_, blob);
   const std::unique_ptr<dev::DeviceOps> ops = dev::make_ops(options);
   std::map<uint64_t, std::unique_ptr<dev::GradState>> loaded;
-  const bool ef = parsed_->kind == grad::Kind::kErrorFeedback ||
-                  parsed_->kind == grad::Kind::kTwoStageErrorFeedback;
+  const bool ef = grad::wraps_codec(parsed_->kind);
   for (const auto& [key, t] : table) {
     if (!t.residual.empty() && t.residual.size() != t.count) {
       throw CorruptStream(tagged("grad:device", "the saved residual of key ", key, " has ",
@@ -225,8 +223,7 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
     slot->count = grad.count;
     slot->rank = comm.rank();
     slot->size = comm.size();
-    if (parsed_->kind == grad::Kind::kErrorFeedback ||
-        parsed_->kind == grad::Kind::kTwoStageErrorFeedback) {
+    if (grad::wraps_codec(parsed_->kind)) {
       slot->residual = dev::device_zeros(*ops, grad.count);
       slot->residual_count = grad.count;
     }
