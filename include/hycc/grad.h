@@ -35,6 +35,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hycc/collectives.h"
@@ -49,9 +50,27 @@ class Engine;
 
 // One gradient tensor (or bucket): a stable key and its shape. PowerSGD views it as a matrix of
 // shape[0] rows and product(shape[1..]) columns; an empty shape means a 1-D tensor.
+//
+// A bucket of several tensors laid end to end (a DDP bucket, a slice of a flat gradient buffer)
+// gives the shape of each in `pieces` instead, in order; their elements add up to the bucket's.
+// PowerSGD then compresses each matrix of the bucket on its own, with one allreduce for the P
+// factors of all of them and one for their Q factors together with the pieces it leaves
+// uncompressed (vectors, small matrices). The other compressors see the flat bucket. Give shape
+// or pieces, not both; a piece has at least one dimension.
 struct GradTensor {
+  GradTensor() = default;
+  GradTensor(uint64_t tensor_key, std::vector<size_t> tensor_shape = {})
+      : key(tensor_key), shape(std::move(tensor_shape)) {}
+  // A bucket of tensors of these shapes.
+  static GradTensor bucket(uint64_t tensor_key, std::vector<std::vector<size_t>> shapes) {
+    GradTensor t(tensor_key);
+    t.pieces = std::move(shapes);
+    return t;
+  }
+
   uint64_t key = 0;
   std::vector<size_t> shape;
+  std::vector<std::vector<size_t>> pieces;
 };
 
 struct GradOptions {

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "codec/float_io.h"
+#include "grad/low_rank_plan.h"
 #include "hycc/error.h"
 
 namespace hycc::grad {
@@ -36,13 +37,8 @@ void check_tensor(const GradTensor& tensor, ConstTensorView grad, const char* wh
   if (reinterpret_cast<uintptr_t>(grad.data) % dtype_size(grad.dtype) != 0) {
     throw InvalidArgument(tagged("grad", what, ": data not aligned to its element size"));
   }
-  if (tensor.shape.empty()) return;
-  size_t product = 1;
-  for (const size_t d : tensor.shape) product *= d;
-  if (product != grad.count) {
-    throw InvalidArgument(tagged("grad", what, ": the shape of key ", tensor.key, " holds ",
-                                 product, " elements, the tensor ", grad.count));
-  }
+  const std::string layout = layout_error(tensor, grad.count);
+  if (!layout.empty()) throw InvalidArgument(tagged("grad", what, ": ", layout));
 }
 
 }  // namespace
@@ -64,7 +60,7 @@ GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<con
   const double comm0 = ex.seconds();
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    method_->step({ex, op, tensor.key, tensor.shape, grad, out, shard_only}, state, stats);
+    method_->step({ex, op, tensor, grad, out, shard_only}, state, stats);
   } catch (...) {
     states_.erase(tensor.key);  // a half-updated state must not be used again
     throw;

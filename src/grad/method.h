@@ -12,6 +12,7 @@
 
 #include "grad/exchange.h"
 #include "grad/grad_spec.h"
+#include "grad/low_rank_plan.h"
 #include "grad/state.h"
 #include "hycc/grad.h"
 
@@ -20,8 +21,7 @@ namespace hycc::grad {
 struct StepArgs {
   Exchange& ex;
   ReduceOp op = ReduceOp::kAverage;
-  uint64_t key = 0;
-  const std::vector<size_t>& shape;  // as the caller gave it (empty: 1-D)
+  const GradTensor& tensor;  // key and layout (shape or pieces), as the caller gave them
   // This rank's gradient and the result. They may be the same memory: a method reads all of
   // `grad` before it writes `out`.
   std::span<const float> grad;
@@ -45,14 +45,6 @@ std::unique_ptr<Method> make_ef_method(const GradSpec& spec);
 std::unique_ptr<Method> make_ef2_method(const GradSpec& spec);
 std::unique_ptr<Method> make_powersgd_method(const GradSpec& spec);
 
-// How PowerSGD views a tensor of n elements: rows = shape[0], cols = n / rows, the rank r it
-// uses, and whether it compresses (a matrix with rows x cols >= min_compression x r (rows + cols));
-// otherwise one plain allreduce.
-struct LowRankShape {
-  size_t rows = 0, cols = 0, r = 0;
-  bool compresses = false;
-};
-LowRankShape low_rank_shape(const GradSpec& spec, const std::vector<size_t>& shape, size_t n);
 std::unique_ptr<Method> make_topk_method(const GradSpec& spec);
 std::unique_ptr<Method> make_sign_method(const GradSpec& spec);
 

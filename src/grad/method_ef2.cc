@@ -32,7 +32,7 @@ class Ef2Method : public Method {
     const int p = a.ex.size(), me = a.ex.rank();
     const size_t pz = static_cast<size_t>(p);
     const std::span<const float> acc = accumulate(true, state.residual, a.grad);
-    const uint64_t seed = step_seed(a.key, state.steps, me);
+    const uint64_t seed = step_seed(a.tensor.key, state.steps, me);
 
     // 1. Worker: one stream per chunk, the worker residual against its decoding.
     std::vector<Stream>& streams = worker_;
@@ -73,7 +73,7 @@ class Ef2Method : public Method {
     }
     if (state.aux.size() != mine.count) state.aux.assign(mine.count, 0.0f);
     for (size_t i = 0; i < mine.count; ++i) sum_[i] += state.aux[i];
-    encode(sum_, step_seed(a.key, state.steps, p + me), server_);
+    encode(sum_, step_seed(a.tensor.key, state.steps, p + me), server_);
     residual_of(server_.view(), sum_, state.aux, own_server_);
 
     // Everyone decodes every server's stream.

@@ -222,37 +222,47 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
   struct Case {
     const char* spec;
     std::vector<size_t> shape;
+    std::vector<std::vector<size_t>> pieces;  // a bucket (shape empty)
   };
-  const Case cases[] = {{"none", {}},
-                        {"none", {40, 10}},
-                        {"powersgd:rank=2", {61, 37}},
-                        {"powersgd:rank=3,ef=off", {130, 17}},
-                        {"powersgd:rank=5,warm_start=off", {200, 21}},
-                        {"powersgd:rank=2", {}},
-                        {"topk:ratio=0.05", {}},
-                        {"topk:count=300,ef=off", {}},
-                        {"topk:ratio=0.5", {3, 8201}},
-                        {"sign", {}},
-                        {"sign:ef=off", {}},
-                        {"sign", {3, 8201}},
-                        {"ef+zstd", {}},
-                        {"ef+zfp:accuracy=1e-2", {}},
-                        {"ef2+quant:bits=6", {}},
-                        {"ef2+mpc", {}},
-                        {"ef2+zstd", {}}};
+  const Case cases[] = {{"none", {}, {}},
+                        {"none", {40, 10}, {}},
+                        {"powersgd:rank=2", {61, 37}, {}},
+                        {"powersgd:rank=3,ef=off", {130, 17}, {}},
+                        {"powersgd:rank=5,warm_start=off", {200, 21}, {}},
+                        {"powersgd:rank=2", {}, {}},
+                        {"topk:ratio=0.05", {}, {}},
+                        {"topk:count=300,ef=off", {}, {}},
+                        {"topk:ratio=0.5", {3, 8201}, {}},
+                        {"sign", {}, {}},
+                        {"sign:ef=off", {}, {}},
+                        {"sign", {3, 8201}, {}},
+                        {"ef+zstd", {}, {}},
+                        {"ef+zfp:accuracy=1e-2", {}, {}},
+                        {"ef2+quant:bits=6", {}, {}},
+                        {"ef2+mpc", {}, {}},
+                        {"ef2+zstd", {}, {}},
+                        {"powersgd:rank=2", {}, {{61, 37}, {37}, {8, 8}, {20, 3, 10}, {5, 1}}},
+                        {"powersgd:rank=3,ef=off,warm_start=off", {}, {{9}, {130, 17}}},
+                        {"ef2+quant:bits=6", {}, {{61, 37}, {37}}}};
   for (const Case& c : cases) {
     const bool ef_codec = std::string(c.spec).rfind("ef", 0) == 0;
     const bool none = std::string(c.spec) == "none";
     for (const DType d : {DType::kF32, DType::kBF16}) {
-      size_t n = c.shape.empty() ? 2257 : 1;
+      size_t n = c.shape.empty() && c.pieces.empty() ? 2257 : c.pieces.empty() ? 1 : 0;
       for (const size_t dim : c.shape) n *= dim;
+      for (const std::vector<size_t>& piece : c.pieces) {
+        size_t count = 1;
+        for (const size_t dim : piece) count *= dim;
+        n += count;
+      }
       const ChunkRange mine = chunk_range(n, p, r);
       GradCompressor host(c.spec), host_rs(c.spec);
       DeviceGradCompressor device(c.spec), device_rs(c.spec);
       for (int step = 0; step < 3; ++step) {
         const std::string what = std::string(c.spec) + " " + std::string(dtype_name(d)) + " step " +
                                  std::to_string(step);
-        const GradTensor tensor{4, c.shape};
+        GradTensor tensor{4, c.shape};
+        tensor.pieces = c.pieces;
         const Buffer g = gradient(d, n, step);
         Buffer want = clone(g), got(d, n);
         const GradStepStats hs =
@@ -306,7 +316,7 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
       EXPECT_TRUE(device.save() == host.save()) << c.spec << ": saved states differ";
       EXPECT_TRUE(device_rs.save() == host_rs.save())
           << c.spec << ": saved states differ after reduce_scatter";
-      if (std::string(c.spec) == "powersgd:rank=2" && !c.shape.empty()) {
+      if (std::string(c.spec) == "powersgd:rank=2" && (!c.shape.empty() || !c.pieces.empty())) {
         EXPECT_FALSE(device.residual(4).empty()) << "PowerSGD compressed the matrix";
       }
     }

@@ -7,6 +7,7 @@
 #include "coll/device/device_entry.h"
 #include "coll/device/grad_device_state.h"
 #include "common/checksum.h"
+#include "grad/low_rank_plan.h"
 #include "grad/state.h"
 
 namespace hycc {
@@ -192,13 +193,9 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
   if (!shard_only) dev::check_same_count_or_buffer(check, name, grad, out);
   coll::check_reduce_op(check, op);
   dev::check_device_options(check, comm, kind, plain);
-  if (check.ok() && !tensor.shape.empty()) {
-    size_t product = 1;
-    for (const size_t d : tensor.shape) product *= d;
-    if (product != grad.count) {
-      check.fail(tagged("grad:device", "the shape of key ", key, " holds ", product,
-                        " elements, the tensor ", grad.count));
-    }
+  if (check.ok()) {
+    const std::string layout = grad::layout_error(tensor, grad.count);
+    if (!layout.empty()) check.fail(tagged("grad:device", layout));
   }
   const auto found = states_.find(key);
   if (found != states_.end() &&

@@ -1,0 +1,94 @@
+#include "grad/low_rank_plan.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "hycc/error.h"
+
+namespace hycc::grad {
+namespace {
+
+// Elements of a shape (1 for an empty one); 0 when a product overflows size_t.
+size_t elements_of(const std::vector<size_t>& shape) {
+  size_t product = 1;
+  for (const size_t d : shape) {
+    if (d != 0 && product > SIZE_MAX / d) return 0;
+    product *= d;
+  }
+  return product;
+}
+
+}  // namespace
+
+LowRankShape low_rank_shape(const GradSpec& spec, const std::vector<size_t>& shape, size_t n) {
+  LowRankShape s;
+  s.rows = shape.size() >= 2 ? shape[0] : 0;
+  s.cols = s.rows > 0 ? n / s.rows : 0;
+  s.r = std::min({static_cast<size_t>(spec.rank), s.rows, s.cols});
+  s.compresses = s.rows > 0 && s.r > 0 &&
+                 static_cast<double>(s.rows) * double(s.cols) >=
+                     spec.min_compression * double(s.r) * double(s.rows + s.cols);
+  return s;
+}
+
+LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t n) {
+  LowRankPlan plan;
+  auto add = [&](const std::vector<size_t>& shape, size_t offset, size_t count) {
+    LowRankPiece piece{offset, count, low_rank_shape(spec, shape, count)};
+    if (piece.shape.compresses) {
+      piece.p_offset = plan.p_total;
+      piece.q_offset = plan.q_total;
+      plan.p_total += piece.shape.rows * piece.shape.r;
+      plan.q_total += piece.shape.r * piece.shape.cols;
+    } else {
+      piece.plain_offset = plan.plain_total;
+      plan.plain_total += count;
+    }
+    plan.pieces.push_back(piece);
+  };
+  if (tensor.pieces.empty()) {
+    add(tensor.shape, 0, n);
+    return plan;
+  }
+  size_t offset = 0;
+  for (const std::vector<size_t>& shape : tensor.pieces) {
+    const size_t count = elements_of(shape);
+    add(shape, offset, count);
+    offset += count;
+  }
+  return plan;
+}
+
+std::string layout_error(const GradTensor& tensor, size_t n) {
+  if (!tensor.shape.empty() && !tensor.pieces.empty()) {
+    return detail::concat("key ", tensor.key, " has both a shape and pieces; give one of them");
+  }
+  if (!tensor.shape.empty()) {
+    const size_t product = elements_of(tensor.shape);
+    if (product != n) {
+      return detail::concat("the shape of key ", tensor.key, " holds ", product,
+                            " elements, the tensor ", n);
+    }
+    return {};
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < tensor.pieces.size(); ++i) {
+    const size_t count = elements_of(tensor.pieces[i]);
+    if (tensor.pieces[i].empty() || count == 0) {
+      return detail::concat("piece ", i, " of key ", tensor.key,
+                            tensor.pieces[i].empty() ? " has no dimensions" : " holds no elements");
+    }
+    if (count > n - total) {
+      return detail::concat("the pieces of key ", tensor.key, " hold more than the tensor's ", n,
+                            " elements (from piece ", i, " on)");
+    }
+    total += count;
+  }
+  if (!tensor.pieces.empty() && total != n) {
+    return detail::concat("the pieces of key ", tensor.key, " hold ", total,
+                          " elements, the tensor ", n);
+  }
+  return {};
+}
+
+}  // namespace hycc::grad

@@ -1,0 +1,45 @@
+// How PowerSGD cuts a gradient into matrices: one tensor viewed as rows = shape[0] by the product
+// of the other dimensions, or a bucket of pieces (GradTensor::pieces), each viewed so. A matrix
+// is compressed when rows x cols >= min_compression x r (rows + cols); the rest (vectors, small
+// matrices) travels uncompressed. The host method and the device step follow the same plan, so
+// that they exchange the same factors in the same order.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "grad/grad_spec.h"
+#include "hycc/grad.h"
+
+namespace hycc::grad {
+
+// One matrix: rows, cols, the rank r it uses, and whether it is compressed.
+struct LowRankShape {
+  size_t rows = 0, cols = 0, r = 0;
+  bool compresses = false;
+};
+LowRankShape low_rank_shape(const GradSpec& spec, const std::vector<size_t>& shape, size_t n);
+
+// One piece of the tensor: elements [offset, offset + count). A compressed piece's P factor is
+// at p_offset of the concatenated P factors (rows x r floats), its Qt at q_offset of the
+// concatenated Qt factors (r x cols); an uncompressed one is at plain_offset of the plain values.
+struct LowRankPiece {
+  size_t offset = 0, count = 0;
+  LowRankShape shape;
+  size_t p_offset = 0, q_offset = 0, plain_offset = 0;
+};
+
+struct LowRankPlan {
+  std::vector<LowRankPiece> pieces;
+  size_t p_total = 0, q_total = 0, plain_total = 0;
+  bool compresses() const { return p_total > 0; }
+};
+
+// The plan for a tensor of n elements (its shape or pieces: a valid layout, see layout_error).
+LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t n);
+
+// Empty if tensor's shape or pieces describe n elements; otherwise what is wrong.
+std::string layout_error(const GradTensor& tensor, size_t n);
+
+}  // namespace hycc::grad
