@@ -31,11 +31,49 @@ void reduce_tied_embedding(GPT& model, TrainComm& c) {
 
 void allreduce_gradient_buckets(GPT& model, TrainComm& c, size_t bucket_floats) {
   std::vector<float>& g = model.grads_memory;
+  const Communicator& dp = c.grid.dp();
+  if (dp.size() == 1) return;
   uint64_t bucket = 0;
   for (size_t begin = 0; begin < g.size(); begin += bucket_floats, ++bucket) {
     const size_t count = std::min(bucket_floats, g.size() - begin);
-    policy_allreduce(c, c.grid.dp(), g.data() + begin, count, bucket + 1);
+    const std::vector<std::vector<size_t>> pieces = bucket_pieces(model, begin, count);
+    CollectiveOptions o = c.policy(bucket + 1);
+    o.pieces = pieces;
+    const auto start = std::chrono::steady_clock::now();
+    allreduce(dp, f32(g.data() + begin, count), f32(g.data() + begin, count), ReduceOp::kSum, o);
+    add_time(c, start);
   }
+}
+
+std::vector<std::vector<size_t>> bucket_pieces(const GPT& model, size_t begin, size_t count) {
+  std::vector<const TensorInfo*> tensors;
+  for (const TensorInfo& t : model.tensors) tensors.push_back(&t);
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+  std::vector<std::vector<size_t>> pieces;
+  const size_t end = begin + count;
+  size_t at = begin;  // the first float not in a piece yet
+  const auto vector_to = [&](size_t to) {
+    if (to > at) pieces.push_back({to - at});
+    at = std::max(at, to);
+  };
+  for (const TensorInfo* t : tensors) {
+    const size_t lo = std::max(t->offset, at), hi = std::min(t->offset + t->count, end);
+    if (lo >= hi) continue;
+    vector_to(lo);  // floats of no tensor before it
+    const size_t cols = static_cast<size_t>(t->cols);
+    // Whole rows of the matrix within [lo, hi).
+    const size_t first = t->offset + (lo - t->offset + cols - 1) / cols * cols;
+    const size_t last = t->offset + (hi - t->offset) / cols * cols;
+    if (cols > 1 && last > first) {
+      vector_to(first);
+      pieces.push_back({(last - first) / cols, cols});
+      at = last;
+    }
+    vector_to(hi);
+  }
+  vector_to(end);
+  return pieces;
 }
 
 void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket_floats) {

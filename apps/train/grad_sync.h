@@ -28,6 +28,11 @@ ChunkRange zero_shard(size_t total, const ParallelGrid& grid);
 
 void reduce_tied_embedding(GPT& model, TrainComm& c);
 void allreduce_gradient_buckets(GPT& model, TrainComm& c, size_t bucket_floats);
+// The model's tensors within floats [begin, begin + count) of the flat buffers, as a bucket's
+// pieces (GradTensor::pieces, so that PowerSGD compresses each matrix): the whole rows of a
+// matrix as a matrix; vectors, parts of rows at the bucket's edges and floats of no tensor as
+// vectors.
+std::vector<std::vector<size_t>> bucket_pieces(const GPT& model, size_t begin, size_t count);
 // ZeRO stage 1 or 2: afterwards grads[shard] holds the sum over the zero group.
 void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket_floats);
 // ZeRO: params[every shard] = the owners' params[shard].

@@ -39,6 +39,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "hycc/codec.h"
 #include "hycc/comm.h"
@@ -115,6 +117,10 @@ struct CollectiveOptions {
   // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
   // state is kept per key); 0: derived from the receive buffer's address and element count.
   uint64_t key = 0;
+  // The tensors of a bucket, in order (GradTensor::pieces), for a gradient compressor the policy
+  // chooses: PowerSGD compresses each matrix among them. Empty: one flat tensor. The caller's
+  // memory, read during the call.
+  std::span<const std::vector<size_t>> pieces;
 };
 
 // Elements [offset, offset + count) of a tensor of `total` elements owned by `rank` of `size`

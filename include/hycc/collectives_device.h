@@ -103,6 +103,10 @@ struct DeviceCollectiveOptions {
   // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
   // residual is kept under it); 0: made from the address and count of the send buffer.
   uint64_t key = 0;
+  // The tensors of a bucket, in order (GradTensor::pieces), for a gradient compressor the policy
+  // chooses: PowerSGD compresses each matrix among them. Empty: one flat tensor. The caller's
+  // memory, read during the call.
+  std::span<const std::vector<size_t>> pieces;
 };
 
 // recv = op over ranks of send (device memory). send.count == recv.count; in place when

@@ -17,7 +17,7 @@
 //                                          alltoall'ed, summed by their server rank,
 //                                          recompressed and allgathered; worker and server
 //                                          residuals; 2 (p-1)/p of the stream on the wire
-//   powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0
+//   powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0
 //                                          low-rank P Q^T through plain allreduces
 //   topk:ratio=0.01,ef=on  or  topk:count=1000,ef=on
 //                                          largest magnitudes, (index, value) pairs allgathered

@@ -181,6 +181,12 @@ typedef struct hycc_options {
   int tag;                 /* a separate set of internal tags (send/recv take theirs apart) */
   uint64_t key;            /* stable tensor id for error feedback; 0: from the buffer address */
   hycc_call_stats* stats;  /* when set, overwritten with what the call did */
+  /* A bucket of tensors laid end to end, for a gradient compressor the policy chooses (PowerSGD
+   * compresses each matrix among them): for each tensor in order, its number of dimensions, then
+   * its dimensions, e.g. {2, 768, 3072, 1, 768} for a 768 x 3072 matrix and a vector of 768.
+   * NULL (default): one flat tensor. */
+  const size_t* pieces;
+  size_t pieces_length; /* elements of pieces */
 } hycc_options;
 
 /* The defaults above. Passing NULL options to a collective means the same. */
@@ -268,6 +274,8 @@ typedef struct hycc_device_options {
   int checksum;           /* 1 (default): every payload carries a checksum checked on arrival */
   uint64_t key;           /* stable tensor id for error feedback; 0: from the buffer address */
   hycc_call_stats* stats; /* when set, overwritten with what the call did */
+  const size_t* pieces;   /* a bucket of tensors, as hycc_options.pieces */
+  size_t pieces_length;
 } hycc_device_options;
 
 /* The defaults above. Passing NULL options to a device collective means the same. */

@@ -14,7 +14,8 @@
 // With a policy set, the decision replaces options.codec and options.threshold_bytes; the other
 // fields (algorithm, segment size, seed, tag, argument check, stats) still apply. A gradient
 // compressor decision (e.g. "ef+quant:bits=4") runs grad_allreduce or grad_reduce_scatter with
-// the engine's compressor of that spec, keyed by options.key; elsewhere (operations that are not
+// the engine's compressor of that spec, keyed by options.key, with options.pieces (a bucket's
+// tensors, for PowerSGD); elsewhere (operations that are not
 // reductions, or a non-sum reduction) it degrades to the codec it wraps ("ef+quant:bits=4" ->
 // "quant:bits=4", powersgd/topk/sign -> none). send() follows the policy; recv() needs no policy.
 //

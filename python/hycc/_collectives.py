@@ -19,14 +19,14 @@ def _common(kw):
     if algorithm not in _ALGORITHMS:
         raise InvalidArgument(f"hycc: algorithm {algorithm!r} is not one of {sorted(_ALGORITHMS)}")
     o.algorithm = _ALGORITHMS[algorithm]
-    return o, keep  # keep: the codec must outlive the call
+    return o, keep  # keep: the codec and pieces must outlive the call
 
 
 _DOC = """
     Keywords: comm (mpi4py communicator, default COMM_WORLD), codec (spec or Codec; default none),
     engine (Engine: its policy chooses the codec by the communicator's name), algorithm,
     threshold (bytes; below it the native MPI call), segment (bytes), seed, tag, key (error
-    feedback id), dtype ("bf16" for uint16 arrays of bfloat16 bits), stats (a CallStats to fill).
+    feedback id), pieces (the shapes of a gradient bucket's tensors, for a powersgd rule), dtype ("bf16" for uint16 arrays of bfloat16 bits), stats (a CallStats to fill).
 """
 
 

@@ -61,7 +61,7 @@ def _options(kw):
     o.backend, o.transport = _BACKENDS[backend], _TRANSPORTS[transport]
     o.stream = kw.get("stream")
     o.checksum = 1 if kw.get("checksum", True) else 0
-    return o, keep  # keep: the codec must outlive the call
+    return o, keep  # keep: the codec and pieces must outlive the call
 
 
 def _run(call, anchor, kw, *args):

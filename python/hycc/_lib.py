@@ -109,7 +109,8 @@ class Options(ctypes.Structure):
     """hycc_options."""
     _fields_ = [("codec", V), ("engine", V), ("algorithm", I), ("threshold_bytes", S),
                 ("segment_bytes", S), ("seed", U64), ("tag", I), ("key", U64),
-                ("stats", ctypes.POINTER(CallStats))]
+                ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
+                ("pieces_length", S)]
 
 
 _proto("hycc_stream_inspect", I, V, S, ctypes.POINTER(StreamInfo))
@@ -128,7 +129,8 @@ class DeviceOptions(ctypes.Structure):
     """hycc_device_options."""
     _fields_ = [("codec", V), ("engine", V), ("segment_bytes", S), ("threshold_bytes", S),
                 ("seed", U64), ("tag", I), ("stream", V), ("backend", I), ("transport", I),
-                ("checksum", I), ("key", U64), ("stats", ctypes.POINTER(CallStats))]
+                ("checksum", I), ("key", U64), ("stats", ctypes.POINTER(CallStats)),
+                ("pieces", ctypes.POINTER(S)), ("pieces_length", S)]
 
 
 _DOPT = ctypes.POINTER(DeviceOptions)

@@ -6,7 +6,7 @@ from ._codec import as_codec
 from ._lib import CallStats, InvalidArgument
 
 _COMMON = {"comm", "codec", "engine", "threshold", "segment", "seed", "tag", "key", "dtype",
-           "stats"}
+           "stats", "pieces"}
 _OPS = {"sum": 0, "avg": 1, "average": 1}
 
 
@@ -21,11 +21,14 @@ def check_keywords(kw, own):
 
 def fill_common(o, kw):
     """Sets the shared fields of an initialized hycc_options / hycc_device_options from kw;
-    returns the Codec the call must keep alive."""
-    keep = None
+    returns what the call must keep alive (the Codec, the pieces array)."""
+    keep = []
     if kw.get("codec") is not None:
-        keep = as_codec(kw["codec"])
-        o.codec = keep.handle
+        keep.append(as_codec(kw["codec"]))
+        o.codec = keep[-1].handle
+    if kw.get("pieces") is not None:
+        keep.append(pieces_array(kw["pieces"]))
+        o.pieces, o.pieces_length = keep[-1], len(keep[-1])
     if kw.get("engine") is not None:
         o.engine = kw["engine"].handle
     if kw.get("threshold") is not None:
@@ -38,6 +41,19 @@ def fill_common(o, kw):
             raise InvalidArgument("hycc: stats must be a hycc.CallStats")
         o.stats = ctypes.pointer(kw["stats"])
     return keep
+
+
+def pieces_array(shapes):
+    """The shapes of a bucket's tensors (e.g. [p.shape for p in bucket.parameters()]) as
+    hycc_options.pieces: per tensor its number of dimensions, then the dimensions."""
+    flat = []
+    for shape in shapes:
+        dims = [int(d) for d in shape] or [1]  # a 0-d tensor: one element
+        if any(d <= 0 for d in dims):
+            raise InvalidArgument(f"hycc: pieces: shape {tuple(shape)!r} needs 1 or more positive "
+                                  "dimensions")
+        flat += [len(dims)] + dims
+    return (ctypes.c_size_t * len(flat))(*flat)
 
 
 def op_code(op):

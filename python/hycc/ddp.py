@@ -17,6 +17,7 @@ default). overlap=False runs each allreduce inside the hook; autograd runs the h
 buckets on its own device thread, so that still needs MPI_THREAD_SERIALIZED or more.
 """
 import concurrent.futures
+import math
 
 import numpy as np
 import torch
@@ -29,7 +30,8 @@ from ._lib import InvalidArgument
 class HookState:
     """comm: the data-parallel mpi4py communicator (same ranks as the process group). codec
     (spec or hycc.Codec) or engine (hycc.Engine: its rule for the communicator's name decides,
-    e.g. "hybrid" runs ef2+quant:bits=6 on "dp" with error feedback per bucket). threshold,
+    e.g. "hybrid" runs ef2+quant:bits=6 on "dp" with error feedback per bucket; the hook passes
+    the shapes of the bucket's gradients, so that a powersgd rule compresses each matrix). threshold,
     segment, algorithm: as for hycc.allreduce (algorithm: host buckets only). device_backend:
     "cuda", or "emulation" to run the device algorithm on CPU buckets (tests). transport: the
     device transport ("auto", "mpi", "nccl"). overlap: run the allreduces on a worker thread,
@@ -62,6 +64,15 @@ def _bucket_key(bucket, buf):
     return 1 + (bucket.index() << 32) + buf.numel()
 
 
+def _bucket_pieces(bucket, buf):
+    # The shapes of the bucket's gradients, laid end to end in its buffer (PowerSGD compresses
+    # each matrix among them); None if they do not tile the buffer.
+    shapes = [tuple(g.shape) for g in bucket.gradients()]
+    if sum(math.prod(s) for s in shapes) != buf.numel():
+        return None
+    return shapes
+
+
 def _require_thread_level(why, level):
     from mpi4py import MPI
     if MPI.Query_thread() < getattr(MPI, "THREAD_" + level):
@@ -89,6 +100,8 @@ def allreduce_hook(state, bucket):
     kw = dict(comm=state.comm, codec=state.codec, engine=state.engine,
               key=_bucket_key(bucket, buf), seed=state.calls)
     state.calls += 1
+    if state.engine is not None:
+        kw["pieces"] = _bucket_pieces(bucket, buf)
     if state.threshold is not None:
         kw["threshold"] = state.threshold
     if state.segment is not None:

@@ -80,6 +80,27 @@ ReduceOp to_op(int op, const char* function) {
   return static_cast<ReduceOp>(op);
 }
 
+std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
+                                           const char* function) {
+  if (pieces == nullptr && length > 0) {
+    throw InvalidArgument(tagged("capi", function, ": options->pieces is NULL with pieces_length ",
+                                 length));
+  }
+  std::vector<std::vector<size_t>> out;
+  for (size_t i = 0; i < length;) {
+    const size_t dims = pieces[i];
+    if (dims == 0 || dims > length - i - 1) {
+      throw InvalidArgument(tagged("capi", function, ": options->pieces[", i, "] is ", dims,
+                                   "; each tensor of the bucket is its number of dimensions (1 or "
+                                   "more), then that many dimensions, and ",
+                                   length - i - 1, " values follow"));
+    }
+    out.emplace_back(pieces + i + 1, pieces + i + 1 + dims);
+    i += dims + 1;
+  }
+  return out;
+}
+
 void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function) {
   require(in.algorithm >= HYCC_ALGO_AUTO && in.algorithm <= HYCC_ALGO_PAIRWISE, function,
           "options->algorithm is not a hycc_algorithm");

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "capi/capi_internal.h"
 #include "hycc/collectives.h"
@@ -43,6 +44,11 @@ OneTensor one_tensor(const void* data, size_t count, int dtype, MPI_Comm comm,
 
 ReduceOp to_op(int op, const char* function);
 
+// The tensors of a bucket from hycc_options.pieces (per tensor: its number of dimensions, then
+// the dimensions). Throws InvalidArgument for a malformed list.
+std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
+                                           const char* function);
+
 // The fields only one of the two option structs has (host: the algorithm; device: stream,
 // backend, transport, checksum), checked and copied.
 void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function);
@@ -63,12 +69,17 @@ class CallOptions {
     options_.seed = options->seed;
     options_.tag = options->tag;
     options_.key = options->key;
+    pieces_ = to_pieces(options->pieces, options->pieces_length, function);
+    options_.pieces = pieces_;
     copy_specific(*options, options_, function);
     if (options->stats != nullptr) {
       out_ = options->stats;
       options_.stats = &stats_;
     }
   }
+
+  CallOptions(const CallOptions&) = delete;  // options_ points into pieces_
+  CallOptions& operator=(const CallOptions&) = delete;
 
   const CppOptions& get() const { return options_; }
   // Copies what the call did into the caller's hycc_call_stats (when it asked for them).
@@ -78,6 +89,7 @@ class CallOptions {
   CppOptions options_;
   CollectiveStats stats_;
   hycc_call_stats* out_ = nullptr;
+  std::vector<std::vector<size_t>> pieces_;
 };
 
 template <typename COptions, typename CppOptions>

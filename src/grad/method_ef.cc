@@ -33,8 +33,8 @@ class EfMethod : public Method {
     const ConstTensorView acc_view{DType::kF32, n, acc.data()};
     const size_t capacity = words_for(max_compressed_bytes(codec_, acc_view));
     if (mine_.size() < capacity) mine_.resize(capacity);
-    const size_t bytes =
-        compress(codec_, acc_view, as_bytes(mine_), {.seed = step_seed(a.tensor.key, state.steps, me)});
+    const size_t bytes = compress(codec_, acc_view, as_bytes(mine_),
+                                  {.seed = step_seed(a.tensor.key, state.steps, me)});
 
     // Sizes, then the streams padded to the largest.
     const uint32_t my_size[2] = {static_cast<uint32_t>(bytes), static_cast<uint32_t>(bytes >> 32)};

@@ -10,7 +10,8 @@
 // with the pieces left uncompressed (vectors; matrices where rows x cols is less than
 // min_compression x r (rows + cols)), whose residual stays 0. The allreduces are plain (codec
 // none): every rank ends with the same bits of them, so every rank computes the same out. A
-// tensor with no compressed matrix goes through one plain allreduce.
+// tensor with no compressed matrix, and the first `start` steps of every tensor, go through one
+// plain allreduce.
 #include <algorithm>
 
 #include "grad/low_rank.h"
@@ -27,7 +28,7 @@ class PowerSgdMethod : public Method {
     const size_t n = a.grad.size();
     const int p = a.ex.size();
     const LowRankPlan plan = low_rank_plan(spec_, a.tensor, n);
-    if (!plan.compresses()) {
+    if (!plan.compresses() || state.steps < spec_.start) {
       if (a.out.data() != a.grad.data()) std::copy(a.grad.begin(), a.grad.end(), a.out.begin());
       a.ex.allreduce(a.out, a.op);
       stats.payload_bytes = n * sizeof(float);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codec/float_io.h"
+#include "grad/low_rank_plan.h"
 #include "hycc/error.h"
 #include "hycc/grad.h"
 #include "hycc/policy_engine.h"
@@ -115,15 +116,21 @@ bool same_shape(ConstTensorView a, ConstTensorView b) {
   return a.dtype == b.dtype && a.count == b.count;
 }
 
-uint64_t tensor_key(const CollectiveOptions& options, const void* data, size_t count) {
-  if (options.key != 0) return options.key;
-  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
+// The gradient compressor's tensor: options.key (or one made from the address and count) and
+// options.pieces.
+GradTensor grad_tensor(const CollectiveOptions& options, const void* data, size_t count) {
+  GradTensor t(options.key != 0
+                   ? options.key
+                   : reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count);
+  t.pieces.assign(options.pieces.begin(), options.pieces.end());
+  return t;
 }
 
 }  // namespace
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options) {
+  grad::check_pieces(options.pieces, options.key, send.count, "policy:allreduce");
   PolicyCall call(comm, Operation::kAllreduce, send, options);
   call.reference(send,
                  [&](TensorView ref, CollectiveOptions& o) { allreduce(comm, send, ref, op, o); });
@@ -133,8 +140,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_allreduce(comm, call.compressor(),
-                         GradTensor{tensor_key(options, recv.data, recv.count), {}}, recv,
+      g = grad_allreduce(comm, call.compressor(), grad_tensor(options, recv.data, recv.count), recv,
                          GradOptions{op, options.tag});
     }
     call.gradient_ran(g, send.bytes());
@@ -146,6 +152,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
 
 void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const CollectiveOptions& options) {
+  grad::check_pieces(options.pieces, options.key, send.count, "policy:reduce_scatter");
   PolicyCall call(comm, Operation::kReduceScatter, send, options);
   call.reference(
       recv, [&](TensorView ref, CollectiveOptions& o) { reduce_scatter(comm, send, ref, op, o); });
@@ -156,9 +163,8 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_reduce_scatter(comm, call.compressor(),
-                              GradTensor{tensor_key(options, send.data, send.count), {}}, send, tmp,
-                              GradOptions{op, options.tag});
+      g = grad_reduce_scatter(comm, call.compressor(), grad_tensor(options, send.data, send.count),
+                              send, tmp, GradOptions{op, options.tag});
     }
     std::memcpy(recv.data, shard.data(), shard.size());
     call.gradient_ran(g, send.bytes());

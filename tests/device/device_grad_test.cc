@@ -229,6 +229,7 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
                         {"powersgd:rank=2", {61, 37}, {}},
                         {"powersgd:rank=3,ef=off", {130, 17}, {}},
                         {"powersgd:rank=5,warm_start=off", {200, 21}, {}},
+                        {"powersgd:rank=2,start=1", {61, 37}, {}},
                         {"powersgd:rank=2", {}, {}},
                         {"topk:ratio=0.05", {}, {}},
                         {"topk:count=300,ef=off", {}, {}},

@@ -3,7 +3,8 @@ whose gradient buckets go through hycc's allreduce. Checks: uncompressed hycc eq
 allreduce to float32 rounding; the emulated device path equals the host path bit for bit; the
 hybrid policy (ef2+quant:bits=6 with error feedback on "dp") compresses every bucket, keeps the
 replicas identical, gives the same bits with the allreduces on the worker thread (overlapping
-the backward pass) as inside the hook, and trains as well as uncompressed DDP.
+the backward pass) as inside the hook, and trains as well as uncompressed DDP; PowerSGD on "dp"
+compresses each weight matrix of every bucket (the hook passes the gradients' shapes) and trains.
 Prints "hycc ddp: OK" on rank 0 when every check passed; exit status 1 otherwise.
 Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_ddp_test.py
 """
@@ -18,7 +19,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hycc  # noqa: E402
-from mpi_checks import expect, finish, identical_on_every_rank  # noqa: E402
+from mpi_checks import dp_policy_file, expect, finish, identical_on_every_rank  # noqa: E402
 import hycc.ddp  # noqa: E402
 
 world = MPI.COMM_WORLD
@@ -99,8 +100,25 @@ expect(hybrid_losses[-1] < 0.5 * hybrid_losses[0] and abs(gap) < 0.05,
        f"hybrid loss {hybrid_losses[0]:.4f} -> {hybrid_losses[-1]:.4f}, uncompressed "
        f"{base_losses[-1]:.4f} ({gap:+.2%})")
 engine.close()
+
+# PowerSGD on dp: the hook hands DDP's gradient shapes over (pieces), so each weight matrix of a
+# bucket is compressed on its own (a flat bucket would go uncompressed).
+engine = hycc.Engine(dp_policy_file("powersgd:rank=4"))
+state = hycc.ddp.HookState(comm=dp, engine=engine)
+lowrank, lowrank_losses = train(state)
+state.close()
+expect(identical_on_every_rank(lowrank), "powersgd replicas identical")
+dp_rows = [e for e in engine.stats(comm=world)["entries"] if e["dimension"] == "dp"]
+expect(len(dp_rows) == 1 and dp_rows[0]["compressed_calls"] == dp_rows[0]["calls"] and
+       dp_rows[0]["wire_bytes"] < dp_rows[0]["raw_bytes"] / 20,
+       f"every dp bucket compressed by PowerSGD: {dp_rows}")
+gap = lowrank_losses[-1] / base_losses[-1] - 1
+expect(lowrank_losses[-1] < 0.5 * lowrank_losses[0] and abs(gap) < 0.1,
+       f"powersgd loss {lowrank_losses[0]:.4f} -> {lowrank_losses[-1]:.4f}, uncompressed "
+       f"{base_losses[-1]:.4f} ({gap:+.2%})")
+engine.close()
 dp.Free()
 dist.destroy_process_group()
 
 finish("hycc ddp", f"losses {base_losses[0]:.4f} -> uncompressed {base_losses[-1]:.4f}, "
-                   f"hybrid {hybrid_losses[-1]:.4f}")
+                   f"hybrid {hybrid_losses[-1]:.4f}, powersgd {lowrank_losses[-1]:.4f}")

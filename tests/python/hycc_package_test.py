@@ -13,7 +13,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hycc  # noqa: E402
-from mpi_checks import expect, finish, identical_on_every_rank  # noqa: E402
+from mpi_checks import dp_policy_file, expect, finish, identical_on_every_rank  # noqa: E402
 
 world = MPI.COMM_WORLD
 rank, size = world.Get_rank(), world.Get_size()
@@ -188,6 +188,32 @@ with hycc.Engine("auto") as engine:
     expect(raises(hycc.InvalidArgument, lambda: engine.set_link(-1, 1e9, comm=tp), "negative"),
            "negative link figures are refused")
 tp.Free()
+# A bucket of tensors (pieces=): PowerSGD compresses each matrix among them; a flat bucket goes
+# uncompressed.
+dp = world.Dup()
+dp.Set_name("dp")
+with hycc.Engine(dp_policy_file("powersgd:rank=2")) as engine:
+    shapes = [(48, 40), (37,), (30, 2, 10)]
+    bucket = np.random.default_rng(rank).standard_normal(1920 + 37 + 600).astype(np.float32)
+    flat, pieces = bucket.copy(), bucket.copy()
+    flat_stats, piece_stats = hycc.CallStats(), hycc.CallStats()
+    hycc.allreduce(flat, op="avg", engine=engine, comm=dp, key=1, stats=flat_stats)
+    hycc.allreduce(pieces, op="avg", engine=engine, comm=dp, key=2, pieces=shapes,
+                   stats=piece_stats)
+    expect(identical_on_every_rank(pieces), "PowerSGD bucket identical on every rank")
+    # P: (48 + 30) x 2, Q: 2 x (40 + 20), plain: 37 floats, against 2557 floats.
+    expect(not flat_stats.compressed and bool(piece_stats.compressed) and
+           (size == 1 or 4 * piece_stats.wire_bytes < flat_stats.wire_bytes),
+           f"flat {flat_stats}, pieces {piece_stats}")
+    expect(np.allclose(pieces[1920:1957], flat[1920:1957], rtol=0, atol=1e-6),
+           "the vector among the pieces is allreduced plainly")
+    expect(raises(hycc.InvalidArgument, lambda: hycc.allreduce(
+        bucket.copy(), engine=engine, comm=dp, key=3, pieces=[(48, 40)]),
+        "pieces of key 3 hold 1920 elements, the tensor 2557"), "pieces must tile the bucket")
+    expect(raises(hycc.InvalidArgument, lambda: hycc.allreduce(
+        bucket.copy(), engine=engine, comm=dp, key=4, pieces=[(0, 4)]), "positive"),
+        "a piece with a dimension 0 is refused")
+dp.Free()
 expect(raises(hycc.InvalidArgument, lambda: hycc.Engine("no-such-policy"), "hybrid"),
        "an unknown policy lists the presets")
 

@@ -1,6 +1,7 @@
 """What the Python tests share: failures counted per rank, bit-identity across ranks, and the
 verdict line on rank 0 ("hycc SUITE: OK")."""
 import sys
+import tempfile
 
 import numpy as np
 from mpi4py import MPI
@@ -24,6 +25,15 @@ def identical_on_every_rank(a):
     world.Bcast(first, root=0)
     same = np.array_equal(first.view(np.uint8), a.view(np.uint8))
     return bool(world.allreduce(int(same), op=MPI.MIN))
+
+
+def dp_policy_file(compressor):
+    """A policy file (this rank's own temporary file) with one rule: `compressor` on the
+    allreduces of communicators named "dp"."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(f'name = "dp-only"\n\n[[rule]]\ndimension = "dp"\noperation = "allreduce"\n'
+                f'compressor = "{compressor}"\nthreshold = 0\n')
+    return f.name
 
 
 def finish(suite, detail):

@@ -28,9 +28,9 @@ TEST(GradSpec, CanonicalForms) {
   EXPECT_THROW(GradCompressor("ef2+quant:bits=9"), InvalidArgument);
   EXPECT_THROW(GradCompressor("ef3+quant:bits=4"), InvalidArgument);
   EXPECT_EQ(GradCompressor("powersgd:rank=4").spec(),
-            "powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0");
+            "powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0");
   EXPECT_EQ(GradCompressor("powersgd:rank=2,warm_start=0,min_compression=1.5").spec(),
-            "powersgd:rank=2,min_compression=1.5,warm_start=off,ef=on,seed=0");
+            "powersgd:rank=2,min_compression=1.5,warm_start=off,ef=on,seed=0,start=0");
   EXPECT_EQ(GradCompressor("topk").spec(), "topk:ratio=0.01,ef=on");
   EXPECT_EQ(GradCompressor("topk:ratio=0.25").spec(), "topk:ratio=0.25,ef=on");
   EXPECT_EQ(GradCompressor("topk:count=1000,ef=off").spec(), "topk:count=1000,ef=off");
@@ -38,7 +38,7 @@ TEST(GradSpec, CanonicalForms) {
   EXPECT_EQ(GradCompressor("sign:ef=0").spec(), "sign:ef=off");
   EXPECT_EQ(GradCompressor("sign:ef=off").spec(), "sign:ef=off");
   for (const char* spec : {"none", "ef+quant:bits=2,round=stochastic", "ef+eb:abs=1e-3",
-                           "powersgd:rank=8,seed=7", "topk:count=3", "sign:ef=off"}) {
+                           "powersgd:rank=8,seed=7,start=10", "topk:count=3", "sign:ef=off"}) {
     const std::string canonical = GradCompressor(spec).spec();
     EXPECT_EQ(GradCompressor(canonical).spec(), canonical) << spec;
   }
@@ -50,6 +50,8 @@ TEST(GradSpec, ResolvedParameters) {
   EXPECT_EQ(p.rank, 3);
   EXPECT_FALSE(p.warm_start);
   EXPECT_FALSE(p.error_feedback);
+  EXPECT_EQ(p.start, 0u);
+  EXPECT_EQ(grad::parse_grad_spec("powersgd:start=1000").start, 1000u);
   const grad::GradSpec t = grad::parse_grad_spec("topk:ratio=0.1");
   EXPECT_EQ(grad::topk_count(t, 0), 0u);
   EXPECT_EQ(grad::topk_count(t, 1), 1u);

@@ -240,6 +240,25 @@ TEST(GradState, PowerSgdFallsBackForVectorsAndSmallMatrices) {
   EXPECT_EQ(st.payload_bytes, (32u + 20u) * 4u * 4u);
 }
 
+// powersgd:start=2: the first two steps of a key are plain allreduces (no state), the third is
+// the first step of a compressor without start.
+TEST(GradState, PowerSgdStartSendsTheFirstStepsUncompressed) {
+  std::vector<Engine> late = make_engines("powersgd:rank=4,start=2", 2);
+  std::vector<Engine> plain = make_engines("none", 2);
+  std::vector<Engine> fresh = make_engines("powersgd:rank=4", 2);
+  const Outputs warm = run(late, 0, 3, ReduceOp::kAverage);
+  const Outputs none = run(plain, 0, 2, ReduceOp::kAverage);
+  const Outputs first = run(fresh, 2, 1, ReduceOp::kAverage);
+  for (int r = 0; r < 2; ++r) {
+    for (int s = 0; s < 2; ++s) {
+      EXPECT_TRUE(same_bits(warm[size_t(r)][size_t(s)][0], none[size_t(r)][size_t(s)][0]))
+          << "rank " << r << " step " << s;
+    }
+    EXPECT_TRUE(same_bits(warm[size_t(r)][2][0], first[size_t(r)][0][0])) << "rank " << r;
+    EXPECT_FALSE(same_bits(warm[size_t(r)][2][0], none[size_t(r)][1][0]));
+  }
+}
+
 TEST(GradState, SixteenBitGradients) {
   for (const DType d : {DType::kBF16, DType::kF16}) {
     std::vector<Engine> e = make_engines("ef+quant:bits=8", 1);

@@ -9,6 +9,7 @@
 #include "coll/device/device_entry.h"
 #include "coll/device/ring_phases_device.h"
 #include "common/checksum.h"
+#include "grad/low_rank_plan.h"
 
 namespace hycc::coll::device {
 
@@ -206,6 +207,7 @@ namespace dev = coll::device;
 void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
+    grad::check_pieces(options.pieces, options.key, send.count, "policy:allreduce_device");
     return dev::run_with_policy(
         comm, Operation::kAllreduce, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
@@ -216,7 +218,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
                 allreduce(comm, s, r, op, h);
               },
               [&] {
-                return g.allreduce(comm, dev::tensor_key(options, send.data, send.count), send,
+                return g.allreduce(comm, dev::grad_tensor(options, send.data, send.count), send,
                                    recv, op, o);
               });
         });
@@ -247,6 +249,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
 void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
+    grad::check_pieces(options.pieces, options.key, send.count, "policy:reduce_scatter_device");
     return dev::run_with_policy(
         comm, Operation::kReduceScatter, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
@@ -257,8 +260,8 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
                 reduce_scatter(comm, s, r, op, h);
               },
               [&] {
-                return g.reduce_scatter(comm, dev::tensor_key(options, send.data, send.count), send,
-                                        recv, op, o);
+                return g.reduce_scatter(comm, dev::grad_tensor(options, send.data, send.count),
+                                        send, recv, op, o);
               });
         });
   }

@@ -89,7 +89,7 @@ GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& sp
   const int p = s.comm.size();
   grad::CommExchange ex(s.comm, s.options.tag);
   const grad::LowRankPlan plan = grad::low_rank_plan(spec, s.tensor, n);
-  if (!plan.compresses()) {
+  if (!plan.compresses() || state.steps < spec.start) {
     plain_allreduce(s, ex);
     stats.payload_bytes = n * sizeof(float);
     stats.wire_bytes = grad::allreduce_wire(stats.payload_bytes, p);

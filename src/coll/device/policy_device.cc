@@ -72,9 +72,12 @@ GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, Con
   return g;
 }
 
-uint64_t tensor_key(const DeviceCollectiveOptions& options, const void* data, size_t count) {
-  if (options.key != 0) return options.key;
-  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
+GradTensor grad_tensor(const DeviceCollectiveOptions& options, const void* data, size_t count) {
+  GradTensor t(options.key != 0
+                   ? options.key
+                   : reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count);
+  t.pieces.assign(options.pieces.begin(), options.pieces.end());
+  return t;
 }
 
 }  // namespace hycc::coll::device
