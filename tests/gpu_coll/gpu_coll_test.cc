@@ -222,25 +222,34 @@ TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
 // the host's products: results, residuals and saved states (Q included) bit for bit, three
 // steps. Shapes: one row block and several (kMtpRowBlock = 64), a row count that leaves a short
 // last block, ranks 4 and 5 (the kernel's lane groups take 4 outputs of a row at a time), few
-// rows and many columns; error feedback on and off, sums and averages.
+// rows and many columns; error feedback on and off, sums and averages; a bucket of tensors (the
+// products at offsets into the bucket and its factors).
 TEST(GpuDeviceCollectives, PowerSgdCudaEqualsHostEmulation) {
+  using Shapes = std::vector<std::vector<size_t>>;
   const Communicator world = Communicator::world();
   struct Case {
     const char* spec;
     std::vector<size_t> shape;
     ReduceOp op;
+    std::vector<std::vector<size_t>> pieces;  // a bucket (shape empty)
   };
-  const Case cases[] = {{"powersgd:rank=4", {61, 37}, ReduceOp::kAverage},
-                        {"powersgd:rank=5", {300, 77}, ReduceOp::kSum},
-                        {"powersgd:rank=2,ef=off", {129, 64}, ReduceOp::kAverage},
-                        {"powersgd:rank=3,warm_start=off", {7, 1001}, ReduceOp::kSum}};
+  const Case cases[] = {
+      {"powersgd:rank=4", {61, 37}, ReduceOp::kAverage, {}},
+      {"powersgd:rank=5", {300, 77}, ReduceOp::kSum, {}},
+      {"powersgd:rank=2,ef=off", {129, 64}, ReduceOp::kAverage, {}},
+      {"powersgd:rank=3,warm_start=off", {7, 1001}, ReduceOp::kSum, {}},
+      {"powersgd:rank=4", {}, ReduceOp::kAverage, {{61, 37}, {37}, {129, 64}, {5, 1}, {300, 77}}}};
   for (const Case& c : cases) {
     for (const DType d : {DType::kF32, DType::kBF16}) {
       DeviceGradCompressor emulated(c.spec), cuda(c.spec);
       DeviceCollectiveOptions o;
       o.transport = DeviceTransport::kStagedMpi;
-      const GradTensor tensor{2, c.shape};
-      const size_t n = c.shape[0] * c.shape[1];
+      const GradTensor tensor =
+          c.pieces.empty() ? GradTensor{2, c.shape} : GradTensor::bucket(2, c.pieces);
+      size_t n = 0;
+      for (const std::vector<size_t>& shape : c.pieces.empty() ? Shapes{c.shape} : c.pieces) {
+        n += shape[0] * (shape.size() > 1 ? shape[1] : 1);
+      }
       for (int step = 0; step < 3; ++step) {
         const Buffer g = input(d, n, 500 + static_cast<uint64_t>(world.rank() + 7 * step));
         Buffer want(d, n);
@@ -249,9 +258,8 @@ TEST(GpuDeviceCollectives, PowerSgdCudaEqualsHostEmulation) {
         OnDevice got(g);
         o.backend = DeviceBackend::kCuda;
         const GradStepStats s = cuda.allreduce(world, tensor, got.view(), got.view(), c.op, o);
-        const std::string what = std::string(c.spec) + " " + std::to_string(c.shape[0]) + "x" +
-                                 std::to_string(c.shape[1]) + " " + std::string(dtype_name(d)) +
-                                 " step " + std::to_string(step);
+        const std::string what = std::string(c.spec) + " " + std::to_string(n) + " elements " +
+                                 std::string(dtype_name(d)) + " step " + std::to_string(step);
         EXPECT_TRUE(s.compressed) << what;
         EXPECT_TRUE(got.to_host().bits_equal(want)) << what;
         EXPECT_TRUE(cuda.residual(2) == emulated.residual(2)) << what << ": residuals";
