@@ -116,17 +116,14 @@ bool same_shape(ConstTensorView a, ConstTensorView b) {
   return a.dtype == b.dtype && a.count == b.count;
 }
 
-// The gradient compressor's tensor: options.key (or one made from the address and count) and
-// options.pieces.
-GradTensor grad_tensor(const CollectiveOptions& options, const void* data, size_t count) {
-  GradTensor t(options.key != 0
-                   ? options.key
-                   : reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count);
-  t.pieces.assign(options.pieces.begin(), options.pieces.end());
+}  // namespace
+
+GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>> pieces,
+                              const void* data, size_t count) {
+  GradTensor t(key != 0 ? key : reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count);
+  t.pieces.assign(pieces.begin(), pieces.end());
   return t;
 }
-
-}  // namespace
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options) {
@@ -140,8 +137,9 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_allreduce(comm, call.compressor(), grad_tensor(options, recv.data, recv.count), recv,
-                         GradOptions{op, options.tag});
+      g = grad_allreduce(comm, call.compressor(),
+                         policy_grad_tensor(options.key, options.pieces, recv.data, recv.count),
+                         recv, GradOptions{op, options.tag});
     }
     call.gradient_ran(g, send.bytes());
   } else {
@@ -163,8 +161,10 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_reduce_scatter(comm, call.compressor(), grad_tensor(options, send.data, send.count),
-                              send, tmp, GradOptions{op, options.tag});
+      g = grad_reduce_scatter(
+          comm, call.compressor(),
+          policy_grad_tensor(options.key, options.pieces, send.data, send.count), send, tmp,
+          GradOptions{op, options.tag});
     }
     std::memcpy(recv.data, shard.data(), shard.size());
     call.gradient_ran(g, send.bytes());

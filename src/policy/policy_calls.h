@@ -2,9 +2,20 @@
 // The public functions of hycc/collectives.h forward here when options.policy is not null.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
 #include "hycc/collectives.h"
+#include "hycc/grad.h"
 
 namespace hycc::policy {
+
+// The tensor a gradient compressor of the policy runs on: `key`, or when 0 one made of the
+// buffer's address and count, and the bucket's pieces (host and device calls alike).
+GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>> pieces,
+                              const void* data, size_t count);
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options);

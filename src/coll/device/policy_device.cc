@@ -7,6 +7,7 @@
 
 #include "coll/device/device_entry.h"
 #include "hycc/policy_engine.h"
+#include "policy/policy_calls.h"
 
 namespace hycc::coll::device {
 
@@ -73,11 +74,7 @@ GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, Con
 }
 
 GradTensor grad_tensor(const DeviceCollectiveOptions& options, const void* data, size_t count) {
-  GradTensor t(options.key != 0
-                   ? options.key
-                   : reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count);
-  t.pieces.assign(options.pieces.begin(), options.pieces.end());
-  return t;
+  return policy::policy_grad_tensor(options.key, options.pieces, data, count);
 }
 
 }  // namespace hycc::coll::device
