@@ -213,6 +213,16 @@ with hycc.Engine(dp_policy_file("powersgd:rank=2")) as engine:
     expect(raises(hycc.InvalidArgument, lambda: hycc.allreduce(
         bucket.copy(), engine=engine, comm=dp, key=4, pieces=[(0, 4)]), "positive"),
         "a piece with a dimension 0 is refused")
+# The device path takes the pieces too: the emulated device's PowerSGD has the host's bits.
+with hycc.Engine(dp_policy_file("powersgd:rank=2")) as host_engine, \
+        hycc.Engine(dp_policy_file("powersgd:rank=2")) as device_engine:
+    for step in range(2):
+        on_host, on_device = bucket.copy(), bucket.copy()
+        hycc.allreduce(on_host, op="avg", engine=host_engine, comm=dp, key=7, pieces=shapes)
+        hycc.allreduce_device(on_device, op="avg", engine=device_engine, comm=dp, key=7,
+                              pieces=shapes, backend="emulation")
+        expect(np.array_equal(on_host.view(np.uint32), on_device.view(np.uint32)),
+               f"PowerSGD bucket step {step}: emulated device == host")
 dp.Free()
 expect(raises(hycc.InvalidArgument, lambda: hycc.Engine("no-such-policy"), "hybrid"),
        "an unknown policy lists the presets")
