@@ -82,9 +82,12 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
   std::vector<float>& g = model.grads_memory;
   const ChunkRange shard = zero_shard(g.size(), c.grid);
   if (stage == 1) {
+    const std::vector<std::vector<size_t>> pieces = bucket_pieces(model, 0, g.size());
+    CollectiveOptions o = c.policy(1);
+    o.pieces = pieces;  // the whole buffer: every tensor whole
     const auto start = std::chrono::steady_clock::now();
     reduce_scatter(zero, f32(g.data(), g.size()), f32(g.data() + shard.offset, shard.count),
-                   ReduceOp::kSum, c.policy(1));
+                   ReduceOp::kSum, o);
     add_time(c, start);
     return;
   }

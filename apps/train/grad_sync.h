@@ -4,9 +4,11 @@
 // - tied embedding: the wte gradients of stage 0 and the last stage summed over
 //   grid.embedding() (embedding policy), first, so that everything after sees full sums;
 // - ZeRO 0: buckets of the gradient buffer (contiguous ranges of bucket_floats) allreduced
-//   (sum) over grid.dp() under the dp policy, key = bucket index + 1;
+//   (sum) over grid.dp() under the dp policy, key = bucket index + 1, with the model's tensors
+//   in the bucket as pieces (bucket_pieces);
 // - ZeRO 1: the whole gradient buffer reduce-scattered (sum) in one call over grid.zero()
-//   (zero_grad policy), in place: this rank's shard chunk_range(size, dp, rank) receives it;
+//   (zero_grad policy, with the model's tensors as pieces), in place: this rank's shard
+//   chunk_range(size, dp, rank) receives it;
 // - ZeRO 2: the same shards, reduced bucket by bucket: bucket k gathers the k-th slice of
 //   bucket_floats of every rank's shard (packed in rank order, so that chunk_range of the packed
 //   bucket is exactly each rank's slice) and one reduce_scatter per bucket (key = k + 1) writes
