@@ -7,8 +7,10 @@
 //   communicators the application makes and names, the five collectives, and point-to-point
 //   (blocking, nonblocking and their completion), so that every message a Fortran program sends
 //   and receives goes the same way.
-// - `use mpi_f08` (mpi_xxx_f08_): the lifecycle, communicators and collectives. Its
-//   point-to-point calls reach MPI untouched (sends and receives alike, so they still match).
+// - `use mpi_f08` (mpi_xxx_f08_): the same calls. Its handles are one-integer derived types, and
+//   in Open MPI its TYPE(MPI_Status) has the layout of the C status (and of mpif.h's
+//   MPI_STATUS_SIZE integers: Open MPI's own mpi_f08 hands it to its mpif.h functions), so each
+//   f08 call is the mpif.h one.
 // Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses in Open MPI (mpi_fortran_in_place_,
 // mpi_fortran_bottom_); MPI_STATUS(ES)_IGNORE are MPI_F_STATUS(ES)_IGNORE.
 #include <dlfcn.h>
@@ -377,5 +379,66 @@ void mpi_alltoall_f08_(const void* sendbuf, const Fint* sendcount, const Fint* s
                        Fint* ierror) {
   alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror);
 }
+
+void mpi_send_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                   const Fint* tag, const Fint* comm, Fint* ierror) {
+  mpi_send_(buf, count, type, dest, tag, comm, ierror);
+}
+void mpi_ssend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                    const Fint* tag, const Fint* comm, Fint* ierror) {
+  mpi_ssend_(buf, count, type, dest, tag, comm, ierror);
+}
+void mpi_recv_f08_(void* buf, const Fint* count, const Fint* type, const Fint* source,
+                   const Fint* tag, const Fint* comm, Fint* status, Fint* ierror) {
+  mpi_recv_(buf, count, type, source, tag, comm, status, ierror);
+}
+void mpi_sendrecv_f08_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                       const Fint* dest, const Fint* sendtag, void* recvbuf, const Fint* recvcount,
+                       const Fint* recvtype, const Fint* source, const Fint* recvtag,
+                       const Fint* comm, Fint* status, Fint* ierror) {
+  mpi_sendrecv_(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                recvtag, comm, status, ierror);
+}
+void mpi_sendrecv_replace_f08_(void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                               const Fint* sendtag, const Fint* source, const Fint* recvtag,
+                               const Fint* comm, Fint* status, Fint* ierror) {
+  mpi_sendrecv_replace_(buf, count, type, dest, sendtag, source, recvtag, comm, status, ierror);
+}
+void mpi_isend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                    const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_isend_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_irecv_f08_(void* buf, const Fint* count, const Fint* type, const Fint* source,
+                    const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_irecv_(buf, count, type, source, tag, comm, request, ierror);
+}
+void mpi_wait_f08_(Fint* request, Fint* status, Fint* ierror) {
+  mpi_wait_(request, status, ierror);
+}
+void mpi_test_f08_(Fint* request, Fint* flag, Fint* status, Fint* ierror) {
+  mpi_test_(request, flag, status, ierror);
+}
+void mpi_waitall_f08_(const Fint* count, Fint* requests, Fint* statuses, Fint* ierror) {
+  mpi_waitall_(count, requests, statuses, ierror);
+}
+void mpi_testall_f08_(const Fint* count, Fint* requests, Fint* flag, Fint* statuses, Fint* ierror) {
+  mpi_testall_(count, requests, flag, statuses, ierror);
+}
+void mpi_waitany_f08_(const Fint* count, Fint* requests, Fint* index, Fint* status, Fint* ierror) {
+  mpi_waitany_(count, requests, index, status, ierror);
+}
+void mpi_testany_f08_(const Fint* count, Fint* requests, Fint* index, Fint* flag, Fint* status,
+                      Fint* ierror) {
+  mpi_testany_(count, requests, index, flag, status, ierror);
+}
+void mpi_waitsome_f08_(const Fint* incount, Fint* requests, Fint* outcount, Fint* indices,
+                       Fint* statuses, Fint* ierror) {
+  mpi_waitsome_(incount, requests, outcount, indices, statuses, ierror);
+}
+void mpi_testsome_f08_(const Fint* incount, Fint* requests, Fint* outcount, Fint* indices,
+                       Fint* statuses, Fint* ierror) {
+  mpi_testsome_(incount, requests, outcount, indices, statuses, ierror);
+}
+void mpi_request_free_f08_(Fint* request, Fint* ierror) { mpi_request_free_(request, ierror); }
 
 }  // extern "C"

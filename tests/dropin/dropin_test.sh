@@ -35,6 +35,9 @@ rows = {(e["dimension"], e["operation"]): e for e in s["statistics"]["entries"]}
 print("statistics:", {f"{d}/{o}": round(e["ratio"], 2) for (d, o), e in rows.items()})
 dp = rows[("dp", "allreduce")]
 assert dp["compressed_calls"] > 0 and dp["wire_bytes"] * 4 < dp["raw_bytes"], dp
+# Point to point on pp (every program sends round the ring; Fortran's mpif.h and mpi_f08 alike).
+pp = rows[("pp", "sendrecv")]
+assert pp["compressed_calls"] > 0 and pp["wire_bytes"] < pp["raw_bytes"], pp
 assert s["statistics"]["total"]["wire_bytes"] < s["statistics"]["total"]["raw_bytes"]
 # HYCC_SAMPLE_ERROR=1: every compressed collective was also run uncompressed; lossy ones differ.
 assert dp["error_samples"] == dp["compressed_calls"] and 0 < dp["max_error"] < 1, dp
