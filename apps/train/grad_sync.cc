@@ -97,12 +97,17 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
   uint64_t bucket = 0;
   for (size_t lo = 0; lo < largest; lo += bucket_floats, ++bucket) {
     packed.clear();
+    std::vector<std::vector<size_t>> pieces;  // the tensors of each rank's slice, in order
     size_t mine = 0;
     for (int r = 0; r < zero.size(); ++r) {
       const ChunkRange sr = chunk_range(g.size(), zero.size(), r);
       const size_t n = lo < sr.count ? std::min(bucket_floats, sr.count - lo) : 0;
-      if (n > 0)
+      if (n > 0) {
         packed.insert(packed.end(), g.data() + sr.offset + lo, g.data() + sr.offset + lo + n);
+        for (std::vector<size_t>& p : bucket_pieces(model, sr.offset + lo, n)) {
+          pieces.push_back(std::move(p));
+        }
+      }
       if (r == zero.rank()) mine = n;
     }
     if (chunk_range(packed.size(), zero.size(), zero.rank()).count != mine) {
@@ -111,8 +116,9 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
     const auto start = std::chrono::steady_clock::now();
     // This rank's slice (none once its shard is used up: a smaller shard or an empty one).
     float* slice = mine > 0 ? g.data() + shard.offset + lo : nullptr;
-    reduce_scatter(zero, f32(packed.data(), packed.size()), f32(slice, mine), ReduceOp::kSum,
-                   c.policy(bucket + 1));
+    CollectiveOptions o = c.policy(bucket + 1);
+    o.pieces = pieces;
+    reduce_scatter(zero, f32(packed.data(), packed.size()), f32(slice, mine), ReduceOp::kSum, o);
     add_time(c, start);
   }
 }

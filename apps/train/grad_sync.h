@@ -11,8 +11,8 @@
 //   chunk_range(size, dp, rank) receives it;
 // - ZeRO 2: the same shards, reduced bucket by bucket: bucket k gathers the k-th slice of
 //   bucket_floats of every rank's shard (packed in rank order, so that chunk_range of the packed
-//   bucket is exactly each rank's slice) and one reduce_scatter per bucket (key = k + 1) writes
-//   this rank's reduced slice into its shard;
+//   bucket is exactly each rank's slice) and one reduce_scatter per bucket (key = k + 1, the
+//   tensors of every slice as pieces) writes this rank's reduced slice into its shard;
 // - ZeRO 1 and 2 then gather the updated parameters of every shard (zero_param policy).
 #pragma once
 
