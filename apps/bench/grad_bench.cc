@@ -72,9 +72,26 @@ double parse_scale(const std::string& text) {
   return v;
 }
 
-std::string shape_text(const std::vector<size_t>& dims) {
+// "768x2304+2304" -> a bucket of {768, 2304} and {2304}; "4096x16384" -> one tensor.
+using Layout = std::vector<std::vector<size_t>>;
+Layout parse_layout(const std::string& text) {
+  Layout layout;
+  size_t begin = 0;
+  while (true) {
+    const size_t plus = text.find('+', begin);
+    layout.push_back(parse_shape(text.substr(begin, plus - begin)));
+    if (plus == std::string::npos) break;
+    begin = plus + 1;
+  }
+  return layout;
+}
+
+std::string shape_text(const Layout& layout) {
   std::string s;
-  for (const size_t d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+  for (const std::vector<size_t>& dims : layout) {
+    if (!s.empty()) s += "+";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : "x") + std::to_string(dims[i]);
+  }
   return s;
 }
 
@@ -187,9 +204,13 @@ class Stepper {
 };
 
 std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
-                           const std::vector<size_t>& dims) {
-  size_t n = 1;
-  for (const size_t d : dims) n *= d;
+                           const Layout& layout) {
+  size_t n = 0;
+  for (const std::vector<size_t>& dims : layout) {
+    size_t count = 1;
+    for (const size_t d : dims) count *= d;
+    n += count;
+  }
   // A gradient-like input: gaussian, different on every rank.
   const std::vector<float> grad = make_data(DataKind::kGaussian, n, 1 + uint64_t(comm.rank()));
   std::vector<float> work, exact;
@@ -202,14 +223,15 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
   std::vector<Row> rows;
   for (const std::string& spec : o.compressors) {
     Row row;
-    row.shape = shape_text(dims);
+    row.shape = shape_text(layout);
     row.compressor = spec;
     row.canonical = stepper.use(spec);
     row.count = n;
     row.native_ms = native_ms;
     GradStepStats sum;  // over the timed steps
     int calls = 0;
-    const GradTensor tensor{1, dims};
+    const GradTensor tensor =
+        layout.size() == 1 ? GradTensor{1, layout[0]} : GradTensor::bucket(1, layout);
     const double total_ms = time_ms(comm, o, [&] {
       const GradStepStats st = stepper.step(comm, tensor);
       if (calls++ < o.warmup) return;
@@ -248,13 +270,16 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
       "grad", "Gradient compressors vs the uncompressed allreduce on gradient shapes (mpirun)");
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--shape", o.shapes,
-                  "tensor shape ROWSxCOLS or N, repeatable (default 4096x4096 4096x16384 "
-                  "50304x4096 4096)");
+                  "tensor shape ROWSxCOLS or N, or a bucket of tensors joined by + (e.g. "
+                  "768x2304+2304+768x768+768: PowerSGD compresses each matrix), repeatable "
+                  "(default 4096x4096 4096x16384 50304x4096 4096)");
   cmd->add_option("--compressor", o.compressors,
                   "compressor spec, repeatable (default ef+quant:bits=4 ef+quant:bits=2 "
                   "ef+zfp:rate=4 powersgd:rank=4 topk:ratio=0.01 sign)\n" +
                       grad_help());
-  cmd->add_option("--scale", o.scale, "multiplies the first dimension of every shape: 1/N or x");
+  cmd->add_option("--scale", o.scale,
+                  "multiplies the first dimension of every shape (and of every tensor of a "
+                  "bucket): 1/N or x");
   cmd->add_option("-n,--iters", o.iters, "timed steps per row")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-w,--warmup_iters", o.warmup, "untimed steps before them")
       ->check(CLI::Range(0, 1 << 20));
@@ -272,16 +297,18 @@ int run_grad_bench(const GradBenchOptions& options) {
   const MpiSession mpi;
   const Communicator comm = Communicator::world();
   GradBenchOptions o = options;
-  std::vector<std::vector<size_t>> shapes;
+  std::vector<Layout> shapes;
   int rc = 0;
   try {
     if (o.shapes.empty()) o.shapes = kDefaultShapes;
     if (o.compressors.empty()) o.compressors = kDefaultCompressors;
     const double scale = parse_scale(o.scale);
     for (const std::string& s : o.shapes) {
-      std::vector<size_t> dims = parse_shape(s);
-      dims[0] = std::max<size_t>(1, size_t(std::llround(double(dims[0]) * scale)));
-      shapes.push_back(dims);
+      Layout layout = parse_layout(s);
+      for (std::vector<size_t>& dims : layout) {
+        dims[0] = std::max<size_t>(1, size_t(std::llround(double(dims[0]) * scale)));
+      }
+      shapes.push_back(layout);
     }
     for (const std::string& c : o.compressors) GradCompressor check(c);
     if (o.device != "host" && o.device != "cuda" && o.device != "emulation") {
@@ -348,8 +375,8 @@ int run_grad_bench(const GradBenchOptions& options) {
   nlohmann::json json = nlohmann::json::array();
   int differing = 0;
   try {
-    for (const auto& dims : shapes) {
-      for (const Row& row : run_shape(comm, o, dims)) {
+    for (const Layout& layout : shapes) {
+      for (const Row& row : run_shape(comm, o, layout)) {
         differing += row.differing;
         const double ratio = row.payload > 0 ? 4.0 * double(row.count) / row.payload : 0;
         const double speedup = row.total_ms > 0 ? row.native_ms / row.total_ms : 0;
