@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <set>
 
 #include "checkpoint.h"
 #include "grad_sync.h"
@@ -37,17 +36,6 @@ ChunkRange optimizer_range(size_t total, int zero, const ParallelGrid& grid) {
   return zero_shard(total, grid);
 }
 
-void put_bytes(std::vector<std::byte>& out, const void* data, size_t n) {
-  if (n == 0) return;
-  const size_t at = out.size();
-  out.resize(at + n);
-  std::memcpy(out.data() + at, data, n);
-}
-
-template <typename T>
-void put(std::vector<std::byte>& out, const T& v) {
-  put_bytes(out, &v, sizeof(T));
-}
 
 }  // namespace
 
@@ -198,7 +186,7 @@ void ParallelTrainer::save(const std::string& dir) {
   std::swap_ranges(master_.begin(), master_.end(), shard);
   try {
     save_checkpoint(checkpoint_file(dir), model_, optimizer_, config_.seed, step_,
-                    save_compressor_state(engine_));
+                    engine_.save_state());
   } catch (...) {
     std::swap_ranges(master_.begin(), master_.end(), shard);
     throw;
@@ -220,31 +208,13 @@ void ParallelTrainer::load(const std::string& dir) {
   }
 }
 
-// Blob: u32 entries, then per entry u32 spec length, the spec, u64 state length, the state.
-std::vector<std::byte> save_compressor_state(PolicyEngine& engine) {
-  std::set<std::string> specs;
-  // Every gradient compressor a rule may run: its own and, for an adaptive rule, its alternatives.
-  const Policy& policy = engine.policy();
-  for (size_t rule = 0; rule < policy.rules().size(); ++rule) {
-    for (size_t c = 0; c < policy.candidate_count(rule); ++c) {
-      const PolicyDecision d = policy.decision_for(rule, c);
-      if (d.gradient) specs.insert(d.compressor);
-    }
-  }
-  std::vector<std::byte> out;
-  put(out, static_cast<uint32_t>(specs.size()));
-  for (const std::string& spec : specs) {
-    const std::vector<std::byte> state = engine.grad_compressor(spec).save();
-    put(out, static_cast<uint32_t>(spec.size()));
-    put_bytes(out, spec.data(), spec.size());
-    put(out, static_cast<uint64_t>(state.size()));
-    put_bytes(out, state.data(), state.size());
-  }
-  return out;
-}
-
 void load_compressor_state(PolicyEngine& engine, const std::vector<std::byte>& blob) {
   if (blob.empty()) return;  // a checkpoint without compressor state
+  if (blob.size() >= 4 && std::memcmp(blob.data(), "HYES", 4) == 0) {
+    engine.load_state(blob);
+    return;
+  }
+  // The trainer's own format (checkpoints written before PolicyEngine::save_state).
   size_t pos = 0;
   auto take = [&](void* to, size_t n) {
     if (n == 0) return;

@@ -79,9 +79,9 @@ class ParallelTrainer {
 void check_parallel_config(const TrainConfig& config, const ParallelConfig& parallel,
                            const GridShape& shape);
 
-// The gradient compressors' state of every gradient rule of the engine's policy, as one blob,
-// and back (checkpoints).
-std::vector<std::byte> save_compressor_state(PolicyEngine& engine);
+// The gradient compressors' state in a checkpoint: PolicyEngine::save_state's blob; loading also
+// reads the trainer's own format of checkpoints written before it (per compressor: u32 spec
+// length, spec, u64 state length, state, after a u32 count).
 void load_compressor_state(PolicyEngine& engine, const std::vector<std::byte>& blob);
 
 }  // namespace hycc::train

@@ -304,6 +304,18 @@ HYCC_C_API hycc_status hycc_recv_device(void* data, size_t count, int dtype, int
                                         MPI_Comm comm, const hycc_device_options* options,
                                         int* source_out);
 
+/* ---- Engine state (checkpoints) ------------------------------------------------------------
+ * The state of every gradient compressor the engine made, host and device (error-feedback
+ * residuals, PowerSGD's Q, step counters), as one checksummed blob: a run that loads it continues
+ * with the same bits. Call them between steps. *blob (free it with hycc_free) and *size receive
+ * the blob. load_state makes the compressors the blob names; device ones load onto the backend
+ * and stream of device (NULL: CUDA, the default stream). A damaged blob is
+ * HYCC_ERR_CORRUPT_STREAM, and nothing is loaded. */
+HYCC_C_API hycc_status hycc_engine_save_state(const hycc_engine* engine, void** blob,
+                                              size_t* size);
+HYCC_C_API hycc_status hycc_engine_load_state(hycc_engine* engine, const void* blob, size_t size,
+                                              const hycc_device_options* device);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

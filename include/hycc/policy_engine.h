@@ -33,6 +33,7 @@
 // between concurrent calls of the same spec).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -40,8 +41,10 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hycc/collectives.h"
 #include "hycc/grad.h"
@@ -50,7 +53,8 @@
 
 namespace hycc {
 
-class DeviceGradCompressor;  // hycc/grad_device.h
+class DeviceGradCompressor;      // hycc/grad_device.h
+struct DeviceCollectiveOptions;  // hycc/collectives_device.h
 
 // A communicator's links as adaptive rules see them: one ring exchange, the slowest rank's view.
 struct LinkFigures {
@@ -127,6 +131,17 @@ class PolicyEngine {
   GradCompressor& grad_compressor(const std::string& spec);
   // The device gradient compressors the engine made, by spec (device collectives with a policy).
   DeviceGradCompressor& device_grad_compressor(const std::string& spec);
+
+  // Checkpoints: the state of every gradient compressor the engine made, host and device
+  // (error-feedback residuals, PowerSGD's Q, step counters), as one checksummed blob, so that a
+  // resumed run continues with the same bits. Call it between steps, with no call of the engine
+  // in flight.
+  std::vector<std::byte> save_state() const;
+  // Replaces those states by a saved blob's, making the compressors it names. Device
+  // compressors load onto `device`'s backend and stream (default: CUDA). Throws CorruptStream
+  // for a malformed blob (nothing is loaded then).
+  void load_state(std::span<const std::byte> blob);
+  void load_state(std::span<const std::byte> blob, const DeviceCollectiveOptions& device);
 
   // Used by the collectives (CollectiveOptions::policy); not for applications.
   void record(const Communicator& comm, Operation op, const PolicyDecision& decision,

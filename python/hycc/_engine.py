@@ -63,6 +63,25 @@ class Engine:
                                         ctypes.byref(bandwidth)))
         return latency.value, bandwidth.value
 
+    def save_state(self):
+        """The state of every gradient compressor the engine made (error-feedback residuals,
+        PowerSGD's Q, step counters; host and device) as bytes, for a checkpoint: an engine that
+        loads them continues with the same bits. Call it between steps."""
+        blob, size = ctypes.c_void_p(), ctypes.c_size_t()
+        check(lib.hycc_engine_save_state(self._handle, ctypes.byref(blob), ctypes.byref(size)))
+        try:
+            return ctypes.string_at(blob, size.value)
+        finally:
+            lib.hycc_free(blob)
+
+    def load_state(self, state, backend="cuda", stream=None):
+        """Replaces the compressors' state by saved bytes (save_state); device compressors load
+        onto backend ("cuda", or "emulation") and stream. hycc.CorruptStream for damaged bytes,
+        and nothing is loaded then."""
+        from ._device import _options
+        o, _keep = _options({"backend": backend, "stream": stream})
+        check(lib.hycc_engine_load_state(self._handle, bytes(state), len(state), ctypes.byref(o)))
+
     def set_link(self, latency, bandwidth, comm=None):
         """Sets comm's link figures (seconds per message, bytes per second) instead of measuring
         them; give every rank the same figures."""

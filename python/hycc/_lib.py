@@ -89,6 +89,8 @@ _proto("hycc_engine_stats_json", I, V, V, c_void_pp)
 _proto("hycc_engine_calibrate", I, V, V, ctypes.POINTER(ctypes.c_double),
        ctypes.POINTER(ctypes.c_double))
 _proto("hycc_engine_set_link", I, V, V, ctypes.c_double, ctypes.c_double)
+_proto("hycc_engine_save_state", I, V, c_void_pp, c_size_p)
+_proto("hycc_engine_load_state", I, V, ctypes.c_char_p, S, V)
 _proto("hycc_chunk_range", I, S, I, I, c_size_p, c_size_p)
 
 

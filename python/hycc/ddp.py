@@ -51,6 +51,24 @@ class HookState:
             # One thread: the buckets are reduced in the order they arrive, as on every rank.
             self._worker = concurrent.futures.ThreadPoolExecutor(1, "hycc-ddp")
 
+    def state_dict(self):
+        """What a checkpoint needs to continue with the same bits: the call counter (the
+        stochastic-rounding seeds) and the engine's gradient compressor state (error-feedback
+        residuals, PowerSGD's Q). Waits for the allreduces in flight."""
+        if self._worker is not None:
+            self._worker.submit(lambda: None).result()  # one thread: everything before is done
+        engine = self.engine.save_state() if self.engine is not None else None
+        return {"calls": self.calls, "engine": engine}
+
+    def load_state_dict(self, state):
+        """Restores what state_dict() returned (before the first step of the resumed run)."""
+        self.calls = int(state["calls"])
+        if state.get("engine") is not None:
+            if self.engine is None:
+                raise InvalidArgument("hycc.ddp: the state holds an engine's state; this "
+                                      "HookState has no engine")
+            self.engine.load_state(state["engine"], backend=self.device_backend)
+
     def close(self):
         """Waits for the allreduces in flight and stops the worker thread."""
         if self._worker is not None:

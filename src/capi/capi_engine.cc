@@ -3,7 +3,9 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "capi/capi_args.h"
 #include "capi/capi_internal.h"
 #include "hycc/error.h"
 #include "hycc/policy.h"
@@ -73,6 +75,33 @@ hycc_status hycc_engine_set_link(hycc_engine* engine, MPI_Comm comm, double late
     const char* fn = "hycc_engine_set_link";
     require(engine != nullptr, fn, "engine is NULL");
     engine->engine.set_link(hycc::capi::communicator_of(comm, fn), {latency, bandwidth});
+  });
+}
+
+hycc_status hycc_engine_save_state(const hycc_engine* engine, void** blob, size_t* size) {
+  return guarded([&] {
+    const char* fn = "hycc_engine_save_state";
+    require(blob != nullptr && size != nullptr, fn, "blob or size (the results) is NULL");
+    *blob = nullptr;
+    *size = 0;
+    require(engine != nullptr, fn, "engine is NULL");
+    const std::vector<std::byte> state = engine->engine.save_state();
+    void* out = std::malloc(state.size());
+    if (out == nullptr) throw std::bad_alloc();
+    std::memcpy(out, state.data(), state.size());
+    *blob = out;
+    *size = state.size();
+  });
+}
+
+hycc_status hycc_engine_load_state(hycc_engine* engine, const void* blob, size_t size,
+                                   const hycc_device_options* device) {
+  return guarded([&] {
+    const char* fn = "hycc_engine_load_state";
+    require(engine != nullptr, fn, "engine is NULL");
+    require(blob != nullptr || size == 0, fn, "blob is NULL");
+    const hycc::capi::DeviceCallOptions options(device, fn);
+    engine->engine.load_state({static_cast<const std::byte*>(blob), size}, options.get());
   });
 }
 

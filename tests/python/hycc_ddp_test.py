@@ -104,6 +104,12 @@ expect(identical_on_every_rank(hybrid), "hybrid replicas identical")
 expect(np.array_equal(hybrid.view(np.uint32), in_hook.view(np.uint32)),
        "allreduces on the worker thread give the bits of allreduces in the hook")
 expect_compressed_and_trained(engine, "hybrid", hybrid_losses, 4, 0.05)
+# Checkpoints: a HookState restored from another's state_dict holds the same compressor state.
+saved = state.state_dict()
+restored = hycc.ddp.HookState(comm=dp, engine=hycc.Engine("hybrid"), overlap=False)
+restored.load_state_dict(saved)
+expect(restored.calls == state.calls and restored.engine.save_state() == saved["engine"] and
+       len(saved["engine"]) > 1000, "state_dict / load_state_dict carry the residuals")
 engine.close()
 
 # PowerSGD on dp: the hook hands DDP's gradient shapes over (pieces), so each weight matrix of a

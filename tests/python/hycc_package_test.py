@@ -223,6 +223,21 @@ with hycc.Engine(dp_policy_file("powersgd:rank=2")) as host_engine, \
                               pieces=shapes, backend="emulation")
         expect(np.array_equal(on_host.view(np.uint32), on_device.view(np.uint32)),
                f"PowerSGD bucket step {step}: emulated device == host")
+# Checkpoints: an engine loaded from another's saved state continues with the same bits.
+with hycc.Engine("hybrid") as first, hycc.Engine("hybrid") as resumed:
+    def grad_of(step):
+        return np.random.default_rng(100 * step + rank).standard_normal(1 << 16).astype(np.float32)
+    for step in range(2):
+        hycc.allreduce(grad_of(step), op="avg", engine=first, comm=dp, key=3)
+    saved = first.save_state()
+    resumed.load_state(saved)
+    a, b = grad_of(2), grad_of(2)
+    hycc.allreduce(a, op="avg", engine=first, comm=dp, key=3)
+    hycc.allreduce(b, op="avg", engine=resumed, comm=dp, key=3)
+    expect(np.array_equal(a.view(np.uint32), b.view(np.uint32)),
+           "a loaded engine continues with the same bits")
+    expect(raises(hycc.CorruptStream, lambda: resumed.load_state(saved[:-1]), "checksum"),
+           "a damaged state is refused")
 dp.Free()
 expect(raises(hycc.InvalidArgument, lambda: hycc.Engine("no-such-policy"), "hybrid"),
        "an unknown policy lists the presets")

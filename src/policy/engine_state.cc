@@ -1,0 +1,127 @@
+// PolicyEngine::save_state / load_state: every gradient compressor's state in one blob.
+//
+// Format: "HYES", u32 version, u32 entries; per entry u8 where (0 host, 1 device), u32 spec
+// length, the spec, u64 state length, the compressor's save() blob; then a u64 checksum of all
+// the bytes before it.
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/checksum.h"
+#include "hycc/collectives_device.h"
+#include "hycc/error.h"
+#include "hycc/grad_device.h"
+#include "hycc/policy_engine.h"
+
+namespace hycc {
+namespace {
+
+constexpr char kMagic[4] = {'H', 'Y', 'E', 'S'};
+constexpr uint32_t kVersion = 1;
+
+void put_bytes(std::vector<std::byte>& out, const void* p, size_t n) {
+  if (n == 0) return;
+  const size_t at = out.size();
+  out.resize(at + n);
+  std::memcpy(out.data() + at, p, n);
+}
+template <typename T>
+void put(std::vector<std::byte>& out, T v) {
+  put_bytes(out, &v, sizeof v);
+}
+
+struct Entry {
+  bool device = false;
+  std::string spec;
+  std::span<const std::byte> state;
+};
+
+[[noreturn]] void corrupt(const std::string& why) {
+  throw CorruptStream(tagged("policy", "bad engine state blob: ", why));
+}
+
+// The entries of a blob, checked whole before anything is loaded.
+std::vector<Entry> parse(std::span<const std::byte> blob) {
+  if (blob.size() < sizeof kMagic + 4 + 4 + 8) corrupt("shorter than a header");
+  if (std::memcmp(blob.data(), kMagic, sizeof kMagic) != 0) corrupt("wrong magic");
+  const size_t body = blob.size() - sizeof(uint64_t);
+  uint64_t stored = 0;
+  std::memcpy(&stored, blob.data() + body, sizeof stored);
+  if (checksum64(blob.data(), body) != stored) corrupt("checksum mismatch");
+  size_t pos = sizeof kMagic;
+  const auto take = [&](size_t n) {
+    if (n > body - pos) corrupt("truncated");
+    const std::byte* p = blob.data() + pos;
+    pos += n;
+    return p;
+  };
+  const auto get = [&]<typename T>(T) {
+    T v;
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  };
+  if (const uint32_t version = get(uint32_t{}); version != kVersion) {
+    corrupt(detail::concat("unknown version ", version));
+  }
+  const uint32_t entries = get(uint32_t{});
+  std::vector<Entry> out;
+  for (uint32_t i = 0; i < entries; ++i) {
+    Entry e;
+    const uint8_t where = get(uint8_t{});
+    if (where > 1) corrupt(detail::concat("entry ", i, " is neither host nor device"));
+    e.device = where == 1;
+    const uint32_t spec_size = get(uint32_t{});
+    e.spec.assign(reinterpret_cast<const char*>(take(spec_size)), spec_size);
+    const uint64_t state_size = get(uint64_t{});
+    if (state_size > body - pos) corrupt("truncated");
+    e.state = blob.subspan(pos, state_size);
+    take(state_size);
+    out.push_back(std::move(e));
+  }
+  if (pos != body) corrupt("bytes after the last entry");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::byte> PolicyEngine::save_state() const {
+  std::vector<std::pair<bool, std::string>> specs;
+  {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    for (const auto& [spec, c] : compressors_) specs.emplace_back(false, spec);
+    for (const auto& [spec, c] : device_compressors_) specs.emplace_back(true, spec);
+  }
+  std::vector<std::byte> out;
+  put_bytes(out, kMagic, sizeof kMagic);
+  put(out, kVersion);
+  put(out, static_cast<uint32_t>(specs.size()));
+  for (const auto& [device, spec] : specs) {
+    const std::vector<std::byte> state =
+        device ? device_compressors_.at(spec)->save() : compressors_.at(spec)->save();
+    put(out, static_cast<uint8_t>(device ? 1 : 0));
+    put(out, static_cast<uint32_t>(spec.size()));
+    put_bytes(out, spec.data(), spec.size());
+    put(out, static_cast<uint64_t>(state.size()));
+    put_bytes(out, state.data(), state.size());
+  }
+  put(out, checksum64(out.data(), out.size()));
+  return out;
+}
+
+void PolicyEngine::load_state(std::span<const std::byte> blob) {
+  load_state(blob, DeviceCollectiveOptions{});
+}
+
+void PolicyEngine::load_state(std::span<const std::byte> blob,
+                              const DeviceCollectiveOptions& device) {
+  for (const Entry& e : parse(blob)) {
+    if (e.device) {
+      device_grad_compressor(e.spec).load(e.state, device);
+    } else {
+      grad_compressor(e.spec).load(e.state);
+    }
+  }
+}
+
+}  // namespace hycc
