@@ -56,7 +56,8 @@ def parse_args():
     p.add_argument("--layers", type=int, default=4, help="hidden layers (default 4)")
     p.add_argument("--batch", type=int, default=32, help="samples per rank and step (default 32)")
     p.add_argument("--policy", default="hybrid",
-                   help="hycc policies of the compressed runs, comma-separated (default hybrid; "
+                   help="hycc policies (presets or TOML files) of the compressed runs, "
+                   "comma-separated (default hybrid; "
                    "e.g. hybrid,auto)")
     p.add_argument("--bucket-mb", type=float, default=4.0, help="DDP bucket cap (default 4)")
     return p.parse_args()
@@ -110,8 +111,9 @@ def main():
     # Each policy run gets its own engine: no error-feedback residual carries over between runs.
     runs = [("gloo (DDP's allreduce)", None, None), ("hycc, uncompressed", None, {})]
     for policy in args.policy.split(","):
-        runs += [(f"hycc, {policy}, in hook", hycc.Engine(policy), {"overlap": False}),
-                 (f"hycc, {policy}", hycc.Engine(policy), {})]
+        name = hycc.Engine(policy).policy_name  # a TOML file's own name, not its path
+        runs += [(f"hycc, {name}, in hook", hycc.Engine(policy), {"overlap": False}),
+                 (f"hycc, {name}", hycc.Engine(policy), {})]
     rows = []
     for name, engine, hook in runs:
         state = None if hook is None else hycc.ddp.HookState(comm=dp, engine=engine, **hook)
