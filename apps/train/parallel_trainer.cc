@@ -36,7 +36,6 @@ ChunkRange optimizer_range(size_t total, int zero, const ParallelGrid& grid) {
   return zero_shard(total, grid);
 }
 
-
 }  // namespace
 
 void check_parallel_config(const TrainConfig& c, const ParallelConfig& p, const GridShape& s) {

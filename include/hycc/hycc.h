@@ -311,8 +311,7 @@ HYCC_C_API hycc_status hycc_recv_device(void* data, size_t count, int dtype, int
  * the blob. load_state makes the compressors the blob names; device ones load onto the backend
  * and stream of device (NULL: CUDA, the default stream). A damaged blob is
  * HYCC_ERR_CORRUPT_STREAM, and nothing is loaded. */
-HYCC_C_API hycc_status hycc_engine_save_state(const hycc_engine* engine, void** blob,
-                                              size_t* size);
+HYCC_C_API hycc_status hycc_engine_save_state(const hycc_engine* engine, void** blob, size_t* size);
 HYCC_C_API hycc_status hycc_engine_load_state(hycc_engine* engine, const void* blob, size_t size,
                                               const hycc_device_options* device);
 
