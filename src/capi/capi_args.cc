@@ -83,8 +83,8 @@ ReduceOp to_op(int op, const char* function) {
 std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
                                            const char* function) {
   if (pieces == nullptr && length > 0) {
-    throw InvalidArgument(tagged("capi", function, ": options->pieces is NULL with pieces_length ",
-                                 length));
+    throw InvalidArgument(
+        tagged("capi", function, ": options->pieces is NULL with pieces_length ", length));
   }
   std::vector<std::vector<size_t>> out;
   for (size_t i = 0; i < length;) {
