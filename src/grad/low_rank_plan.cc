@@ -91,11 +91,8 @@ std::string layout_error(const GradTensor& tensor, size_t n) {
   return {};
 }
 
-void check_pieces(std::span<const std::vector<size_t>> pieces, uint64_t key, size_t n,
-                  const char* where) {
-  if (pieces.empty()) return;
-  const std::string error =
-      layout_error(GradTensor::bucket(key, {pieces.begin(), pieces.end()}), n);
+void require_layout(const GradTensor& tensor, size_t n, const char* where) {
+  const std::string error = layout_error(tensor, n);
   if (!error.empty()) throw InvalidArgument(tagged(where, error));
 }
 

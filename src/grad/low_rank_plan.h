@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -44,11 +43,9 @@ LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t
 // Empty if tensor's shape or pieces describe n elements; otherwise what is wrong.
 std::string layout_error(const GradTensor& tensor, size_t n);
 
-// The collectives' check of CollectiveOptions::pieces (and the device options'), made whether or
-// not a gradient compressor runs, so that a bad list fails alike on one rank, below the
-// threshold and under any rule: throws InvalidArgument tagged `where` unless pieces is empty or
-// describes n elements.
-void check_pieces(std::span<const std::vector<size_t>> pieces, uint64_t key, size_t n,
-                  const char* where);
+// layout_error as an InvalidArgument tagged `where`. The policy collectives check the tensor
+// they would hand a gradient compressor whether or not one runs, so that a bad list of pieces
+// fails alike on one rank, below the threshold and under any rule.
+void require_layout(const GradTensor& tensor, size_t n, const char* where);
 
 }  // namespace hycc::grad

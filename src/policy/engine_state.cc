@@ -86,20 +86,26 @@ std::vector<Entry> parse(std::span<const std::byte> blob) {
 }  // namespace
 
 std::vector<std::byte> PolicyEngine::save_state() const {
-  std::vector<std::pair<bool, std::string>> specs;
+  // The compressors, taken under the lock (saved outside it: a device save waits for the GPU).
+  struct Made {
+    const std::string* spec;
+    const GradCompressor* host;
+    const DeviceGradCompressor* device;
+  };
+  std::vector<Made> made;
   {
     const std::lock_guard<std::mutex> lock(*mutex_);
-    for (const auto& [spec, c] : compressors_) specs.emplace_back(false, spec);
-    for (const auto& [spec, c] : device_compressors_) specs.emplace_back(true, spec);
+    for (const auto& [spec, c] : compressors_) made.push_back({&spec, c.get(), nullptr});
+    for (const auto& [spec, c] : device_compressors_) made.push_back({&spec, nullptr, c.get()});
   }
   std::vector<std::byte> out;
   put_bytes(out, kMagic, sizeof kMagic);
   put(out, kVersion);
-  put(out, static_cast<uint32_t>(specs.size()));
-  for (const auto& [device, spec] : specs) {
-    const std::vector<std::byte> state =
-        device ? device_compressors_.at(spec)->save() : compressors_.at(spec)->save();
-    put(out, static_cast<uint8_t>(device ? 1 : 0));
+  put(out, static_cast<uint32_t>(made.size()));
+  for (const auto& [spec_of, host, device] : made) {
+    const std::string& spec = *spec_of;
+    const std::vector<std::byte> state = device != nullptr ? device->save() : host->save();
+    put(out, static_cast<uint8_t>(device != nullptr ? 1 : 0));
     put(out, static_cast<uint32_t>(spec.size()));
     put_bytes(out, spec.data(), spec.size());
     put(out, static_cast<uint64_t>(state.size()));

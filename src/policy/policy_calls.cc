@@ -127,7 +127,8 @@ GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>>
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options) {
-  grad::check_pieces(options.pieces, options.key, send.count, "policy:allreduce");
+  const GradTensor tensor = policy_grad_tensor(options.key, options.pieces, recv.data, recv.count);
+  grad::require_layout(tensor, send.count, "policy:allreduce");
   PolicyCall call(comm, Operation::kAllreduce, send, options);
   call.reference(send,
                  [&](TensorView ref, CollectiveOptions& o) { allreduce(comm, send, ref, op, o); });
@@ -137,9 +138,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_allreduce(comm, call.compressor(),
-                         policy_grad_tensor(options.key, options.pieces, recv.data, recv.count),
-                         recv, GradOptions{op, options.tag});
+      g = grad_allreduce(comm, call.compressor(), tensor, recv, GradOptions{op, options.tag});
     }
     call.gradient_ran(g, send.bytes());
   } else {
@@ -150,7 +149,8 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
 
 void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const CollectiveOptions& options) {
-  grad::check_pieces(options.pieces, options.key, send.count, "policy:reduce_scatter");
+  const GradTensor tensor = policy_grad_tensor(options.key, options.pieces, send.data, send.count);
+  grad::require_layout(tensor, send.count, "policy:reduce_scatter");
   PolicyCall call(comm, Operation::kReduceScatter, send, options);
   call.reference(
       recv, [&](TensorView ref, CollectiveOptions& o) { reduce_scatter(comm, send, ref, op, o); });
@@ -161,10 +161,8 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_reduce_scatter(
-          comm, call.compressor(),
-          policy_grad_tensor(options.key, options.pieces, send.data, send.count), send, tmp,
-          GradOptions{op, options.tag});
+      g = grad_reduce_scatter(comm, call.compressor(), tensor, send, tmp,
+                              GradOptions{op, options.tag});
     }
     std::memcpy(recv.data, shard.data(), shard.size());
     call.gradient_ran(g, send.bytes());

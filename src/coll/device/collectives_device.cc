@@ -10,6 +10,7 @@
 #include "coll/device/ring_phases_device.h"
 #include "common/checksum.h"
 #include "grad/low_rank_plan.h"
+#include "policy/policy_calls.h"
 
 namespace hycc::coll::device {
 
@@ -207,7 +208,9 @@ namespace dev = coll::device;
 void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
-    grad::check_pieces(options.pieces, options.key, send.count, "policy:allreduce_device");
+    const GradTensor tensor =
+        policy::policy_grad_tensor(options.key, options.pieces, send.data, send.count);
+    grad::require_layout(tensor, send.count, "policy:allreduce_device");
     return dev::run_with_policy(
         comm, Operation::kAllreduce, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
@@ -217,10 +220,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
               [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
                 allreduce(comm, s, r, op, h);
               },
-              [&] {
-                return g.allreduce(comm, dev::grad_tensor(options, send.data, send.count), send,
-                                   recv, op, o);
-              });
+              [&] { return g.allreduce(comm, tensor, send, recv, op, o); });
         });
   }
   const auto start = dev::device_clock(options);
@@ -249,7 +249,9 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
 void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
-    grad::check_pieces(options.pieces, options.key, send.count, "policy:reduce_scatter_device");
+    const GradTensor tensor =
+        policy::policy_grad_tensor(options.key, options.pieces, send.data, send.count);
+    grad::require_layout(tensor, send.count, "policy:reduce_scatter_device");
     return dev::run_with_policy(
         comm, Operation::kReduceScatter, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
@@ -259,10 +261,7 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
               [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
                 reduce_scatter(comm, s, r, op, h);
               },
-              [&] {
-                return g.reduce_scatter(comm, dev::grad_tensor(options, send.data, send.count),
-                                        send, recv, op, o);
-              });
+              [&] { return g.reduce_scatter(comm, tensor, send, recv, op, o); });
         });
   }
   const auto start = dev::device_clock(options);

@@ -59,9 +59,6 @@ void run_with_policy(
     const std::function<void(const DeviceCollectiveOptions&)>& call,
     const std::function<GradStepStats(DeviceGradCompressor&, const DeviceCollectiveOptions&)>&
         gradient = {});
-// The tensor of a gradient compressor: options.key, or a key made of its address and count (as
-// the host calls do), and options.pieces.
-GradTensor grad_tensor(const DeviceCollectiveOptions& options, const void* data, size_t count);
 
 // A host collective on host views of a device call's send and recv buffers.
 using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;

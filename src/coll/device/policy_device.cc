@@ -7,7 +7,6 @@
 
 #include "coll/device/device_entry.h"
 #include "hycc/policy_engine.h"
-#include "policy/policy_calls.h"
 
 namespace hycc::coll::device {
 
@@ -71,10 +70,6 @@ GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, Con
   const GradStepStats g = run();
   *options.max_error = max_error_against(*ops, recv, reference);
   return g;
-}
-
-GradTensor grad_tensor(const DeviceCollectiveOptions& options, const void* data, size_t count) {
-  return policy::policy_grad_tensor(options.key, options.pieces, data, count);
 }
 
 }  // namespace hycc::coll::device
