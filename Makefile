@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps data configure build test test-release test-sanitize demo bench-codec format clean
+.PHONY: all deps data configure build test test-release test-sanitize demo bench-codec fuzz format clean
 
 all: build
 
@@ -41,7 +41,8 @@ test-sanitize: deps data
 	  -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests \
 	  hycc_device_coll_tests hycc-train hycc-sim hycc_cuda_emu_tests hycc_gpu_tests \
-	  hycc_gpu_coll_tests capi_program
+	  hycc_gpu_coll_tests capi_program fuzz_stream_replay fuzz_codec_replay fuzz_state_replay \
+	  fuzz_text_replay
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment'
 
 # The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid
@@ -49,6 +50,11 @@ test-sanitize: deps data
 # report in report/ (loss curves, throughput, compression statistics, commands).
 demo: build data
 	tools/experiment --out report
+
+# Coverage-guided fuzzing with libFuzzer (clang; installed if missing), 60 s per target, in
+# build-fuzz/ (docs/fuzzing.md). Not part of `make test`, which replays the saved inputs.
+fuzz:
+	tools/fuzz
 
 bench-codec: build
 	$(BUILD)/bin/hycc-bench codec --json $(BUILD)/codec-bench.json

@@ -138,8 +138,9 @@ class PolicyEngine {
   // in flight.
   std::vector<std::byte> save_state() const;
   // Replaces those states by a saved blob's, making the compressors it names. Device
-  // compressors load onto `device`'s backend and stream (default: CUDA). Throws CorruptStream
-  // for a malformed blob (nothing is loaded then).
+  // compressors load onto `device`'s backend and stream (default: CUDA). Compressors the blob
+  // does not name keep their state. Throws CorruptStream for a malformed blob and
+  // InvalidArgument for a compressor spec this build does not take; nothing is loaded then.
   void load_state(std::span<const std::byte> blob);
   void load_state(std::span<const std::byte> blob, const DeviceCollectiveOptions& device);
 

@@ -4,6 +4,8 @@
 // length, the spec, u64 state length, the compressor's save() blob; then a u64 checksum of all
 // the bytes before it.
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,13 +123,39 @@ void PolicyEngine::load_state(std::span<const std::byte> blob) {
 
 void PolicyEngine::load_state(std::span<const std::byte> blob,
                               const DeviceCollectiveOptions& device) {
+  // All or nothing: every entry is loaded into a compressor of its own first (a bad spec or a
+  // malformed state throws here, with the engine untouched), then moved into the engine's, so
+  // that references from grad_compressor() stay valid.
+  std::map<std::string, std::unique_ptr<GradCompressor>> host;
+  std::map<std::string, std::unique_ptr<DeviceGradCompressor>> on_device;
   for (const Entry& e : parse(blob)) {
+    if (e.device ? on_device.contains(e.spec) : host.contains(e.spec)) {
+      corrupt(detail::concat("compressor '", e.spec, "' appears twice"));
+    }
     if (e.device) {
-      device_grad_compressor(e.spec).load(e.state, device);
+      auto c = std::make_unique<DeviceGradCompressor>(e.spec);
+      c->load(e.state, device);
+      on_device.emplace(e.spec, std::move(c));
     } else {
-      grad_compressor(e.spec).load(e.state);
+      auto c = std::make_unique<GradCompressor>(e.spec);
+      c->load(e.state);
+      host.emplace(e.spec, std::move(c));
     }
   }
+  const std::lock_guard<std::mutex> calls(*grad_mutex_);  // no compressor mid-step
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  const auto install = [](auto& loaded, auto& engines) {
+    for (auto& [spec, c] : loaded) {
+      auto& slot = engines[spec];
+      if (slot == nullptr) {
+        slot = std::move(c);
+      } else {
+        *slot = std::move(*c);
+      }
+    }
+  };
+  install(host, compressors_);
+  install(on_device, device_compressors_);
 }
 
 }  // namespace hycc

@@ -2,6 +2,7 @@
 // hycc/policy.h). The TOML reader is policy_toml.cc.
 #include "hycc/policy.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -11,6 +12,41 @@
 
 namespace hycc {
 namespace {
+
+// A TOML basic string holding `text` (valid UTF-8, as parse_toml read it): quotes, backslashes
+// and control characters escaped.
+std::string toml_quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
 
 std::string size_range(const PolicyRule& r) {
   const std::string lo = format_byte_size(r.min_bytes);
@@ -163,8 +199,9 @@ std::string Policy::explain(Dimension d, Operation op, size_t bytes) const {
 }
 
 std::string Policy::to_toml() const {
-  std::string out = detail::concat("name = \"", name_, "\"\n");
-  if (!description_.empty()) out += detail::concat("description = \"", description_, "\"\n");
+  std::string out = detail::concat("name = ", toml_quoted(name_), "\n");
+  if (!description_.empty())
+    out += detail::concat("description = ", toml_quoted(description_), "\n");
   for (const PolicyRule& r : rules_) {
     out += detail::concat("\n[[rule]]\ndimension = \"",
                           r.dimension ? dimension_name(*r.dimension) : "default", "\"\n");

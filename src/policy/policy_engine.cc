@@ -174,16 +174,21 @@ void PolicyEngine::finish(const Communicator& comm) const {
 
 GradCompressor& PolicyEngine::grad_compressor(const std::string& spec) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  std::unique_ptr<GradCompressor>& c = compressors_[spec];
-  if (c == nullptr) c = std::make_unique<GradCompressor>(spec);
-  return *c;
+  auto it = compressors_.find(spec);
+  // Made before it is inserted: a bad spec throws and leaves no empty entry behind.
+  if (it == compressors_.end()) {
+    it = compressors_.emplace(spec, std::make_unique<GradCompressor>(spec)).first;
+  }
+  return *it->second;
 }
 
 DeviceGradCompressor& PolicyEngine::device_grad_compressor(const std::string& spec) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  std::unique_ptr<DeviceGradCompressor>& c = device_compressors_[spec];
-  if (c == nullptr) c = std::make_unique<DeviceGradCompressor>(spec);
-  return *c;
+  auto it = device_compressors_.find(spec);
+  if (it == device_compressors_.end()) {
+    it = device_compressors_.emplace(spec, std::make_unique<DeviceGradCompressor>(spec)).first;
+  }
+  return *it->second;
 }
 
 void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDecision& decision,

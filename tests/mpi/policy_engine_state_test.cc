@@ -2,9 +2,11 @@
 // same bits, host and device gradient compressors alike; a damaged blob is refused whole.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "common/checksum.h"
 #include "hycc/collectives.h"
 #include "hycc/collectives_device.h"
 #include "hycc/error.h"
@@ -92,6 +94,30 @@ TEST(PolicyEngineState, DamagedBlobsAreRefusedWhole) {
     const std::vector<std::byte> empty = other.save_state();
     EXPECT_EQ(empty.size(), 4u + 4u + 4u + 8u);
   }
+  // A blob whose framing is sound but whose second compressor's state is not: before, the
+  // first compressor was loaded by then (found by tests/fuzz/fuzz_state).
+  PolicyEngine two(Policy::preset("hybrid"));
+  two.grad_compressor("ef+quant:bits=4");
+  two.grad_compressor("sign");
+  step(dp, two, 0);
+  std::vector<std::byte> half_bad = two.save_state();
+  const std::string sign_spec = two.grad_compressor("sign").spec();
+  const auto at = std::search(half_bad.begin(), half_bad.end(), sign_spec.begin(), sign_spec.end(),
+                              [](std::byte b, char c) { return b == std::byte(c); });
+  ASSERT_NE(at, half_bad.end());
+  *(at + std::ptrdiff_t(sign_spec.size()) + 8) ^= std::byte{1};  // the magic of sign's state
+  const uint64_t sum = checksum64(half_bad.data(), half_bad.size() - 8);
+  std::memcpy(half_bad.data() + half_bad.size() - 8, &sum, 8);
+  PolicyEngine target(Policy::preset("hybrid"));
+  step(dp, target, 1);
+  const std::vector<std::byte> before = target.save_state();
+  EXPECT_THROW(target.load_state(half_bad, emulated()), CorruptStream);
+  EXPECT_EQ(target.save_state(), before);
+  // A spec this build does not take is refused the same way; and an engine asked for a bad
+  // compressor keeps no empty entry for it (save_state dereferenced it before).
+  EXPECT_THROW(target.grad_compressor("ef+nonsense"), InvalidArgument);
+  EXPECT_EQ(target.save_state(), before);
+
   // An engine without compressors saves and loads an empty state.
   PolicyEngine none(Policy::preset("baseline"));
   none.load_state(none.save_state());

@@ -185,6 +185,21 @@ TEST(Policy, TomlRoundTrip) {
   EXPECT_TRUE(same_rules(p, Policy::parse_toml(p.to_toml(), "again.toml"))) << p.to_toml();
 }
 
+TEST(Policy, TomlRoundTripEscapesNamesAndDescriptions) {
+  // Quotes, backslashes and control characters in the strings: to_toml() wrote them raw before,
+  // a text that did not parse (found by tests/fuzz/fuzz_text).
+  const Policy p = Policy::parse_toml(
+      "name = \"a \\\"quoted\\\" name\"\n"
+      "description = \"back\\\\slash, tab\\t, newline\\n, bell\\u0007, \u00e9\"\n",
+      "test.toml");
+  EXPECT_EQ(p.name(), "a \"quoted\" name");
+  EXPECT_EQ(p.description(), "back\\slash, tab\t, newline\n, bell\a, \u00e9");
+  const Policy q = Policy::parse_toml(p.to_toml(), "again.toml");
+  EXPECT_EQ(q.name(), p.name());
+  EXPECT_EQ(q.description(), p.description());
+  EXPECT_EQ(q.to_toml(), p.to_toml());
+}
+
 TEST(Policy, FileErrorsNameTheLineAndTheKey) {
   const auto err = [](const std::string& text) {
     return invalid_message([&] { Policy::parse_toml(text, "bad.toml"); });
