@@ -45,6 +45,7 @@ class HookState:
         self.threshold, self.segment, self.algorithm = threshold, segment, algorithm
         self.device_backend, self.transport = device_backend, transport
         self.calls = 0  # the stochastic-rounding seed of each call
+        self._names = {}  # id(parameter) -> (bucket index, position) where it first appeared
         self._worker = None
         if overlap:
             _require_thread_level("overlap=True", "MULTIPLE")
@@ -76,10 +77,20 @@ class HookState:
             self._worker = None
 
 
-def _bucket_key(bucket, buf):
-    # Stable across steps, and distinct when DDP rebuilds its buckets after the first step (a
-    # bucket index may then hold other parameters): the index and the size together.
-    return 1 + (bucket.index() << 32) + buf.numel()
+def _bucket_key(state, bucket, buf):
+    # One key per bucket layout, the same on every rank and at every step: each parameter is
+    # named by where it first appeared (bucket index, position: DDP's first buckets are the same
+    # on every rank), and the key hashes the names of the bucket's parameters in order, with its
+    # size. When DDP rebuilds its buckets after the first step, a bucket index that now holds
+    # other parameters gets another key, so no error-feedback residual or PowerSGD factor made
+    # for some tensors is applied to others, even where the sizes happen to agree.
+    h = 0xCBF29CE484222325  # FNV-1a over 64-bit words
+    for position, p in enumerate(bucket.parameters()):
+        first_index, first_position = state._names.setdefault(id(p), (bucket.index(), position))
+        for word in (first_index, first_position):
+            h = ((h ^ word) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    h = ((h ^ buf.numel()) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return 1 + h % (2**63 - 1)  # never 0 (0 asks for a key from the buffer's address)
 
 
 def _bucket_pieces(bucket, buf):
@@ -116,7 +127,7 @@ def allreduce_hook(state, bucket):
     """The DDP communication hook: the bucket averaged over the ranks in place."""
     buf = bucket.buffer()
     kw = dict(comm=state.comm, codec=state.codec, engine=state.engine,
-              key=_bucket_key(bucket, buf), seed=state.calls)
+              key=_bucket_key(state, bucket, buf), seed=state.calls)
     state.calls += 1
     if state.engine is not None:
         kw["pieces"] = _bucket_pieces(bucket, buf)

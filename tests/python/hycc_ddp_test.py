@@ -4,7 +4,8 @@ allreduce to float32 rounding; the emulated device path equals the host path bit
 hybrid policy (ef2+quant:bits=6 with error feedback on "dp") compresses every bucket, keeps the
 replicas identical, gives the same bits with the allreduces on the worker thread (overlapping
 the backward pass) as inside the hook, and trains as well as uncompressed DDP; PowerSGD on "dp"
-compresses each weight matrix of every bucket (the hook passes the gradients' shapes) and trains.
+compresses each weight matrix of every bucket (the hook passes the gradients' shapes) and trains;
+bucket keys follow the bucket's tensors (DDP's rebuilt buckets do not inherit other tensors' state).
 Prints "hycc ddp: OK" on rank 0 when every check passed; exit status 1 otherwise.
 Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_ddp_test.py
 """
@@ -80,6 +81,42 @@ def expect_compressed_and_trained(engine, name, losses, min_ratio, max_gap):
            f"{base_losses[-1]:.4f} ({gap:+.2%})")
 
 
+class FakeBucket:
+    """What _bucket_key reads of a torch.distributed.GradBucket."""
+
+    def __init__(self, index, params):
+        self._index, self._params = index, params
+
+    def index(self):
+        return self._index
+
+    def parameters(self):
+        return self._params
+
+
+def bucket_keys_follow_the_tensors():
+    """Keys of one bucket layout agree across ranks (other Parameter objects, same model) and
+    steps; a rebuilt bucket of the same index and size but other tensors gets another key (the
+    index and size alone gave it the first layout's residuals before)."""
+    def model():
+        return [torch.nn.Parameter(torch.zeros(s)) for s in ((4, 3), (5,), (4, 3))]
+
+    def key(state, index, params):
+        buf = torch.zeros(sum(p.numel() for p in params))
+        return hycc.ddp._bucket_key(state, FakeBucket(index, params), buf)
+
+    a, b = hycc.ddp.HookState(overlap=False), hycc.ddp.HookState(overlap=False)
+    pa, pb = model(), model()
+    first = [key(a, 0, pa[:2]), key(a, 1, pa[2:])]
+    expect(first == [key(b, 0, pb[:2]), key(b, 1, pb[2:])] and first[0] != first[1] and
+           min(first) > 0, f"bucket keys agree across ranks: {first}")
+    expect(key(a, 0, pa[:2]) == first[0], "a bucket keeps its key from step to step")
+    rebuilt = key(a, 0, [pa[2], pa[1]])  # same index, same size, another matrix
+    expect(rebuilt not in first and rebuilt == key(b, 0, [pb[2], pb[1]]),
+           "a rebuilt bucket of other tensors gets another key, the same on every rank")
+
+
+bucket_keys_follow_the_tensors()
 base, base_losses = train()
 plain, _ = train(hycc.ddp.HookState(comm=world))
 expect(np.allclose(plain, base, rtol=0, atol=1e-5),
