@@ -84,6 +84,14 @@ HYCC_C_API const char* hycc_last_error(void);
 HYCC_C_API const char* hycc_status_name(int status);
 /* The library's version, e.g. "0.1.0". */
 HYCC_C_API const char* hycc_version(void);
+/* The layout of the option and statistics structs (hycc_options, hycc_device_options,
+ * hycc_call_stats) this header describes; raised whenever one of them changes. The init
+ * functions record it in the options, and a library built with another layout refuses the
+ * options (HYCC_ERR_INVALID_ARGUMENT naming both versions) instead of misreading them: a program
+ * built against one hycc.h and run with another libhycc_c.so fails cleanly. */
+#define HYCC_ABI_VERSION 2
+/* The layout version this library was built with (HYCC_ABI_VERSION of its hycc.h). */
+HYCC_C_API int hycc_abi_version(void);
 /* Frees a string the library allocated for the caller (hycc_engine_stats_json). */
 HYCC_C_API void hycc_free(void* p);
 
@@ -171,6 +179,7 @@ typedef struct hycc_call_stats {
 } hycc_call_stats;
 
 typedef struct hycc_options {
+  int abi_version;         /* set by hycc_options_init (HYCC_ABI_VERSION); do not change it */
   const hycc_codec* codec; /* NULL: none (uncompressed) */
   hycc_engine* engine;     /* when set, its policy chooses codec and threshold, and may run a
                               gradient compressor with error feedback (keyed by key) */
@@ -189,8 +198,11 @@ typedef struct hycc_options {
   size_t pieces_length; /* elements of pieces */
 } hycc_options;
 
-/* The defaults above. Passing NULL options to a collective means the same. */
-HYCC_C_API void hycc_options_init(hycc_options* options);
+/* The defaults above. Passing NULL options to a collective means the same. Options not made by
+ * it (abi_version 0) are refused by the calls. hycc_options_init is a macro that passes the
+ * header's HYCC_ABI_VERSION; a library of another version writes only abi_version. */
+HYCC_C_API void hycc_options_init_abi(hycc_options* options, int abi_version);
+#define hycc_options_init(options) hycc_options_init_abi((options), HYCC_ABI_VERSION)
 
 /* Elements [*offset, *offset + *count) of a tensor of total elements owned by rank of size in
  * hycc_reduce_scatter. */
@@ -262,6 +274,7 @@ HYCC_C_API hycc_status hycc_decode_device(const hycc_codec* codec, const void* p
                                           void* stream);
 
 typedef struct hycc_device_options {
+  int abi_version;         /* set by hycc_device_options_init (HYCC_ABI_VERSION) */
   const hycc_codec* codec; /* NULL: none */
   hycc_engine* engine;     /* when set, its policy chooses the codec (and gradient compressor) */
   size_t segment_bytes;    /* pipelining segment, default 1 MiB */
@@ -278,8 +291,10 @@ typedef struct hycc_device_options {
   size_t pieces_length;
 } hycc_device_options;
 
-/* The defaults above. Passing NULL options to a device collective means the same. */
-HYCC_C_API void hycc_device_options_init(hycc_device_options* options);
+/* The defaults above. Passing NULL options to a device collective means the same. A macro, as
+ * hycc_options_init. */
+HYCC_C_API void hycc_device_options_init_abi(hycc_device_options* options, int abi_version);
+#define hycc_device_options_init(options) hycc_device_options_init_abi((options), HYCC_ABI_VERSION)
 
 /* The collectives of the section above on device buffers (collectives_device.h): the same
  * arguments, MPI_IN_PLACE included, and the results of the host calls with the ring (chain,

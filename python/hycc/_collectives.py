@@ -2,7 +2,7 @@
 import ctypes
 
 from ._arrays import as_array, comm_handle, dtype_code, pointer
-from ._lib import InvalidArgument, Options, check, lib
+from ._lib import ABI_VERSION, InvalidArgument, Options, check, lib
 from ._options import check_keywords, fill_common, op_code
 
 _ALGORITHMS = {"auto": 0, "native": 1, "ring": 2, "rd": 3, "recursive_doubling": 3,
@@ -13,7 +13,7 @@ def _common(kw):
     """hycc_options from the keywords of a host call."""
     check_keywords(kw, {"algorithm"})
     o = Options()
-    lib.hycc_options_init(ctypes.byref(o))
+    lib.hycc_options_init_abi(ctypes.byref(o), ABI_VERSION)
     keep = fill_common(o, kw)
     algorithm = kw.get("algorithm", "auto")
     if algorithm not in _ALGORITHMS:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._arrays import comm_handle, dtype_code, dtype_from_name
 from ._codec import as_codec
-from ._lib import DeviceOptions, InvalidArgument, check, lib
+from ._lib import ABI_VERSION, DeviceOptions, InvalidArgument, check, lib
 from ._options import check_keywords, fill_common, op_code
 
 _BACKENDS = {"cuda": 0, "emulation": 1}
@@ -52,7 +52,7 @@ def _options(kw):
     """hycc_device_options from the keywords of a device call."""
     check_keywords(kw, {"backend", "transport", "stream", "checksum"})
     o = DeviceOptions()
-    lib.hycc_device_options_init(ctypes.byref(o))
+    lib.hycc_device_options_init_abi(ctypes.byref(o), ABI_VERSION)
     keep = fill_common(o, kw)
     backend, transport = kw.get("backend", "cuda"), kw.get("transport", "auto")
     if backend not in _BACKENDS or transport not in _TRANSPORTS:

@@ -94,6 +94,18 @@ _proto("hycc_engine_load_state", I, V, ctypes.c_char_p, S, V)
 _proto("hycc_chunk_range", I, S, I, I, c_size_p, c_size_p)
 
 
+# The layout of the structs below (HYCC_ABI_VERSION of the hycc.h they mirror): the library must
+# have the same, or it would read them wrongly.
+ABI_VERSION = 2
+_abi = getattr(lib, "hycc_abi_version", None)  # libraries before version 2 lack the function
+if _abi is not None:
+    _abi.restype, _abi.argtypes = I, []
+if _abi is None or _abi() != ABI_VERSION:
+    raise ImportError(f"hycc: {lib._name} has struct layout (ABI) version "
+                      f"{_abi() if _abi is not None else 1}, this package {ABI_VERSION}: use the "
+                      "Python package of the same hycc build as the library (HYCC_LIBRARY)")
+
+
 class CallStats(ctypes.Structure):
     """hycc_call_stats: what one call did on this rank."""
     _fields_ = [("algorithm", I), ("compressed", I), ("message_bytes", S), ("raw_bytes", S),
@@ -109,14 +121,14 @@ class StreamInfo(ctypes.Structure):
 
 class Options(ctypes.Structure):
     """hycc_options."""
-    _fields_ = [("codec", V), ("engine", V), ("algorithm", I), ("threshold_bytes", S),
-                ("segment_bytes", S), ("seed", U64), ("tag", I), ("key", U64),
-                ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
+    _fields_ = [("abi_version", I), ("codec", V), ("engine", V), ("algorithm", I),
+                ("threshold_bytes", S), ("segment_bytes", S), ("seed", U64), ("tag", I),
+                ("key", U64), ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
                 ("pieces_length", S)]
 
 
 _proto("hycc_stream_inspect", I, V, S, ctypes.POINTER(StreamInfo))
-_proto("hycc_options_init", None, ctypes.POINTER(Options))
+_proto("hycc_options_init_abi", None, ctypes.POINTER(Options), I)
 _OPT = ctypes.POINTER(Options)
 _proto("hycc_allreduce", I, V, V, S, I, I, V, _OPT)
 _proto("hycc_reduce_scatter", I, V, S, V, I, I, V, _OPT)
@@ -129,7 +141,8 @@ _proto("hycc_recv", I, V, S, I, I, I, V, ctypes.POINTER(I))
 
 class DeviceOptions(ctypes.Structure):
     """hycc_device_options."""
-    _fields_ = [("codec", V), ("engine", V), ("segment_bytes", S), ("threshold_bytes", S),
+    _fields_ = [("abi_version", I), ("codec", V), ("engine", V), ("segment_bytes", S),
+                ("threshold_bytes", S),
                 ("seed", U64), ("tag", I), ("stream", V), ("backend", I), ("transport", I),
                 ("checksum", I), ("key", U64), ("stats", ctypes.POINTER(CallStats)),
                 ("pieces", ctypes.POINTER(S)), ("pieces_length", S)]
@@ -137,7 +150,7 @@ class DeviceOptions(ctypes.Structure):
 
 _DOPT = ctypes.POINTER(DeviceOptions)
 _proto("hycc_device_count", I)
-_proto("hycc_device_options_init", None, _DOPT)
+_proto("hycc_device_options_init_abi", None, _DOPT, I)
 _proto("hycc_allreduce_device", I, V, V, S, I, I, V, _DOPT)
 _proto("hycc_reduce_scatter_device", I, V, S, V, I, I, V, _DOPT)
 _proto("hycc_allgather_device", I, V, S, V, I, V, _DOPT)

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "capi/capi_internal.h"
+#include "hycc/config.h"
 #include "hycc/error.h"
 
 namespace hycc::capi {
@@ -99,6 +100,21 @@ std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
     i += dims + 1;
   }
   return out;
+}
+
+void check_abi_version(int abi_version, const char* function) {
+  if (abi_version == HYCC_ABI_VERSION) return;
+  if (abi_version == 0) {
+    throw InvalidArgument(
+        tagged("capi", function,
+               ": options not made by hycc_options_init / "
+               "hycc_device_options_init (abi_version 0); initialize them first"));
+  }
+  throw InvalidArgument(tagged("capi", function, ": options laid out by a hycc.h of ABI version ",
+                               abi_version, ", this library has ABI version ", HYCC_ABI_VERSION,
+                               " (libhycc_c.so ", HYCC_VERSION,
+                               "); build the program against the hycc.h of the library it runs "
+                               "with"));
 }
 
 void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function) {

@@ -49,6 +49,10 @@ ReduceOp to_op(int op, const char* function);
 std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
                                            const char* function);
 
+// Refuses options whose abi_version is not this library's HYCC_ABI_VERSION: not made by the init
+// function (0), or laid out by another hycc.h.
+void check_abi_version(int abi_version, const char* function);
+
 // The fields only one of the two option structs has (host: the algorithm; device: stream,
 // backend, transport, checksum), checked and copied.
 void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function);
@@ -62,6 +66,7 @@ class CallOptions {
  public:
   CallOptions(const COptions* options, const char* function) {
     if (options == nullptr) return;
+    check_abi_version(options->abi_version, function);
     if (options->codec != nullptr) options_.codec = options->codec->config;
     if (options->engine != nullptr) options_.policy = &options->engine->engine;
     options_.threshold_bytes = options->threshold_bytes;

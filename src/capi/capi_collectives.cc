@@ -14,10 +14,15 @@ using hycc::capi::to_op;
 
 extern "C" {
 
-void hycc_options_init(hycc_options* options) {
+void hycc_options_init_abi(hycc_options* options, int abi_version) {
   if (options == nullptr) return;
+  if (abi_version != HYCC_ABI_VERSION) {
+    options->abi_version = abi_version;  // the only field every layout has there; calls refuse it
+    return;
+  }
   const hycc::CollectiveOptions defaults;
   *options = hycc_options{};
+  options->abi_version = HYCC_ABI_VERSION;
   options->algorithm = static_cast<int>(defaults.algorithm);
   options->threshold_bytes = defaults.threshold_bytes;
   options->segment_bytes = defaults.segment_bytes;

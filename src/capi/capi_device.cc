@@ -71,10 +71,15 @@ hycc_status hycc_decode_device(const hycc_codec* codec, const void* payload, siz
   });
 }
 
-void hycc_device_options_init(hycc_device_options* options) {
+void hycc_device_options_init_abi(hycc_device_options* options, int abi_version) {
   if (options == nullptr) return;
+  if (abi_version != HYCC_ABI_VERSION) {
+    options->abi_version = abi_version;  // as hycc_options_init_abi
+    return;
+  }
   const hycc::DeviceCollectiveOptions defaults;
   *options = hycc_device_options{};
+  options->abi_version = HYCC_ABI_VERSION;
   options->segment_bytes = defaults.segment_bytes;
   options->threshold_bytes = defaults.threshold_bytes;
   options->backend = static_cast<int>(defaults.backend);

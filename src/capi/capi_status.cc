@@ -119,6 +119,8 @@ const char* hycc_status_name(int status) {
 
 const char* hycc_version(void) { return HYCC_VERSION; }
 
+int hycc_abi_version(void) { return HYCC_ABI_VERSION; }
+
 void hycc_free(void* p) { std::free(p); }
 
 }  // extern "C"

@@ -385,6 +385,34 @@ TEST(CapiCollectives, FailuresAreStatusesOnEveryRank) {
       hycc_allreduce(buffer.data(), buffer.data(), 100, HYCC_F32, HYCC_SUM, MPI_COMM_NULL, &s.c),
       HYCC_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hycc_last_error()).find("MPI_COMM_NULL"), std::string::npos);
+  // Options not made by the init function, or laid out by another hycc.h: refused, not misread.
+  hycc_options zeroed{};
+  EXPECT_EQ(hycc_allreduce(buffer.data(), buffer.data(), 100, HYCC_F32, HYCC_SUM, MPI_COMM_WORLD,
+                           &zeroed),
+            HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("hycc_options_init"), std::string::npos)
+      << hycc_last_error();
+  hycc_options other = s.c;
+  other.threshold_bytes = 12345;
+  hycc_options_init_abi(&other, HYCC_ABI_VERSION + 1);  // writes abi_version and nothing else
+  EXPECT_EQ(other.abi_version, HYCC_ABI_VERSION + 1);
+  EXPECT_EQ(other.threshold_bytes, 12345u);
+  EXPECT_EQ(
+      hycc_allreduce(buffer.data(), buffer.data(), 100, HYCC_F32, HYCC_SUM, MPI_COMM_WORLD, &other),
+      HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error())
+                .find(detail::concat("ABI version ", HYCC_ABI_VERSION + 1, ", this library has ",
+                                     "ABI version ", HYCC_ABI_VERSION)),
+            std::string::npos)
+      << hycc_last_error();
+  EXPECT_EQ(hycc_abi_version(), HYCC_ABI_VERSION);
+  hycc_device_options device_other;
+  hycc_device_options_init_abi(&device_other, 1);
+  EXPECT_EQ(hycc_allreduce_device(buffer.data(), buffer.data(), 100, HYCC_F32, HYCC_SUM,
+                                  MPI_COMM_WORLD, &device_other),
+            HYCC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hycc_last_error()).find("ABI version 1"), std::string::npos)
+      << hycc_last_error();
   if (p > 1) {
     // Counts that differ across ranks: the argument agreement fails on every rank.
     EXPECT_EQ(hycc_allreduce(buffer.data(), buffer.data(), buffer.size(), HYCC_F32, HYCC_SUM,
