@@ -6,8 +6,6 @@
 //   accepts, and decodes them to the same bits;
 // - zfp (float32): a payload that is one plain zfp bitstream decodes to libzfp's values, bit for
 //   bit.
-#include <zfp.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -18,20 +16,13 @@
 #include "fuzz_target.h"
 #include "hycc/codec.h"
 #include "hycc/error.h"
+#include "oracles.h"
 #include "test_util.h"
 
 namespace hycc::fuzz {
 namespace {
 
 constexpr uint64_t kMaxCount = uint64_t{1} << 18;
-
-// The value of KEY=... in a canonical spec ("quant:bits=4,block=64,round=nearest").
-std::string spec_value(const std::string& spec, const std::string& key) {
-  const size_t at = spec.find(key + "=");
-  if (at == std::string::npos) return "";
-  const size_t begin = at + key.size() + 1;
-  return spec.substr(begin, spec.find(',', begin) - begin);
-}
 
 // Runs `decode`; true if it accepted the payload, false on CorruptStream.
 template <typename F>
@@ -44,30 +35,14 @@ bool accepts(F&& decode) {
   }
 }
 
-// libzfp's values for a payload that is exactly one zfp bitstream, or nothing if libzfp reads a
-// different number of bytes. zfp reads without bounds checks: it gets a copy padded to its
-// maximum size.
+// libzfp's values for a payload that is exactly one zfp bitstream; false if libzfp reads a
+// different number of bytes.
 bool plain_zfp_decode(const std::string& spec, std::span<const std::byte> payload,
                       std::vector<float>& values) {
-  zfp_stream* zfp = zfp_stream_open(nullptr);
-  zfp_field* field = zfp_field_1d(values.data(), zfp_type_float, values.size());
-  const std::string rate = spec_value(spec, "rate");
-  if (!rate.empty()) {
-    zfp_stream_set_rate(zfp, std::stod(rate), zfp_type_float, 1, zfp_false);
-  } else {
-    zfp_stream_set_accuracy(zfp, std::stod(spec_value(spec, "accuracy")));
-  }
-  std::vector<uint64_t> padded(
-      (std::max(payload.size(), zfp_stream_maximum_size(zfp, field)) + 7) / 8 + 1);
+  PlainZfp zfp(spec, values.data(), values.size());
+  std::vector<uint64_t> padded((std::max(payload.size(), zfp.maximum_size()) + 7) / 8 + 1);
   if (!payload.empty()) std::memcpy(padded.data(), payload.data(), payload.size());
-  bitstream* bits = stream_open(padded.data(), padded.size() * 8);
-  zfp_stream_set_bit_stream(zfp, bits);
-  zfp_stream_rewind(zfp);
-  const size_t consumed = zfp_decompress(zfp, field);
-  stream_close(bits);
-  zfp_field_free(field);
-  zfp_stream_close(zfp);
-  return consumed == payload.size();
+  return zfp.decompress(padded) == payload.size();
 }
 
 void compare_with_reference(const StreamInfo& info, std::span<const std::byte> stream,
@@ -76,10 +51,7 @@ void compare_with_reference(const StreamInfo& info, std::span<const std::byte> s
   test::Buffer slow(info.dtype, info.count);
   bool slow_ok = true;
   if (info.codec == CodecId::kQuant) {
-    codec::reference::QuantParams p;
-    p.bits = std::stoi(spec_value(info.spec, "bits"));
-    p.block = std::stoul(spec_value(info.spec, "block"));
-    p.stochastic = spec_value(info.spec, "round") == "stochastic";
+    const codec::reference::QuantParams p = quant_params(info.spec);
     slow_ok = accepts([&] { codec::reference::quant_decode(p, payload, slow.view()); });
   } else if (info.codec == CodecId::kEb) {
     slow_ok = accepts([&] { codec::reference::eb_decode(payload, slow.view()); });
