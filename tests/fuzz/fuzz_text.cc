@@ -1,22 +1,33 @@
-// fuzz_text: the text users write: policy files (TOML), codec specs and gradient compressor specs.
-// The first byte picks the parser. Properties:
+// fuzz_text: the text users write: policy files (TOML), codec specs, gradient compressor specs,
+// byte sizes ("64K", in policies and on command lines) and HYCC_LOG. The first byte picks the
+// parser. Properties:
 // - a bad text is an InvalidArgument, nothing else, and no memory error;
 // - a policy that parses writes itself (to_toml) as a text that parses into the same policy,
 //   which writes the same text again;
-// - a spec that parses has a canonical spec that parses into the same canonical spec.
+// - a spec that parses has a canonical spec that parses into the same canonical spec;
+// - a byte size that parses is written (format_byte_size) as a text that parses to the same size.
 #include <algorithm>
 #include <string>
 
+#include "common/byte_size.h"
 #include "fuzz_target.h"
 #include "hycc/codec.h"
 #include "hycc/error.h"
 #include "hycc/grad.h"
 #include "hycc/policy.h"
+#include "hycc/policy_engine.h"
 
 namespace hycc::fuzz {
 namespace {
 
-enum Parser : uint8_t { kPolicy = 0, kCodecSpec = 1, kGradSpec = 2, kParsers = 3 };
+enum Parser : uint8_t {
+  kPolicy = 0,
+  kCodecSpec = 1,
+  kGradSpec = 2,
+  kByteSize = 3,
+  kLogSpec = 4,
+  kParsers = 5
+};
 
 Bytes with_parser(Parser parser, const std::string& text) {
   Bytes b(1 + text.size());
@@ -76,6 +87,32 @@ void fuzz_grad_spec(const std::string& text) {
   check(again == canonical, "compressor spec '" + canonical + "' reads back as '" + again + "'");
 }
 
+void fuzz_byte_size(const std::string& text) {
+  size_t bytes = 0;
+  try {
+    bytes = parse_byte_size(text, "fuzz");
+  } catch (const InvalidArgument&) {
+    return;
+  }
+  const std::string written = format_byte_size(bytes);
+  size_t again = 0;
+  try {
+    again = parse_byte_size(written, "written");
+  } catch (const InvalidArgument& e) {
+    fail("the byte size " + std::to_string(bytes) + " is written as '" + written +
+         "', which does not parse: " + e.what());
+  }
+  check(again == bytes, "byte size '" + text + "' = " + std::to_string(bytes) + " is written as '" +
+                            written + "' = " + std::to_string(again));
+}
+
+void fuzz_log_spec(const std::string& text) {
+  try {
+    LogOptions::parse(text);
+  } catch (const InvalidArgument&) {
+  }
+}
+
 }  // namespace
 
 std::vector<Bytes> seeds() {
@@ -97,6 +134,12 @@ std::vector<Bytes> seeds() {
                            "topk:ratio=0.05,ef=off", "topk:count=100", "sign:ef=on"}) {
     out.push_back(with_parser(kGradSpec, spec));
   }
+  for (const char* size : {"0", "1024", "64K", "1m", "2G", "1099511627776", "1536K"}) {
+    out.push_back(with_parser(kByteSize, size));
+  }
+  for (const char* log : {"off", "", "summary,calls", "decisions,json=/tmp/x.json", "warnings"}) {
+    out.push_back(with_parser(kLogSpec, log));
+  }
   return out;
 }
 
@@ -112,8 +155,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz_policy(text);
   } else if (parser == kCodecSpec) {
     fuzz_codec_spec(text);
-  } else {
+  } else if (parser == kGradSpec) {
     fuzz_grad_spec(text);
+  } else if (parser == kByteSize) {
+    fuzz_byte_size(text);
+  } else {
+    fuzz_log_spec(text);
   }
   return 0;
 }
