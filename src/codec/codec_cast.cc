@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "codec/f16_array.h"
 #include "codec/float_convert.h"
 #include "codec/float_io.h"
 #include "codec/registry.h"
@@ -26,11 +27,11 @@ class CastCodec final : public Codec {
                 const CompressOptions&) const override {
     auto* dst = reinterpret_cast<uint16_t*>(out.data());
     if (in.dtype == DType::kF32) {
-      const auto* src = static_cast<const uint32_t*>(in.data);
       if (target_ == DType::kBF16) {
+        const auto* src = static_cast<const uint32_t*>(in.data);
         for (size_t i = 0; i < in.count; ++i) dst[i] = f32_bits_to_bf16(src[i]);
       } else {
-        for (size_t i = 0; i < in.count; ++i) dst[i] = f32_bits_to_f16(src[i]);
+        f32_to_f16_array(static_cast<const float*>(in.data), dst, in.count);
       }
     } else {
       convert(in, TensorView{target_, in.count, out.data()});
@@ -45,11 +46,11 @@ class CastCodec final : public Codec {
     }
     const auto* src = reinterpret_cast<const uint16_t*>(payload.data());
     if (out.dtype == DType::kF32) {
-      auto* dst = static_cast<uint32_t*>(out.data);
       if (target_ == DType::kBF16) {
+        auto* dst = static_cast<uint32_t*>(out.data);
         for (size_t i = 0; i < out.count; ++i) dst[i] = bf16_to_f32_bits(src[i]);
       } else {
-        for (size_t i = 0; i < out.count; ++i) dst[i] = f16_to_f32_bits(src[i]);
+        f16_to_f32_array(src, static_cast<float*>(out.data), out.count);
       }
     } else {
       convert(ConstTensorView{target_, out.count, payload.data()}, out);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "codec/f16_array.h"
 #include "codec/float_convert.h"
 #include "hycc/error.h"
 
@@ -22,11 +23,9 @@ void load_as_float(ConstTensorView in, size_t begin, size_t n, float* out) {
       for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(h[i]);
       return;
     }
-    case DType::kF16: {
-      const auto* h = static_cast<const uint16_t*>(in.data) + begin;
-      for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
+    case DType::kF16:
+      f16_to_f32_array(static_cast<const uint16_t*>(in.data) + begin, out, n);
       return;
-    }
   }
 }
 
@@ -41,11 +40,9 @@ void store_from_float(const float* in, size_t n, TensorView out, size_t begin) {
       for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(in[i]);
       return;
     }
-    case DType::kF16: {
-      auto* h = static_cast<uint16_t*>(out.data) + begin;
-      for (size_t i = 0; i < n; ++i) h[i] = f32_to_f16(in[i]);
+    case DType::kF16:
+      f32_to_f16_array(in, static_cast<uint16_t*>(out.data) + begin, n);
       return;
-    }
   }
 }
 
