@@ -142,10 +142,10 @@ _proto("hycc_recv", I, V, S, I, I, I, V, ctypes.POINTER(I))
 class DeviceOptions(ctypes.Structure):
     """hycc_device_options."""
     _fields_ = [("abi_version", I), ("codec", V), ("engine", V), ("segment_bytes", S),
-                ("threshold_bytes", S),
-                ("seed", U64), ("tag", I), ("stream", V), ("backend", I), ("transport", I),
-                ("checksum", I), ("key", U64), ("stats", ctypes.POINTER(CallStats)),
-                ("pieces", ctypes.POINTER(S)), ("pieces_length", S)]
+                ("threshold_bytes", S), ("seed", U64), ("tag", I), ("stream", V), ("backend", I),
+                ("transport", I), ("checksum", I), ("key", U64),
+                ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
+                ("pieces_length", S)]
 
 
 _DOPT = ctypes.POINTER(DeviceOptions)

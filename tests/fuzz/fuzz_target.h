@@ -43,7 +43,6 @@ class Input {
   }
   // The bytes not read yet.
   Bytes rest() const { return Bytes(data_ + pos_, data_ + size_); }
-  size_t left() const { return size_ - pos_; }
 
  private:
   const uint8_t* data_;
