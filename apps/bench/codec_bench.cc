@@ -84,33 +84,6 @@ ErrorStats measure_error(const std::vector<float>& reference, const std::vector<
   return e;
 }
 
-CLI::App* add_codec_command(CLI::App& app, CodecBenchOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "codec", "Compression ratio, speed (single thread) and error of codecs, with memcpy");
-  cmd->add_option("--data", o.data,
-                  "gaussian | laplace | smooth | FILE (raw little-endian float32)")
-      ->capture_default_str();
-  cmd->add_option("--count", o.count,
-                  "number of values (a FILE may hold fewer); default 2^24 on the CPU, 256 MiB "
-                  "of the dtype on a device")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 32));
-  cmd->add_option("--device", o.device,
-                  "cpu (one thread) | cuda (device buffers, needs a CUDA build and a GPU)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--dtype", o.dtype, "element type the data is converted to: f32 | bf16 | f16")
-      ->capture_default_str();
-  cmd->add_option(
-      "--codec", o.codecs,
-      "codec spec, repeatable (default: a representative set); specs:\n" + codec_help());
-  cmd->add_option("--json", o.json, "also write one JSON object per row to FILE");
-  cmd->add_option("--min-time", o.min_seconds, "minimum seconds per timed measurement")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 60.0));
-  cmd->add_option("--seed", o.seed, "seed of the synthetic data")->capture_default_str();
-  return cmd;
-}
-
 int run_codec_bench(const CodecBenchOptions& o) {
   if (o.device == "cuda") return run_codec_bench_device(o);
   const DType dtype = parse_dtype(o.dtype);

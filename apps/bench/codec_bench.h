@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 namespace hycc::bench {
 
 struct CodecBenchOptions {
@@ -27,9 +25,6 @@ struct ErrorStats {
 };
 // Errors of `decoded` against `reference` over the finite reference values.
 ErrorStats measure_error(const std::vector<float>& reference, const std::vector<float>& decoded);
-
-// Registers the "codec" subcommand and its options.
-CLI::App* add_codec_command(CLI::App& app, CodecBenchOptions& options);
 
 // Runs the benchmark and prints the table; returns the process exit code.
 int run_codec_bench(const CodecBenchOptions& options);

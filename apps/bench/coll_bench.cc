@@ -576,61 +576,7 @@ int sweep(const CollBenchOptions& o, const Setup& s, const Communicator& comm, s
   return failed ? 1 : 0;
 }
 
-std::string bytes_check(std::string& text) {
-  try {
-    parse_bytes(text);
-    return {};
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
 }  // namespace
-
-CLI::App* add_coll_command(CLI::App& app, CollBenchOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "coll", "Compressed collectives vs the native MPI call, nccl-tests style (run under mpirun)");
-  cmd->option_defaults()->always_capture_default();
-  const CLI::Validator bytes(bytes_check, "BYTES[K|M|G]");
-  const CollectiveOptions defaults;
-  cmd->add_option("--op", o.op,
-                  "allreduce | reduce_scatter | allgather | broadcast | alltoall | sendrecv");
-  cmd->add_option("-b,--minbytes", o.min_bytes, "smallest message, uncompressed")->check(bytes);
-  cmd->add_option("-e,--maxbytes", o.max_bytes, "largest message, uncompressed")->check(bytes);
-  cmd->add_option("-f,--stepfactor", o.factor, "size multiplier between rows")
-      ->check(CLI::Range(size_t{2}, size_t{1024}));
-  cmd->add_option("-n,--iters", o.iters, "timed calls per size")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-w,--warmup_iters", o.warmup, "untimed calls per size before them")
-      ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--rounds", o.rounds,
-                  "split the timed calls into R rounds of hycc, native, native, hycc blocks and "
-                  "report each side's median round (robust on a shared machine)")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("-c,--check", o.check, "check results after the timed loop (0/1)")
-      ->check(CLI::Range(0, 1));
-  cmd->add_option("-d,--datatype", o.dtype, "float | bf16 | fp16");
-  cmd->add_option("-o,--op_type", o.redop, "sum | avg (reductions)");
-  cmd->add_option("-r,--root", o.root, "root of broadcast");
-  cmd->add_option("--codec", o.codec, "codec spec ('none', 'quant:bits=8', ...)");
-  cmd->add_option("--algo", o.algo,
-                  "auto | native | ring | rd | compress_once (allreduce) | chain (broadcast) | "
-                  "pairwise (alltoall)");
-  cmd->add_option("--threshold", o.threshold,
-                  format("below this many uncompressed bytes hycc runs the native MPI call "
-                         "(library default %zu)",
-                         defaults.threshold_bytes))
-      ->check(bytes);
-  cmd->add_option("--segment", o.segment,
-                  format("pipelining segment, uncompressed bytes (library default %zu)",
-                         defaults.segment_bytes))
-      ->check(bytes);
-  cmd->add_option("--check-args", o.check_args,
-                  "cross-rank argument agreement: auto (before hycc's own algorithms, not before "
-                  "native calls) | always | never");
-  cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
-  return cmd;
-}
 
 int run_coll_bench(const CollBenchOptions& o) {
   const MpiSession mpi;

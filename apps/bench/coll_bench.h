@@ -7,8 +7,6 @@
 #include <cstddef>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 namespace hycc::bench {
 
 struct CollBenchOptions {
@@ -30,9 +28,6 @@ struct CollBenchOptions {
   std::string check_args = "auto";  // auto|always|never: the cross-rank argument agreement
   std::string json;                 // path of the JSON output, empty for none
 };
-
-// Registers the "coll" subcommand and its options.
-CLI::App* add_coll_command(CLI::App& app, CollBenchOptions& options);
 
 // Initializes MPI if needed, runs the sweep, prints the table on rank 0; returns the process exit
 // code (0 OK, 1 out-of-bounds values, 2 invalid arguments). Failures in the middle of the sweep

@@ -261,30 +261,6 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
 
 }  // namespace
 
-CLI::App* add_devcoll_command(CLI::App& app, DevCollBenchOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "devcoll", "collectives on device buffers: codec vs none, checked against the host");
-  cmd->add_option("--op", o.op, "allreduce | reduce_scatter | allgather | broadcast | alltoall");
-  cmd->add_option("-b,--minbytes", o.min_bytes, "smallest message, uncompressed");
-  cmd->add_option("-e,--maxbytes", o.max_bytes, "largest message, uncompressed");
-  cmd->add_option("-f,--stepfactor", o.factor, "size multiplier between rows (>= 2)");
-  cmd->add_option("-n,--iters", o.iters, "timed calls per block")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-w,--warmup_iters", o.warmup, "untimed calls of each side before them")
-      ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--rounds", o.rounds, "blocks of each side per size (median)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("-d,--datatype", o.dtype, "float | bf16 | fp16");
-  cmd->add_option("--codec", o.codec, "codec spec with a device implementation");
-  cmd->add_option("--device", o.device, "auto | cuda | emulation (auto: cuda if a GPU is there)");
-  cmd->add_option("--transport", o.transport, "auto | staged | nccl");
-  cmd->add_option("--segment", o.segment, "pipelining segment, BYTES");
-  cmd->add_option("--checksum", o.checksum, "payload checksums (0/1)")->check(CLI::Range(0, 1));
-  cmd->add_option("-c,--check", o.check, "compare with the host collective (0/1)")
-      ->check(CLI::Range(0, 1));
-  cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
-  return cmd;
-}
-
 int run_devcoll_bench(const DevCollBenchOptions& o) {
   const MpiSession mpi;
   const Communicator comm = Communicator::world();

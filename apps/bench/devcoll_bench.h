@@ -11,8 +11,6 @@
 #include <cstddef>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 namespace hycc::bench {
 
 struct DevCollBenchOptions {
@@ -32,8 +30,6 @@ struct DevCollBenchOptions {
   int check = 1;                   // compare with the host collective after the timing
   std::string json;                // one JSON object per row (rank 0)
 };
-
-CLI::App* add_devcoll_command(CLI::App& app, DevCollBenchOptions& options);
 
 // Exit code: 0 OK, 1 results differing from the host collective, 2 bad arguments.
 int run_devcoll_bench(const DevCollBenchOptions& options);

@@ -265,34 +265,6 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
 
 }  // namespace
 
-CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "grad", "Gradient compressors vs the uncompressed allreduce on gradient shapes (mpirun)");
-  cmd->option_defaults()->always_capture_default();
-  cmd->add_option("--shape", o.shapes,
-                  "tensor shape ROWSxCOLS or N, or a bucket of tensors joined by + (e.g. "
-                  "768x2304+2304+768x768+768: PowerSGD compresses each matrix), repeatable "
-                  "(default 4096x4096 4096x16384 50304x4096 4096)");
-  cmd->add_option("--compressor", o.compressors,
-                  "compressor spec, repeatable (default ef+quant:bits=4 ef+quant:bits=2 "
-                  "ef+zfp:rate=4 powersgd:rank=4 topk:ratio=0.01 sign)\n" +
-                      grad_help());
-  cmd->add_option("--scale", o.scale,
-                  "multiplies the first dimension of every shape (and of every tensor of a "
-                  "bucket): 1/N or x");
-  cmd->add_option("-n,--iters", o.iters, "timed steps per row")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-w,--warmup_iters", o.warmup, "untimed steps before them")
-      ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
-  cmd->add_option("--op", o.op,
-                  "allreduce (grad_allreduce) | reduce_scatter (grad_reduce_scatter, the ZeRO "
-                  "gradients: each rank's chunk; native is the uncompressed reduce-scatter)");
-  cmd->add_option("--device", o.device,
-                  "host (GradCompressor) | cuda (DeviceGradCompressor on GPU buffers) | "
-                  "emulation (the same on the host emulation of the device)");
-  return cmd;
-}
-
 int run_grad_bench(const GradBenchOptions& options) {
   const MpiSession mpi;
   const Communicator comm = Communicator::world();

@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 namespace hycc::bench {
 
 struct GradBenchOptions {
@@ -28,8 +26,6 @@ struct GradBenchOptions {
   std::string device = "host";   // host | cuda | emulation
   std::string op = "allreduce";  // allreduce | reduce_scatter (the ZeRO gradients)
 };
-
-CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& options);
 
 // Initializes MPI if needed, runs every shape x compressor, prints the table on rank 0; returns
 // 0, 1 if some rank's results differ from rank 0's, 2 for invalid arguments.

@@ -86,26 +86,6 @@ bool is_zfp_accuracy(const CodecConfig& config) {
 
 }  // namespace
 
-CLI::App* add_walk_command(CLI::App& app, WalkBenchOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "walk",
-      "Step counts of the device decoders' parallel walk over eb, zfp:accuracy blocks and mpc "
-      "groups, against "
-      "the one-thread walk (run on the CPU; counts, not times)");
-  cmd->add_option("--codec", o.codecs,
-                  "eb or mpc spec, repeatable (default: eb:abs=1e-3, "
-                  "eb:abs=1e-6, mpc)");
-  cmd->add_option("--data", o.data, "gaussian | laplace | smooth")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"gaussian", "laplace", "smooth"}));
-  cmd->add_option("--dtype", o.dtype, "f32 | bf16 | f16")->capture_default_str();
-  cmd->add_option("--count", o.count, "number of values")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1} << 32));
-  cmd->add_option("--seed", o.seed, "seed of the synthetic data")->capture_default_str();
-  return cmd;
-}
-
 int run_walk_bench(const WalkBenchOptions& o) {
   const DType dtype = parse_dtype(o.dtype);
   const std::vector<std::string> specs =

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 namespace hycc::bench {
 
 struct WalkBenchOptions {
@@ -19,8 +17,6 @@ struct WalkBenchOptions {
   size_t count = size_t{64} << 20;  // values (256 MiB of float32)
   uint64_t seed = 1;
 };
-
-CLI::App* add_walk_command(CLI::App& app, WalkBenchOptions& options);
 
 // Prints one row per codec; returns 0, or 1 where the parallel walk differs from the reference.
 int run_walk_bench(const WalkBenchOptions& options);
