@@ -41,8 +41,10 @@ inline constexpr DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 // the CUDA emulator (HYCC_CUDA_EMULATION builds, docs/gpu.md), which runs every thread of a
 // kernel on the CPU, about a thousand times slower than a GPU.
 #if defined(HYCC_CUDA_EMULATION)
+inline constexpr bool kEmulatedDevice = true;
 inline constexpr size_t kLargeTensor = (size_t{1} << 16) + 3;
 #else
+inline constexpr bool kEmulatedDevice = false;
 inline constexpr size_t kLargeTensor = (size_t{1} << 18) + 3;
 #endif
 

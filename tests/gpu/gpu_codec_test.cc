@@ -54,10 +54,13 @@ const char* const kSpecs[] = {
 const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 // The CUDA emulator (HYCC_CUDA_EMULATION builds, docs/gpu.md) runs every thread of a kernel on
 // the CPU, about a thousand times slower than a GPU: there the large tensors are 8 times smaller
-// (still hundreds of CUDA blocks per grid).
+// (still hundreds of CUDA blocks per grid) and float32 only (the kernels' grids and walks do not
+// depend on the dtype; every dtype takes them at 4097 values).
 #if defined(HYCC_CUDA_EMULATION)
+constexpr bool kEmulatedDevice = true;
 constexpr size_t kLarge = size_t{1} << 17;
 #else
+constexpr bool kEmulatedDevice = false;
 constexpr size_t kLarge = size_t{1} << 20;
 #endif
 const size_t kCounts[] = {0, 1, 3, 4097, kLarge + 3};
@@ -76,6 +79,9 @@ class DeviceCodec : public ::testing::TestWithParam<Param> {};
 
 TEST_P(DeviceCodec, MatchesTheCpuCodecBitForBit) {
   const auto& [spec, dtype, count, data] = GetParam();
+  if (kEmulatedDevice && count == kLarge + 3 && dtype != DType::kF32) {
+    GTEST_SKIP() << "the large tensors of 16-bit dtypes run on a GPU only";
+  }
   const CodecConfig config = CodecConfig::parse(spec);
   ASSERT_TRUE(device_supports(config));
   const std::vector<float> values = data == Data::kSpecials
