@@ -138,8 +138,9 @@ GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compresso
 
 // The ZeRO gradient reduce-scatter: shard = this rank's chunk (chunk_range(grad.count, size,
 // rank)) of the compressed reduction. ef+CODEC, ef2+CODEC and sign send each chunk to its owner
-// only ((p - 1) / p of the compressed tensor per rank; the owner's sum of the decoded chunks);
-// the others run their allreduce and keep the chunk (docs/gradients.md, "ZeRO reduce-scatter").
+// only ((p - 1) / p of the compressed tensor per rank; the owner's sum of the decoded chunks),
+// none runs the plain reduce-scatter; powersgd and topk run their allreduce and keep the chunk
+// (docs/gradients.md, "ZeRO reduce-scatter").
 // grad and shard must not overlap; same dtype.
 GradStepStats grad_reduce_scatter(const Communicator& comm, GradCompressor& compressor,
                                   const GradTensor& tensor, ConstTensorView grad, TensorView shard,

@@ -43,6 +43,10 @@ void Exchange::allreduce(std::span<float> data, ReduceOp op) {
   timed(seconds_, [&] { do_allreduce(data, op); });
 }
 
+void Exchange::reduce_scatter(std::span<float> data, ReduceOp op) {
+  timed(seconds_, [&] { do_reduce_scatter(data, op); });
+}
+
 CommExchange::CommExchange(const Communicator& comm, int tag) : comm_(comm) {
   options_.codec = CodecConfig();  // none: uncompressed, bit for bit
   options_.tag = tag;
@@ -59,6 +63,12 @@ void CommExchange::do_alltoall(std::span<const uint32_t> send, std::span<uint32_
 void CommExchange::do_allreduce(std::span<float> data, ReduceOp op) {
   const TensorView v{DType::kF32, data.size(), data.data()};
   hycc::allreduce(comm_, v, v, op, options_);
+}
+
+void CommExchange::do_reduce_scatter(std::span<float> data, ReduceOp op) {
+  const ChunkRange mine = chunk_range(data.size(), size(), rank());
+  hycc::reduce_scatter(comm_, {DType::kF32, data.size(), data.data()},
+                       {DType::kF32, mine.count, data.data() + mine.offset}, op, options_);
 }
 
 }  // namespace hycc::grad

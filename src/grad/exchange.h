@@ -26,14 +26,18 @@ class Exchange {
   void alltoall(std::span<const uint32_t> send, std::span<uint32_t> recv);
   // data = op over ranks of data, uncompressed float32, bit-identical on every rank.
   void allreduce(std::span<float> data, ReduceOp op);
+  // This rank's chunk of data (chunk_range(data.size(), size, rank)) = that chunk of op over
+  // ranks of data, uncompressed float32; the rest of data is left unspecified.
+  void reduce_scatter(std::span<float> data, ReduceOp op);
 
-  // Seconds spent in the three calls above since construction.
+  // Seconds spent in the calls above since construction.
   double seconds() const { return seconds_; }
 
  protected:
   virtual void do_allgather(std::span<const uint32_t> mine, std::span<uint32_t> all) = 0;
   virtual void do_alltoall(std::span<const uint32_t> send, std::span<uint32_t> recv) = 0;
   virtual void do_allreduce(std::span<float> data, ReduceOp op) = 0;
+  virtual void do_reduce_scatter(std::span<float> data, ReduceOp op) = 0;
 
  private:
   double seconds_ = 0;
@@ -50,6 +54,7 @@ class CommExchange : public Exchange {
   void do_allgather(std::span<const uint32_t> mine, std::span<uint32_t> all) override;
   void do_alltoall(std::span<const uint32_t> send, std::span<uint32_t> recv) override;
   void do_allreduce(std::span<float> data, ReduceOp op) override;
+  void do_reduce_scatter(std::span<float> data, ReduceOp op) override;
 
  private:
   const Communicator& comm_;

@@ -27,9 +27,12 @@ enum class Kind : uint8_t {
 inline bool wraps_codec(Kind k) {
   return k == Kind::kErrorFeedback || k == Kind::kTwoStageErrorFeedback;
 }
-// The kinds whose reduce-scatter sends each chunk to its owner only (the first of two stages:
-// StepArgs::shard_only); the others run their allreduce and keep the chunk.
-inline bool scatters_to_owners(Kind k) { return wraps_codec(k) || k == Kind::kSign; }
+// The kinds whose reduce-scatter sends each chunk to its owner only (StepArgs::shard_only: the
+// first of two stages, or none's plain reduce-scatter); the others run their allreduce and keep
+// the chunk.
+inline bool scatters_to_owners(Kind k) {
+  return wraps_codec(k) || k == Kind::kSign || k == Kind::kNone;
+}
 
 struct GradSpec {
   Kind kind = Kind::kNone;

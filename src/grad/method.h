@@ -65,11 +65,15 @@ uint64_t step_seed(uint64_t key, uint64_t step, int rank);
 // Words needed for `bytes` bytes.
 inline size_t words_for(size_t bytes) { return (bytes + 3) / 4; }
 
-// Bytes one rank sends in an allgather of `bytes` per rank (to each of the p - 1 others), and in
-// a ring or native allreduce of `bytes` (2 (p - 1) / p of them).
+// Bytes one rank sends in an allgather of `bytes` per rank (to each of the p - 1 others), in a
+// ring or native allreduce of `bytes` (2 (p - 1) / p of them) and in a reduce-scatter of `bytes`
+// ((p - 1) / p).
 inline size_t allgather_wire(size_t bytes, int p) { return bytes * static_cast<size_t>(p - 1); }
 inline size_t allreduce_wire(size_t bytes, int p) {
   return p <= 1 ? 0 : 2 * (static_cast<size_t>(p) - 1) * bytes / static_cast<size_t>(p);
+}
+inline size_t reduce_scatter_wire(size_t bytes, int p) {
+  return p <= 1 ? 0 : (static_cast<size_t>(p) - 1) * bytes / static_cast<size_t>(p);
 }
 
 }  // namespace hycc::grad

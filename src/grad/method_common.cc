@@ -26,14 +26,19 @@ uint64_t step_seed(uint64_t key, uint64_t step, int rank) {
 
 namespace {
 
-// "none": a plain uncompressed allreduce.
+// "none": a plain uncompressed allreduce, or reduce-scatter (shard_only).
 class NoneMethod : public Method {
  public:
   void step(const StepArgs& a, TensorState&, GradStepStats& stats) override {
     if (a.out.data() != a.grad.data()) std::copy(a.grad.begin(), a.grad.end(), a.out.begin());
-    a.ex.allreduce(a.out, a.op);
     stats.payload_bytes = a.out.size() * sizeof(float);
-    stats.wire_bytes = allreduce_wire(stats.payload_bytes, a.ex.size());
+    if (a.shard_only) {
+      a.ex.reduce_scatter(a.out, a.op);
+      stats.wire_bytes = reduce_scatter_wire(stats.payload_bytes, a.ex.size());
+    } else {
+      a.ex.allreduce(a.out, a.op);
+      stats.wire_bytes = allreduce_wire(stats.payload_bytes, a.ex.size());
+    }
     stats.compressed = false;
   }
 };

@@ -57,17 +57,26 @@ void ThreadExchange::do_alltoall(std::span<const uint32_t> send, std::span<uint3
 }
 
 void ThreadExchange::do_allreduce(std::span<float> data, ReduceOp op) {
-  std::vector<float> sum(data.size());
+  reduce_range(data, 0, data.size(), op);
+}
+
+void ThreadExchange::do_reduce_scatter(std::span<float> data, ReduceOp op) {
+  const ChunkRange mine = chunk_range(data.size(), size(), rank_);
+  reduce_range(data, mine.offset, mine.count, op);
+}
+
+void ThreadExchange::reduce_range(std::span<float> data, size_t offset, size_t count, ReduceOp op) {
+  std::vector<float> sum(count);
   share(data.data(), [&](const std::vector<const void*>& slots) {
     for (size_t j = 0; j < slots.size(); ++j) {
-      const auto* src = static_cast<const float*>(slots[j]);
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] = j == 0 ? src[i] : sum[i] + src[i];
+      const float* src = static_cast<const float*>(slots[j]) + offset;
+      for (size_t i = 0; i < count; ++i) sum[i] = j == 0 ? src[i] : sum[i] + src[i];
     }
   });
   if (op == ReduceOp::kAverage) {
     for (float& s : sum) s /= static_cast<float>(size());
   }
-  std::copy(sum.begin(), sum.end(), data.begin());
+  std::copy(sum.begin(), sum.end(), data.begin() + static_cast<std::ptrdiff_t>(offset));
 }
 
 }  // namespace hycc::grad

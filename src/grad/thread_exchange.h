@@ -37,8 +37,11 @@ class ThreadExchange : public Exchange {
   void do_allgather(std::span<const uint32_t> mine, std::span<uint32_t> all) override;
   void do_alltoall(std::span<const uint32_t> send, std::span<uint32_t> recv) override;
   void do_allreduce(std::span<float> data, ReduceOp op) override;
+  void do_reduce_scatter(std::span<float> data, ReduceOp op) override;
 
  private:
+  // data[offset, offset + count) = op over ranks of it, summed in rank order.
+  void reduce_range(std::span<float> data, size_t offset, size_t count, ReduceOp op);
   // Publishes `mine`, waits for every rank, runs read(slots), waits again.
   void share(const void* mine, const std::function<void(const std::vector<const void*>&)>& read);
 

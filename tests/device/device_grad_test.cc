@@ -301,12 +301,11 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
         Buffer shard_want(d, mine.count), shard_got(d, mine.count);
         grad_reduce_scatter(world(), host_rs, tensor, g.view(), shard_want.view(),
                             GradOptions{ReduceOp::kSum, 0});
-        if (none) {
-          const Buffer whole = host_ring(ReduceOp::kSum);
-          std::memcpy(
-              shard_want.data(),
-              static_cast<const std::byte*>(whole.view().data) + mine.offset * dtype_size(d),
-              mine.count * dtype_size(d));
+        if (none) {  // device none is reduce_scatter_device: the host ring's bits
+          CollectiveOptions ring;
+          ring.algorithm = Algorithm::kRing;
+          ring.threshold_bytes = 0;
+          reduce_scatter(world(), g.view(), shard_want.view(), ReduceOp::kSum, ring);
         }
         device_rs.reduce_scatter(world(), tensor, g.view(), shard_got.view(), ReduceOp::kSum,
                                  emulated());

@@ -156,6 +156,15 @@ TEST_P(GradMpi, ReduceScatter) {
     Buffer shard(DType::kF32, mine.count);
     const GradStepStats rs = grad_reduce_scatter(world(), a, kMatrix, g.view(), shard.view());
     const GradStepStats all = grad_allreduce(world(), b, kMatrix, g.view());
+    if (GetParam() == "none") {  // the plain reduce-scatter, MPI's order of sums
+      Buffer plain(DType::kF32, mine.count);
+      reduce_scatter(world(), Buffer::from_floats(DType::kF32, gradient(kMatrix, r, step)).view(),
+                     plain.view(), ReduceOp::kAverage);
+      EXPECT_TRUE(shard.bits_equal(plain)) << what;
+      EXPECT_EQ(rs.wire_bytes, (size_t(p) - 1) * g.view().bytes() / size_t(p)) << what;
+      EXPECT_FALSE(rs.compressed) << what;
+      continue;
+    }
     if (!two_stage_first(GetParam())) {
       EXPECT_TRUE(shard.bits_equal(part_of(g, mine.offset, mine.count))) << what;
       continue;
@@ -200,6 +209,26 @@ TEST(GradMpiModel, SameBitsAsThreads) {
           << spec << " step " << step;
     }
   }
+}
+
+// With "none", grad_reduce_scatter is the plain reduce-scatter: this rank's chunk of the exact
+// sum, (p - 1) / p of the tensor sent per rank, as the ZeRO gradients without compression.
+TEST(GradMpiModel, NoneReduceScatterIsThePlainReduceScatter) {
+  const int p = world().size(), r = world().rank();
+  GradCompressor c("none");
+  const Buffer g = make_input(DType::kF32, 1001, r, true);
+  const ChunkRange mine = chunk_range(1001, p, r);
+  Buffer shard(DType::kF32, mine.count);
+  const GradStepStats st =
+      grad_reduce_scatter(world(), c, {7, {}}, g.view(), shard.view(), {.op = ReduceOp::kSum});
+  const Buffer sum = reference_reduce(gather_all(g), DType::kF32, ReduceOp::kSum);
+  expect_bits_equal(shard, part_of(sum, mine.offset, mine.count), "none reduce_scatter");
+  EXPECT_FALSE(st.compressed);
+  EXPECT_EQ(st.payload_bytes, 4004u);
+  EXPECT_EQ(st.wire_bytes, (size_t(p) - 1) * 4004 / size_t(p));
+  Buffer whole = make_input(DType::kF32, 1001, r, true);
+  const GradStepStats all = grad_allreduce(world(), c, {8, {}}, whole.view());
+  EXPECT_LE(st.wire_bytes * 2, all.wire_bytes + 1) << "half the allreduce's bytes";
 }
 
 // With one compressor "none", the result is the plain allreduce of the inputs.

@@ -100,14 +100,19 @@ dev::Memory to_device(dev::DeviceOps& ops, const std::vector<float>& values) {
   return m;
 }
 
-// "none": a plain uncompressed allreduce (its state only counts the steps, as the host's).
+// "none": a plain uncompressed allreduce, or reduce-scatter (shard_only; out is this rank's
+// chunk); its state only counts the steps, as the host's.
 GradStepStats plain_step(const dev::DeviceStep& step) {
   GradStepStats stats;
   stats.elements = step.grad.count;
   CollectiveStats c;
   DeviceCollectiveOptions o = step.options;
   o.stats = &c;
-  allreduce_device(step.comm, step.grad, step.out, step.op, o);
+  if (step.shard_only) {
+    reduce_scatter_device(step.comm, step.grad, step.out, step.op, o);
+  } else {
+    allreduce_device(step.comm, step.grad, step.out, step.op, o);
+  }
   stats.payload_bytes = step.grad.bytes();
   stats.wire_bytes = c.wire_bytes;
   stats.comm_seconds = c.seconds;

@@ -35,7 +35,8 @@ struct DeviceStep {
   TensorView out;  // grad.count elements; with shard_only this rank's chunk only
   ReduceOp op;
   // A reduce-scatter: only this rank's chunk of the result is wanted (grad/method.h's StepArgs).
-  // ef+, ef2+ and sign take it (stage 1 of the two stages only); the others run whole steps.
+  // ef+, ef2+ and sign take it (stage 1 of the two stages only), none runs a plain
+  // reduce-scatter; the others run whole steps.
   bool shard_only = false;
 };
 
