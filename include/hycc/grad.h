@@ -132,6 +132,11 @@ class GradCompressor {
 
 // The DP gradient allreduce: grad (in place, any dtype) becomes the compressed sum or average of
 // every rank's grad, bit-identical on all ranks; the compressor's state for tensor.key is updated.
+// Every rank passes the same count, dtype, layout (shape or pieces), compressor spec, op and tag
+// (the key may differ): one small MPI_Allreduce before the step checks it, and ranks that differ
+// all throw CommError naming the arguments (a rank with a local error throws InvalidArgument,
+// the others CommError); nothing of the step is sent then. A peer's message that is malformed
+// or sized for another tensor is CorruptStream.
 GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compressor,
                              const GradTensor& tensor, TensorView grad,
                              const GradOptions& options = {});

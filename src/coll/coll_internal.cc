@@ -247,9 +247,7 @@ uint64_t stream_seed(uint64_t seed, int rank, uint64_t phase, uint64_t segment) 
 
 // ---- streams -----------------------------------------------------------------------------------
 
-namespace {
-
-void decode_checked(std::span<const std::byte> stream, TensorView out) {
+void decode_peer_stream(std::span<const std::byte> stream, TensorView out) {
   try {
     decompress(stream, out);
   } catch (const InvalidArgument& e) {  // a well-formed stream of another shape
@@ -257,8 +255,6 @@ void decode_checked(std::span<const std::byte> stream, TensorView out) {
                                " ", dtype_name(out.dtype), " elements: ", e.what()));
   }
 }
-
-}  // namespace
 
 size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& out, uint64_t seed) {
   const CodecClock clock(ctx);
@@ -269,18 +265,18 @@ size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& o
 
 void decode_stream(Context& ctx, std::span<const std::byte> stream, TensorView out) {
   const CodecClock clock(ctx);
-  decode_checked(stream, out);
+  decode_peer_stream(stream, out);
 }
 
 void decode_stream_f32(Context& ctx, std::span<const std::byte> stream, DType dtype, size_t n,
                        float* out) {
   const CodecClock clock(ctx);
   if (dtype == DType::kF32) {
-    decode_checked(stream, {DType::kF32, n, out});
+    decode_peer_stream(stream, {DType::kF32, n, out});
     return;
   }
   std::vector<uint16_t> narrow(n);
-  decode_checked(stream, {dtype, n, narrow.data()});
+  decode_peer_stream(stream, {dtype, n, narrow.data()});
   codec::load_as_float({dtype, n, narrow.data()}, 0, n, out);
 }
 

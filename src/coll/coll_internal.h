@@ -173,6 +173,8 @@ size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& o
 // Decodes a stream received from a peer into `out`. Throws CorruptStream if it is malformed or
 // does not hold exactly out's dtype and count.
 void decode_stream(Context& ctx, std::span<const std::byte> stream, TensorView out);
+// The same without a Context (no codec clock): for the gradient compressors' peers' streams.
+void decode_peer_stream(std::span<const std::byte> stream, TensorView out);
 // Decodes a peer's stream of `n` elements of `dtype` into floats (exact widening).
 void decode_stream_f32(Context& ctx, std::span<const std::byte> stream, DType dtype, size_t n,
                        float* out);

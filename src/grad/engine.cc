@@ -27,34 +27,52 @@ std::unique_ptr<Method> make_method(const GradSpec& spec) {
   throw InvalidArgument(tagged("grad", "unknown compressor kind"));
 }
 
-void check_tensor(const GradTensor& tensor, ConstTensorView grad, const char* what) {
+}  // namespace
+
+std::string Engine::call_error(const char* what, const GradTensor& tensor, ConstTensorView grad,
+                               const TensorView* shard, int rank, int size) const {
   if (!is_valid_dtype(static_cast<uint8_t>(grad.dtype))) {
-    throw InvalidArgument(tagged("grad", what, ": invalid dtype"));
+    return tagged("grad", what, ": invalid dtype");
   }
   if (grad.count > 0 && grad.data == nullptr) {
-    throw InvalidArgument(tagged("grad", what, ": null data for ", grad.count, " elements"));
+    return tagged("grad", what, ": null data for ", grad.count, " elements");
   }
   if (reinterpret_cast<uintptr_t>(grad.data) % dtype_size(grad.dtype) != 0) {
-    throw InvalidArgument(tagged("grad", what, ": data not aligned to its element size"));
+    return tagged("grad", what, ": data not aligned to its element size");
   }
   const std::string layout = layout_error(tensor, grad.count);
-  if (!layout.empty()) throw InvalidArgument(tagged("grad", what, ": ", layout));
+  if (!layout.empty()) return tagged("grad", what, ": ", layout);
+  if (shard != nullptr) {
+    const ChunkRange mine = chunk_range(grad.count, size, rank);
+    if (shard->dtype != grad.dtype || shard->count != mine.count) {
+      return tagged("grad", what, ": shard holds ", shard->count, " ", dtype_name(shard->dtype),
+                    " elements, this rank's chunk is ", mine.count, " ", dtype_name(grad.dtype));
+    }
+    if (shard->count > 0 && shard->data == nullptr) {
+      return tagged("grad", what, ": null shard for ", shard->count, " elements");
+    }
+    if (reinterpret_cast<uintptr_t>(shard->data) % dtype_size(shard->dtype) != 0) {
+      return tagged("grad", what, ": shard not aligned to its element size");
+    }
+  }
+  const auto found = states_.find(tensor.key);
+  if (found != states_.end()) {
+    const TensorState& state = found->second;
+    if (state.size != 0 &&
+        (state.size != size || state.rank != rank || state.count != grad.count)) {
+      return tagged("grad", "the state of key ", tensor.key, " belongs to ", state.count,
+                    " elements on rank ", state.rank, " of ", state.size, ", not ", grad.count,
+                    " elements on rank ", rank, " of ", size, "; reset() it first");
+    }
+  }
+  return {};
 }
-
-}  // namespace
 
 Engine::Engine(std::string_view spec) : spec_(parse_grad_spec(spec)), method_(make_method(spec_)) {}
 
 GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
                            std::span<float> out, ReduceOp op, bool shard_only) {
   TensorState& state = states_[tensor.key];
-  if (state.size != 0 &&
-      (state.size != ex.size() || state.rank != ex.rank() || state.count != grad.size())) {
-    throw InvalidArgument(tagged("grad", "the state of key ", tensor.key, " belongs to ",
-                                 state.count, " elements on rank ", state.rank, " of ", state.size,
-                                 ", not ", grad.size(), " elements on rank ", ex.rank(), " of ",
-                                 ex.size(), "; reset() it first"));
-  }
   GradStepStats stats;
   stats.elements = grad.size();
   const double comm0 = ex.seconds();
@@ -78,7 +96,9 @@ GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<con
 
 GradStepStats Engine::allreduce(Exchange& ex, const GradTensor& tensor, TensorView grad,
                                 ReduceOp op) {
-  check_tensor(tensor, grad, "grad_allreduce");
+  const std::string error =
+      call_error("grad_allreduce", tensor, grad, nullptr, ex.rank(), ex.size());
+  if (!error.empty()) throw InvalidArgument(error);
   if (grad.dtype == DType::kF32) {
     const std::span<float> data(static_cast<float*>(grad.data), grad.count);
     return step(ex, tensor, data, data, op, false);
@@ -92,13 +112,10 @@ GradStepStats Engine::allreduce(Exchange& ex, const GradTensor& tensor, TensorVi
 
 GradStepStats Engine::reduce_scatter(Exchange& ex, const GradTensor& tensor, ConstTensorView grad,
                                      TensorView shard, ReduceOp op) {
-  check_tensor(tensor, grad, "grad_reduce_scatter");
+  const std::string error =
+      call_error("grad_reduce_scatter", tensor, grad, &shard, ex.rank(), ex.size());
+  if (!error.empty()) throw InvalidArgument(error);
   const ChunkRange mine = chunk_range(grad.count, ex.size(), ex.rank());
-  if (shard.dtype != grad.dtype || shard.count != mine.count) {
-    throw InvalidArgument(tagged("grad", "grad_reduce_scatter: shard holds ", shard.count, " ",
-                                 dtype_name(shard.dtype), " elements, this rank's chunk is ",
-                                 mine.count, " ", dtype_name(grad.dtype)));
-  }
   scratch_.resize(grad.count);
   codec::load_as_float(grad, 0, grad.count, scratch_.data());
   const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op, true);

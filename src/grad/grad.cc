@@ -1,10 +1,48 @@
 // The public API of the gradient compressors (hycc/grad.h) over the Engine.
 #include "hycc/grad.h"
 
+#include "coll/coll_internal.h"
+#include "common/checksum.h"
 #include "grad/engine.h"
 #include "grad/exchange.h"
 
 namespace hycc {
+namespace {
+
+// A hash of a tensor's layout: its shape, or the shapes of its pieces.
+int64_t layout_hash(const GradTensor& tensor) {
+  std::vector<uint64_t> words;
+  for (const size_t d : tensor.shape) words.push_back(d);
+  for (const std::vector<size_t>& piece : tensor.pieces) {
+    words.push_back(~uint64_t{0});  // a separator: {2, 3} + {4} differs from {2} + {3, 4}
+    for (const size_t d : piece) words.push_back(d);
+  }
+  return static_cast<int64_t>(checksum64(words.data(), words.size() * sizeof(uint64_t)));
+}
+
+// The arguments of a call, checked on this rank and agreed by every rank (one small
+// MPI_Allreduce, as hycc's collectives do before their own algorithms and the device
+// compressors before every call): a rank with another count, dtype, layout, spec, op or tag
+// makes every rank throw, instead of leaving its peers waiting or with streams sized for another
+// tensor. Not the key: it names this rank's state only (the policy collectives derive it from
+// the buffer's address when the caller gives none).
+void agree_on_call(const Communicator& comm, const grad::Engine& engine, coll::OpKind kind,
+                   const char* what, const GradTensor& tensor, ConstTensorView grad,
+                   const TensorView* shard, const GradOptions& options) {
+  coll::ArgCheck check(kind);
+  const std::string error = engine.call_error(what, tensor, grad, shard, comm.rank(), comm.size());
+  if (!error.empty()) check.fail(error);
+  coll::check_reduce_op(check, options.op);
+  const std::string& spec = engine.spec().canonical;
+  check.field("count", static_cast<int64_t>(grad.count));
+  check.field("dtype", static_cast<int64_t>(grad.dtype));
+  check.field("layout hash", layout_hash(tensor));
+  check.field("spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  check.field("tag", options.tag);
+  check.run(comm, true);
+}
+
+}  // namespace
 
 GradCompressor::GradCompressor(std::string_view spec)
     : engine_(std::make_unique<grad::Engine>(spec)) {}
@@ -34,6 +72,8 @@ std::vector<float> GradCompressor::residual(uint64_t key) const {
 GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compressor,
                              const GradTensor& tensor, TensorView grad,
                              const GradOptions& options) {
+  agree_on_call(comm, *compressor.engine_, coll::OpKind::kAllreduce, "grad_allreduce", tensor, grad,
+                nullptr, options);
   grad::CommExchange ex(comm, options.tag);
   return compressor.engine_->allreduce(ex, tensor, grad, options.op);
 }
@@ -41,6 +81,8 @@ GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compresso
 GradStepStats grad_reduce_scatter(const Communicator& comm, GradCompressor& compressor,
                                   const GradTensor& tensor, ConstTensorView grad, TensorView shard,
                                   const GradOptions& options) {
+  agree_on_call(comm, *compressor.engine_, coll::OpKind::kReduceScatter, "grad_reduce_scatter",
+                tensor, grad, &shard, options);
   grad::CommExchange ex(comm, options.tag);
   return compressor.engine_->reduce_scatter(ex, tensor, grad, shard, options.op);
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "coll/coll_internal.h"
 #include "grad/method.h"
 
 namespace hycc::grad {
@@ -41,7 +42,16 @@ class EfMethod : public Method {
     sizes_.resize(2 * static_cast<size_t>(p));
     a.ex.allgather(my_size, sizes_);
     size_t largest = 0;
-    for (int j = 0; j < p; ++j) largest = std::max(largest, stream_size(j));
+    for (int j = 0; j < p; ++j) {
+      // Every rank compresses the same count with the same codec (grad_allreduce agreed on
+      // them), so no honest stream is longer than this rank's bound.
+      if (stream_size(j) > capacity * 4) {
+        throw CorruptStream(tagged("grad", "ef+: rank ", j, " announced a stream of ",
+                                   stream_size(j), " bytes, but ", n, " elements compress to ",
+                                   capacity * 4, " bytes at most"));
+      }
+      largest = std::max(largest, stream_size(j));
+    }
     const size_t words = words_for(largest);
     std::memset(as_bytes(mine_).data() + bytes, 0, words * 4 - bytes);
     all_.resize(words * static_cast<size_t>(p));
@@ -52,7 +62,7 @@ class EfMethod : public Method {
     for (int j = 0; j < p; ++j) {
       float* target = j == 0 ? a.out.data() : decoded_.data();
       const auto* stream = reinterpret_cast<const std::byte*>(all_.data() + words * size_t(j));
-      decompress({stream, stream_size(j)}, TensorView{DType::kF32, n, target});
+      coll::decode_peer_stream({stream, stream_size(j)}, TensorView{DType::kF32, n, target});
       if (j == me) {
         for (size_t i = 0; i < n; ++i) state.residual[i] = acc[i] - target[i];
       }

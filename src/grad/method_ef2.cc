@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "coll/coll_internal.h"
 #include "grad/method.h"
 
 namespace hycc::grad {
@@ -46,7 +47,7 @@ class Ef2Method : public Method {
                   std::span<float>(state.residual).subspan(c.offset, c.count),
                   j == me ? own_worker_ : decoded_);
     }
-    const size_t block = agreed_block(a.ex, largest);
+    const size_t block = agreed_block(a.ex, largest, n);
     pack(streams, block, send_);
     recv_.resize(block * pz);
     a.ex.alltoall(send_, recv_);
@@ -77,7 +78,7 @@ class Ef2Method : public Method {
     residual_of(server_.view(), sum_, state.aux, own_server_);
 
     // Everyone decodes every server's stream.
-    const size_t server_block = agreed_block(a.ex, server_.used);
+    const size_t server_block = agreed_block(a.ex, server_.used, n);
     pack(std::span<const Stream>(&server_, 1), server_block, mine_block_);
     all_.resize(server_block * pz);
     a.ex.allgather(mine_block_, all_);
@@ -130,15 +131,26 @@ class Ef2Method : public Method {
       throw CorruptStream(tagged("grad", "ef2: a block of ", block.size() * 4,
                                  " bytes cannot hold its stream of ", bytes, " bytes"));
     }
-    decompress({reinterpret_cast<const std::byte*>(block.data() + 1), bytes},
-               TensorView{DType::kF32, out.size(), out.data()});
+    coll::decode_peer_stream({reinterpret_cast<const std::byte*>(block.data() + 1), bytes},
+                             TensorView{DType::kF32, out.size(), out.data()});
   }
 
-  // The largest block of any rank: one word per rank gathered.
-  size_t agreed_block(Exchange& ex, size_t mine) {
+  // The largest block of any rank: one word per rank gathered. Every rank codes chunks of the
+  // same tensor of n elements with the same codec (grad_allreduce agreed on them), so no honest
+  // block is longer than the bound of the largest chunk (chunk 0).
+  size_t agreed_block(Exchange& ex, size_t mine, size_t n) {
     const uint32_t own = static_cast<uint32_t>(mine);
     sizes_.resize(static_cast<size_t>(ex.size()));
     ex.allgather(std::span<const uint32_t>(&own, 1), sizes_);
+    const size_t bound = 1 + words_for(max_compressed_bytes(codec_, DType::kF32,
+                                                            chunk_range(n, ex.size(), 0).count));
+    for (size_t j = 0; j < sizes_.size(); ++j) {
+      if (sizes_[j] > bound) {
+        throw CorruptStream(tagged("grad", "ef2: rank ", j, " announced a block of ", sizes_[j],
+                                   " words, but a chunk of ", n, " elements over ", ex.size(),
+                                   " ranks codes into ", bound, " words at most"));
+      }
+    }
     return *std::max_element(sizes_.begin(), sizes_.end());
   }
 

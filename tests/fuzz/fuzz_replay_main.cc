@@ -7,6 +7,7 @@
 //   fuzz_X_replay [--mutations N] [FILE|DIR...]   seeds, N mutations of each, then the files
 //   fuzz_X_replay --write-seeds DIR               the seeds as files (a corpus for libFuzzer)
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,8 +146,24 @@ int usage(const char* argv0) {
 // this first (when the build has them).
 extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
 
+// An allocation that an input drives past a few GiB fails (std::bad_alloc, which the targets
+// report as a failed property) instead of taking the machine's memory, as libFuzzer's
+// -malloc_limit_mb does in tools/fuzz. Under AddressSanitizer, whose shadow memory needs the
+// address space, the tests set ASAN_OPTIONS=max_allocation_size_mb instead.
+void limit_address_space() {
+#if !defined(__SANITIZE_ADDRESS__)
+  const rlim_t limit = rlim_t{8} << 30;
+  rlimit current{};
+  if (getrlimit(RLIMIT_AS, &current) == 0 && current.rlim_cur > limit) {
+    current.rlim_cur = limit;
+    setrlimit(RLIMIT_AS, &current);
+  }
+#endif
+}
+
 int main(int argc, char** argv) {
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);
+  limit_address_space();
   if (__sanitizer_set_death_callback != nullptr) {
     __sanitizer_set_death_callback(report_failed_input);
   }

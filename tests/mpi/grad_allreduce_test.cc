@@ -231,6 +231,55 @@ TEST(GradMpiModel, NoneReduceScatterIsThePlainReduceScatter) {
   EXPECT_LE(st.wire_bytes * 2, all.wire_bytes + 1) << "half the allreduce's bytes";
 }
 
+// Arguments that differ across ranks make every rank throw CommError naming them, before a byte
+// of the step is sent (before, ef+ on a rank with the smaller tensor wrote a larger peer's
+// stream past its buffer); a local error is InvalidArgument there and CommError elsewhere. The
+// compressors stay usable afterwards.
+TEST(GradMpiModel, ArgumentsThatDifferAcrossRanksAreCommErrorEverywhere) {
+  const int p = world().size(), r = world().rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  struct Case {
+    const char* what;
+    size_t count;
+    const char* spec;
+    GradTensor tensor;
+    ReduceOp op;
+  };
+  const bool odd = r % 2 == 1;
+  const Case cases[] = {
+      {"count", odd ? 1001u : 1000u, "ef+quant:bits=4", {1, {}}, ReduceOp::kSum},
+      {"spec hash", 1000, odd ? "ef+zstd" : "ef+quant:bits=4", {1, {}}, ReduceOp::kSum},
+      {"layout hash",
+       1000,
+       "powersgd:rank=2",
+       {1, odd ? std::vector<size_t>{40, 25} : std::vector<size_t>{25, 40}},
+       ReduceOp::kSum},
+      {"reduce op", 1000, "ef2+quant:bits=4", {1, {}}, odd ? ReduceOp::kSum : ReduceOp::kAverage}};
+  for (const Case& c : cases) {
+    GradCompressor compressor(c.spec);
+    Buffer g = make_input(DType::kF32, c.count, r, true);
+    expect_outcome(Outcome::kComm, std::string("grad_allreduce, ") + c.what, c.what,
+                   [&] { grad_allreduce(world(), compressor, c.tensor, g.view(), {.op = c.op}); });
+    Buffer shard(DType::kF32, chunk_range(c.count, p, r).count);
+    expect_outcome(Outcome::kComm, std::string("grad_reduce_scatter, ") + c.what, c.what, [&] {
+      grad_reduce_scatter(world(), compressor, c.tensor, g.view(), shard.view(), {.op = c.op});
+    });
+  }
+  // A shard of the wrong size on rank 0 only.
+  GradCompressor ef("ef2+quant:bits=4");
+  const Buffer g = make_input(DType::kF32, 1000, r, true);
+  Buffer shard(DType::kF32, chunk_range(1000, p, r).count + (r == 0 ? 1 : 0));
+  expect_outcome(r == 0 ? Outcome::kInvalid : Outcome::kComm, "a wrong shard on rank 0", [&] {
+    grad_reduce_scatter(world(), ef, {1, {}}, g.view(), shard.view());
+  });
+  // Still usable: the same compressor with agreed arguments.
+  Buffer whole = make_input(DType::kF32, 1000, r, true);
+  expect_outcome(Outcome::kOk, "after the errors", [&] {
+    grad_allreduce(world(), ef, {1, {}}, whole.view());
+  });
+  expect_identical_across_ranks(whole, "after the errors");
+}
+
 // With one compressor "none", the result is the plain allreduce of the inputs.
 TEST(GradMpiModel, NoneIsThePlainAllreduce) {
   const int r = world().rank();
