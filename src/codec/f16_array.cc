@@ -3,6 +3,7 @@
 #include "codec/float_convert.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define HYCC_HAVE_F16C_PATH 1
 #else
@@ -21,8 +22,23 @@ void f16_to_f32_array_portable(const uint16_t* in, float* out, size_t n) {
 
 #if HYCC_HAVE_F16C_PATH
 
+namespace {
+
+// CPUID leaf 1 and XGETBV, read directly: clang's __builtin_cpu_supports knows no "f16c".
+bool cpu_has_avx_and_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  const unsigned osxsave = 1u << 27, avx = 1u << 28, f16c = 1u << 29;
+  if ((ecx & (osxsave | avx | f16c)) != (osxsave | avx | f16c)) return false;
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  return (xcr0_low & 6u) == 6u;  // the operating system saves the XMM and YMM registers
+}
+
+}  // namespace
+
 bool f16c_available() {
-  static const bool available = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool available = cpu_has_avx_and_f16c();
   return available;
 }
 
