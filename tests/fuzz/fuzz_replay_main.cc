@@ -150,8 +150,16 @@ extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__
 // report as a failed property) instead of taking the machine's memory, as libFuzzer's
 // -malloc_limit_mb does in tools/fuzz. Under AddressSanitizer, whose shadow memory needs the
 // address space, the tests set ASAN_OPTIONS=max_allocation_size_mb instead.
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+#define HYCC_FUZZ_ASAN 1
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define HYCC_FUZZ_ASAN 1
+#endif
+#endif
+
 void limit_address_space() {
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(HYCC_FUZZ_ASAN)
   const rlim_t limit = rlim_t{8} << 30;
   rlimit current{};
   if (getrlimit(RLIMIT_AS, &current) == 0 && current.rlim_cur > limit) {
