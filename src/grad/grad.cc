@@ -5,20 +5,10 @@
 #include "common/checksum.h"
 #include "grad/engine.h"
 #include "grad/exchange.h"
+#include "grad/low_rank_plan.h"
 
 namespace hycc {
 namespace {
-
-// A hash of a tensor's layout: its shape, or the shapes of its pieces.
-int64_t layout_hash(const GradTensor& tensor) {
-  std::vector<uint64_t> words;
-  for (const size_t d : tensor.shape) words.push_back(d);
-  for (const std::vector<size_t>& piece : tensor.pieces) {
-    words.push_back(~uint64_t{0});  // a separator: {2, 3} + {4} differs from {2} + {3, 4}
-    for (const size_t d : piece) words.push_back(d);
-  }
-  return static_cast<int64_t>(checksum64(words.data(), words.size() * sizeof(uint64_t)));
-}
 
 // The arguments of a call, checked on this rank and agreed by every rank (one small
 // MPI_Allreduce, as hycc's collectives do before their own algorithms and the device
@@ -36,7 +26,7 @@ void agree_on_call(const Communicator& comm, const grad::Engine& engine, coll::O
   const std::string& spec = engine.spec().canonical;
   check.field("count", static_cast<int64_t>(grad.count));
   check.field("dtype", static_cast<int64_t>(grad.dtype));
-  check.field("layout hash", layout_hash(tensor));
+  check.field("layout hash", grad::layout_hash(tensor));
   check.field("spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
   check.field("tag", options.tag);
   check.run(comm, true);

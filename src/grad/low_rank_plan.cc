@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/checksum.h"
 #include "hycc/error.h"
 
 namespace hycc::grad {
@@ -94,6 +95,16 @@ std::string layout_error(const GradTensor& tensor, size_t n) {
 void require_layout(const GradTensor& tensor, size_t n, const char* where) {
   const std::string error = layout_error(tensor, n);
   if (!error.empty()) throw InvalidArgument(tagged(where, error));
+}
+
+int64_t layout_hash(const GradTensor& tensor) {
+  std::vector<uint64_t> words;
+  for (const size_t d : tensor.shape) words.push_back(d);
+  for (const std::vector<size_t>& piece : tensor.pieces) {
+    words.push_back(~uint64_t{0});  // a separator: {2, 3} + {4} differs from {2} + {3, 4}
+    for (const size_t d : piece) words.push_back(d);
+  }
+  return static_cast<int64_t>(checksum64(words.data(), words.size() * sizeof(uint64_t)));
 }
 
 }  // namespace hycc::grad

@@ -43,6 +43,10 @@ LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t
 // Empty if tensor's shape or pieces describe n elements; otherwise what is wrong.
 std::string layout_error(const GradTensor& tensor, size_t n);
 
+// A hash of the tensor's layout (its shape, or the shapes of its pieces), for the cross-rank
+// agreement of the gradient compressors' calls (masked to 62 bits there).
+int64_t layout_hash(const GradTensor& tensor);
+
 // layout_error as an InvalidArgument tagged `where`. The policy collectives check the tensor
 // they would hand a gradient compressor whether or not one runs, so that a bad list of pieces
 // fails alike on one rank, below the threshold and under any rule.

@@ -333,6 +333,31 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
   EXPECT_TRUE(device.residual(8).empty());
 }
 
+// As on the host: ranks that pass other layouts (the same count) or specs all throw CommError
+// naming them; keys may differ (each rank's own name for its state).
+TEST(DeviceGrad, ArgumentsThatDifferAcrossRanksAreCommErrorEverywhere) {
+  const int r = world().rank();
+  if (world().size() == 1) GTEST_SKIP() << "needs two ranks";
+  const bool odd = r % 2 == 1;
+  const Buffer g = gradient(DType::kF32, 1000, 0);
+  Buffer out(DType::kF32, 1000);
+  DeviceGradCompressor powersgd("powersgd:rank=2");
+  const GradTensor shape{1, odd ? std::vector<size_t>{40, 25} : std::vector<size_t>{25, 40}};
+  expect_outcome(Outcome::kComm, "layouts", "layout hash", [&] {
+    powersgd.allreduce(world(), shape, g.view(), out.view(), ReduceOp::kSum, emulated());
+  });
+  DeviceGradCompressor spec(odd ? "ef+zstd" : "ef+quant:bits=4");
+  expect_outcome(Outcome::kComm, "specs", "spec hash", [&] {
+    spec.allreduce(world(), 1, g.view(), out.view(), ReduceOp::kSum, emulated());
+  });
+  DeviceGradCompressor ef("ef+quant:bits=4");
+  expect_outcome(Outcome::kOk, "keys", [&] {
+    ef.allreduce(world(), 1 + static_cast<uint64_t>(r), g.view(), out.view(), ReduceOp::kSum,
+                 emulated());
+  });
+  expect_identical_across_ranks(out, "keys that differ");
+}
+
 TEST(DeviceGrad, BadSpecsAndStaleStatesAreRejected) {
   for (const char* spec : {"nonsense", "ef+nonsense", "topk:ratio=2", "powersgd:rank=0"}) {
     EXPECT_THROW(DeviceGradCompressor{spec}, InvalidArgument) << spec;

@@ -153,6 +153,37 @@ TEST(DevicePolicy, SampledGradientCallsRecordTheHostsError) {
   }
 }
 
+// Without a key, a gradient rule keys its state by the buffer's address, which differs across
+// ranks (here by a rank-dependent offset into the allocation): the ranks' calls still agree, on
+// the host and on the device, and both give the same bits.
+TEST(DevicePolicy, GradientRulesWithoutAKeyAgreeAcrossRanks) {
+  const Communicator dp = world().dup("dp");
+  PolicyEngine host_engine(Policy::preset("hybrid")), device_engine(Policy::preset("hybrid"));
+  const size_t n = 1 << 16;  // above hybrid's threshold
+  const size_t offset = static_cast<size_t>(dp.rank()) * 16;
+  const Buffer g = make_input(DType::kF32, n, dp.rank(), false);
+  Buffer host_memory(DType::kF32, n + offset), device_memory(DType::kF32, n + offset);
+  Buffer got(DType::kF32, n);
+  const TensorView host_view{DType::kF32, n,
+                             static_cast<std::byte*>(host_memory.data()) + offset * sizeof(float)};
+  const TensorView device_view{
+      DType::kF32, n, static_cast<std::byte*>(device_memory.data()) + offset * sizeof(float)};
+  CollectiveOptions h;
+  h.policy = &host_engine;
+  DeviceCollectiveOptions o = emulated_with("none");
+  o.policy = &device_engine;
+  for (int step = 0; step < 2; ++step) {
+    std::memcpy(host_view.data, g.view().data, g.view().bytes());
+    std::memcpy(device_view.data, g.view().data, g.view().bytes());
+    expect_outcome(Outcome::kOk, "host, no key",
+                   [&] { allreduce(dp, host_view, host_view, ReduceOp::kAverage, h); });
+    expect_outcome(Outcome::kOk, "device, no key",
+                   [&] { allreduce_device(dp, device_view, device_view, ReduceOp::kAverage, o); });
+    EXPECT_EQ(std::memcmp(host_view.data, device_view.data, n * sizeof(float)), 0)
+        << "step " << step;
+  }
+}
+
 TEST(DevicePolicy, OtherOperationsAndDimensions) {
   PolicyEngine engine(Policy::parse_toml(kPolicy, "test.toml"));
   const Communicator tp = world().dup("tp");

@@ -213,7 +213,9 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
                       "; reset() it first"));
   }
   dev::add_device_fields(check, grad.count, grad.dtype, plain);
-  check.field("key", static_cast<int64_t>(key));
+  // Not the key: it names this rank's state, and the policy collectives make it from the
+  // buffer's address when the caller gives none (different on every rank).
+  check.field("layout hash", grad::layout_hash(tensor));
   check.field("spec hash", static_cast<int64_t>(checksum64(spec_.data(), spec_.size())));
   dev::settle(check, comm, unavailable);
 
