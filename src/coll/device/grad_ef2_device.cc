@@ -31,10 +31,15 @@ size_t encode_block(DeviceOps& ops, const CodecConfig& codec, ConstTensorView in
 }
 
 // Words of a block that holds the largest payload of any rank (`mine` this rank's largest):
-// the length word and the payload.
-size_t agreed_block(const Communicator& comm, size_t mine) {
+// the length word and the payload. The ranks agreed on count and codec, so no honest payload
+// exceeds `capacity` (the slots' payload bytes, which blocks are copied from).
+size_t agreed_block(const Communicator& comm, size_t mine, size_t capacity) {
   auto largest = static_cast<uint64_t>(mine);
   HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_UINT64_T, MPI_MAX, comm.mpi()));
+  if (largest > capacity) {
+    throw CorruptStream(tagged("grad:device", "ef2: a rank announced a payload of ", largest,
+                               " bytes, but a chunk codes into ", capacity, " bytes at most"));
+  }
   return 1 + grad::words_for(static_cast<size_t>(largest));
 }
 
@@ -91,7 +96,7 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   ops.subtract(acc.f(), decoded.f(), residual, n);
   CommClock timed;
   size_t block = 0;
-  timed([&] { block = agreed_block(s.comm, largest); });
+  timed([&] { block = agreed_block(s.comm, largest, capacity); });
   const DeviceWords send(ops, block * pz), recv(ops, block * pz);
   for (size_t j = 0; j < pz; ++j) {
     ops.copy_device(send.w() + block * j, slots.w() + slot * j, block * 4);
@@ -140,7 +145,7 @@ GradStepStats ef2_device_step(const DeviceStep& s, const CodecConfig& codec, Gra
   ops.decode(codec, own.w() + 1, own_bytes, {DType::kF32, mine.count, next});
   ops.subtract(sum, next, server_residual, mine.count);
   size_t server_block = 0;
-  timed([&] { server_block = agreed_block(s.comm, own_bytes); });
+  timed([&] { server_block = agreed_block(s.comm, own_bytes, capacity); });
   const DeviceWords all(ops, server_block * pz);
   timed([&] {
     allgather_device(s.comm, words_view(own, server_block), words_view(all, server_block * pz),
