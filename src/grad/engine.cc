@@ -27,6 +27,17 @@ std::unique_ptr<Method> make_method(const GradSpec& spec) {
   throw InvalidArgument(tagged("grad", "unknown compressor kind"));
 }
 
+// What is wrong with the buffer `role` ("data", "shard") of a call of `what`, or empty.
+std::string buffer_error(const char* what, const char* role, ConstTensorView v) {
+  if (v.count > 0 && v.data == nullptr) {
+    return tagged("grad", what, ": null ", role, " for ", v.count, " elements");
+  }
+  if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) != 0) {
+    return tagged("grad", what, ": ", role, " not aligned to its element size");
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string Engine::call_error(const char* what, const GradTensor& tensor, ConstTensorView grad,
@@ -34,12 +45,7 @@ std::string Engine::call_error(const char* what, const GradTensor& tensor, Const
   if (!is_valid_dtype(static_cast<uint8_t>(grad.dtype))) {
     return tagged("grad", what, ": invalid dtype");
   }
-  if (grad.count > 0 && grad.data == nullptr) {
-    return tagged("grad", what, ": null data for ", grad.count, " elements");
-  }
-  if (reinterpret_cast<uintptr_t>(grad.data) % dtype_size(grad.dtype) != 0) {
-    return tagged("grad", what, ": data not aligned to its element size");
-  }
+  if (std::string error = buffer_error(what, "data", grad); !error.empty()) return error;
   const std::string layout = layout_error(tensor, grad.count);
   if (!layout.empty()) return tagged("grad", what, ": ", layout);
   if (shard != nullptr) {
@@ -48,12 +54,7 @@ std::string Engine::call_error(const char* what, const GradTensor& tensor, Const
       return tagged("grad", what, ": shard holds ", shard->count, " ", dtype_name(shard->dtype),
                     " elements, this rank's chunk is ", mine.count, " ", dtype_name(grad.dtype));
     }
-    if (shard->count > 0 && shard->data == nullptr) {
-      return tagged("grad", what, ": null shard for ", shard->count, " elements");
-    }
-    if (reinterpret_cast<uintptr_t>(shard->data) % dtype_size(shard->dtype) != 0) {
-      return tagged("grad", what, ": shard not aligned to its element size");
-    }
+    if (std::string error = buffer_error(what, "shard", *shard); !error.empty()) return error;
   }
   const auto found = states_.find(tensor.key);
   if (found != states_.end()) {
