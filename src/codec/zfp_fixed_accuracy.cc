@@ -13,7 +13,7 @@ void FixedAccuracyWriter::write(const float* values, size_t n) {
     x = block;
   }
   WideBlockBits bits;
-  uint32_t left = encode_block_accuracy(x, minexp_, bits);
+  uint32_t left = encode_block_accuracy(x, minexp_, bits, coder_);
   for (uint32_t w = 0; left != 0; ++w) {
     const uint32_t n_bits = left < 64 ? left : 64;
     bits_.append(bits.w[w], n_bits);
@@ -23,9 +23,9 @@ void FixedAccuracyWriter::write(const float* values, size_t n) {
 
 void FixedAccuracyReader::read(float* values, size_t n) {
   WideBlockBits bits;
-  for (uint32_t w = 0; w < 3; ++w) bits.w[w] = load_bits(in_, bytes_, pos_ + 64 * w, 64);
+  load_stream_words<3>(in_, bytes_, pos_, bits.w);
   float block[kBlockValues];
-  pos_ += decode_block_accuracy(bits, minexp_, n == kBlockValues ? values : block);
+  pos_ += decode_block_accuracy(bits, minexp_, n == kBlockValues ? values : block, coder_);
   if (n < kBlockValues) std::memcpy(values, block, n * sizeof(float));
 }
 

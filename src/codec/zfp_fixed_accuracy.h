@@ -10,6 +10,7 @@
 
 #include "codec/block/zfp_block.h"
 #include "codec/zfp_fixed_rate.h"
+#include "codec/zfp_plane_table.h"
 
 namespace hycc::codec::zfp {
 
@@ -27,6 +28,7 @@ class FixedAccuracyWriter {
  private:
   StreamBitWriter bits_;
   int minexp_;
+  const TablePlaneCoder& coder_ = TablePlaneCoder::instance();
 };
 
 // Reads blocks one after the other from a stream of `bytes` bytes. Never reads outside it: bits
@@ -47,6 +49,7 @@ class FixedAccuracyReader {
   uint64_t bytes_;
   int minexp_;
   uint64_t pos_ = 0;
+  const TablePlaneCoder& coder_ = TablePlaneCoder::instance();
 };
 
 }  // namespace hycc::codec::zfp

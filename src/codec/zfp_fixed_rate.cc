@@ -13,7 +13,7 @@ void FixedRateWriter::write(const float* values, size_t n) {
     x = block;
   }
   BlockBits bits;
-  encode_block(x, block_bits_, bits);
+  encode_block(x, block_bits_, bits, coder_);
   bits_.append(bits.lo, block_bits_ < 64 ? block_bits_ : 64);
   if (block_bits_ > 64) bits_.append(bits.hi, block_bits_ - 64);
 }
@@ -40,16 +40,10 @@ size_t StreamBitWriter::finish() {
   return static_cast<size_t>(out_ - begin_);
 }
 
-// load_block, reading whole words where 24 bytes are left.
 BlockBits FixedRateReader::fetch() const {
-  const uint64_t at = pos_ >> 3;
-  if (at + 24 > bytes_) return load_block(in_, bytes_, pos_, block_bits_);
-  uint64_t w[3];
-  std::memcpy(w, in_ + at, 24);  // little-endian hosts only, as the stream layer
-  const auto shift = static_cast<uint32_t>(pos_ & 7);
-  BlockBits b;
-  b.lo = shift == 0 ? w[0] : (w[0] >> shift) | (w[1] << (64 - shift));
-  b.hi = shift == 0 ? w[1] : (w[1] >> shift) | (w[2] << (64 - shift));
+  uint64_t w[2];
+  load_stream_words<2>(in_, bytes_, pos_, w);
+  BlockBits b{w[0], w[1]};
   if (block_bits_ < 64) {
     b.lo &= (uint64_t{1} << block_bits_) - 1;
     b.hi = 0;
@@ -63,11 +57,11 @@ void FixedRateReader::read(float* values, size_t n) {
   const BlockBits bits = fetch();
   pos_ += block_bits_;
   if (n == kBlockValues) {
-    decode_block(bits, block_bits_, values);
+    decode_block(bits, block_bits_, values, coder_);
     return;
   }
   float block[kBlockValues];
-  decode_block(bits, block_bits_, block);
+  decode_block(bits, block_bits_, block, coder_);
   std::memcpy(values, block, n * sizeof(float));
 }
 

@@ -7,8 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "codec/block/zfp_block.h"
+#include "codec/zfp_plane_table.h"
 
 namespace hycc::codec::zfp {
 
@@ -16,6 +18,23 @@ namespace hycc::codec::zfp {
 inline uint64_t fixed_rate_bytes(uint64_t count, uint32_t block_bits) {
   const uint64_t blocks = (count + kBlockValues - 1) / kBlockValues;
   return blocks / 8 * block_bits + (blocks % 8 * block_bits + 7) / 8;
+}
+
+// kCount 64-bit words of a stream of `bytes` bytes from bit `pos` on, bits past its end zero
+// (load_bits, whole words at a time where the stream holds them).
+template <uint32_t kCount>
+inline void load_stream_words(const uint8_t* in, uint64_t bytes, uint64_t pos, uint64_t* words) {
+  const uint64_t at = pos >> 3;
+  if (at + 8 * (kCount + 1) > bytes) {
+    for (uint32_t i = 0; i < kCount; ++i) words[i] = load_bits(in, bytes, pos + 64 * i, 64);
+    return;
+  }
+  uint64_t w[kCount + 1];
+  std::memcpy(w, in + at, sizeof w);  // little-endian hosts only, as the stream layer
+  const auto shift = static_cast<uint32_t>(pos & 7);
+  for (uint32_t i = 0; i < kCount; ++i) {
+    words[i] = shift == 0 ? w[i] : (w[i] >> shift) | (w[i + 1] << (64 - shift));
+  }
 }
 
 // Appends bits to a byte stream, least significant bit first (zfp's order with byte words).
@@ -46,6 +65,7 @@ class FixedRateWriter {
  private:
   StreamBitWriter bits_;
   uint32_t block_bits_;
+  const TablePlaneCoder& coder_ = TablePlaneCoder::instance();
 };
 
 // Reads blocks one after the other from a stream of `bytes` bytes; never reads outside it
@@ -67,6 +87,7 @@ class FixedRateReader {
   uint64_t bytes_;
   uint32_t block_bits_;
   uint64_t pos_ = 0;
+  const TablePlaneCoder& coder_ = TablePlaneCoder::instance();
 };
 
 }  // namespace hycc::codec::zfp

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "codec/block/bit_ops.h"
 #include "codec/float_convert.h"
 #include "common/host_device.h"
 
@@ -64,6 +65,12 @@ class BlockBitReader {
   HYCC_HD explicit BlockBitReader(const BlockBits& bits) : bits_(bits) {}
   // Reads n (<= 32) bits.
   HYCC_HD uint32_t take(uint32_t n) {
+    const uint32_t v = peek(n);
+    pos_ += n;
+    return v;
+  }
+  // The next n (<= 32) bits, without reading them.
+  HYCC_HD uint32_t peek(uint32_t n) const {
     if (n == 0) return 0;
     uint64_t v;
     if (pos_ < 64) {
@@ -72,9 +79,9 @@ class BlockBitReader {
     } else {
       v = pos_ < 128 ? bits_.hi >> (pos_ - 64) : 0;
     }
-    pos_ += n;
     return static_cast<uint32_t>(v & ((uint64_t{1} << n) - 1));
   }
+  HYCC_HD void skip(uint32_t n) { pos_ += n; }
 
  private:
   const BlockBits& bits_;
@@ -164,63 +171,161 @@ HYCC_HD inline void inverse_lift(int32_t* p) {
   p[3] = static_cast<int32_t>(w);
 }
 
-// Encodes the bit planes of u[0..4) with at most `budget` bits, planes 31 down to kmin (zfp's
-// encode_few_ints with maxprec = 32 - kmin).
-template <class Writer>
-HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, Writer& out,
-                                      uint32_t kmin = 0) {
-  uint32_t bits = budget;
-  uint32_t n = 0;  // values found significant so far: their plane bits go verbatim
-  for (uint32_t k = 32; bits != 0 && k-- > kmin;) {
-    uint64_t x = 0;
-    for (uint32_t i = 0; i < kBlockValues; ++i) x += uint64_t{(u[i] >> k) & 1u} << i;
-    const uint32_t m = n < bits ? n : bits;
-    bits -= m;
-    out.put(x, m);
-    x >>= m;
-    for (; bits != 0 && n < kBlockValues; x >>= 1, ++n) {
-      --bits;
-      const bool any = x != 0;
-      out.put(any ? 1u : 0u, 1);
-      if (!any) break;  // the rest of the plane is zero
-      for (; bits != 0 && n < kBlockValues - 1; x >>= 1, ++n) {
-        --bits;
-        const uint32_t bit = static_cast<uint32_t>(x & 1u);
-        out.put(bit, 1);
-        if (bit) break;
-      }
+// Bit k of u[0..4): plane k of the block, value i in bit i.
+HYCC_HD inline uint32_t bit_plane(const uint32_t* u, uint32_t k) {
+  return ((u[0] >> k) & 1u) | ((u[1] >> k) & 1u) << 1 | ((u[2] >> k) & 1u) << 2 |
+         ((u[3] >> k) & 1u) << 3;
+}
+
+// zfp's group tests of one bit plane above its n values already known to be significant, as one
+// code (first bit in bit 0); returns the code's length (0..7) and updates n. x holds the plane's
+// bits of values n..3 (x = plane >> n). For each set bit in turn: a 1 (something is left), then
+// one bit per value up to and including the set one, except that a set bit of the last value is
+// implied; then a 0 (nothing left) unless every value is significant.
+HYCC_HD inline uint32_t group_test_code(uint32_t x, uint32_t& n, uint32_t& code) {
+  code = 0;
+  uint32_t length = 0;
+  while (n < kBlockValues) {
+    if (x == 0) return length + 1;  // a 0: the rest of the plane is zero
+    code |= 1u << length++;
+    const auto zeros = static_cast<uint32_t>(countr_zero64(x));
+    if (n + zeros >= kBlockValues - 1) {  // the last value: its 1 is implied
+      length += kBlockValues - 1 - n;
+      n = kBlockValues;
+      break;
     }
+    length += zeros;
+    code |= 1u << length++;
+    n += zeros + 1;
+    x >>= zeros + 1;
+  }
+  return length;
+}
+
+// The longest code of one plane: verbatim bits and group tests together.
+inline constexpr uint32_t kMaxPlaneCodeBits = 7;
+
+// Decodes the group tests of one plane from `window` (its next bits, as many as the code can
+// take, 7 - n): adds the plane's bits of values n..3 to x, updates n, returns the bits used.
+HYCC_HD inline uint32_t decode_group_tests(uint32_t window, uint32_t& n, uint32_t& x) {
+  uint32_t used = 0;
+  while (n < kBlockValues) {
+    if (((window >> used++) & 1u) == 0) break;            // the rest of the plane is zero
+    const uint32_t explicit_bits = kBlockValues - 1 - n;  // before the implied last one
+    const auto zeros =
+        static_cast<uint32_t>(countr_zero64((window >> used) | (uint64_t{1} << explicit_bits)));
+    used += zeros < explicit_bits ? zeros + 1 : explicit_bits;
+    n += zeros;
+    x |= 1u << n++;
+  }
+  return used;
+}
+
+// The code of one whole bit plane, computed: its first n bits verbatim (n = values known to be
+// significant), then the group tests of the rest. The GPU kernels run it; the CPU codec looks
+// the same codes up in a table built from it (codec/zfp_plane_table.h).
+struct ComputedPlaneCoder {
+  // The planes of one block's u[0..4): planes(k) is bit_plane(u, k).
+  struct Planes {
+    const uint32_t* u;
+    HYCC_HD uint32_t operator()(uint32_t k) const { return bit_plane(u, k); }
+  };
+  HYCC_HD Planes planes(const uint32_t* u) const { return {u}; }
+  // Writes plane's code to *code (first bit in bit 0), updates n, returns the code's length.
+  HYCC_HD uint32_t encode(uint32_t plane, uint32_t& n, uint32_t& code) const {
+    const uint32_t verbatim = n;
+    uint32_t tests;
+    const uint32_t length = verbatim + group_test_code(plane >> verbatim, n, tests);
+    code = (plane & ((1u << verbatim) - 1)) | tests << verbatim;
+    return length;
+  }
+  // Decodes a plane from the next kMaxPlaneCodeBits bits of the stream into *plane, updates n,
+  // returns the bits used.
+  HYCC_HD uint32_t decode(uint32_t window, uint32_t& n, uint32_t& plane) const {
+    const uint32_t verbatim = n;
+    plane = window & ((1u << verbatim) - 1);
+    return verbatim + decode_group_tests(window >> verbatim, n, plane);
+  }
+  // Decodes a plane from the last `bits` (< kMaxPlaneCodeBits) bits of the budget, in window's
+  // low bits, bit by bit as zfp does: a code cut short after a positive group test sets the bit
+  // of the value it stopped at, so it decodes differently from the same code followed by zeros.
+  HYCC_HD uint32_t decode_cut(uint32_t window, uint32_t bits, uint32_t& n, uint32_t& plane) const {
+    const uint32_t verbatim = n < bits ? n : bits;
+    plane = window & ((1u << verbatim) - 1);
+    uint32_t used = verbatim;
+    while (n < kBlockValues && used < bits) {
+      if (((window >> used++) & 1u) == 0) break;  // the rest of the plane is zero
+      while (n < kBlockValues - 1 && used < bits) {
+        if ((window >> used++) & 1u) break;
+        ++n;
+      }
+      plane |= 1u << n++;
+    }
+    return used;
+  }
+};
+
+// How many of the top planes, `zeros` of them all zero, the coders take as a single 0 bit each
+// (the code of an all-zero plane while no value is significant): at most the budget, and no
+// plane below kmin.
+HYCC_HD inline uint32_t leading_zero_planes(uint32_t zeros, uint32_t budget, uint32_t kmin) {
+  const uint32_t planes = 32 - kmin;
+  const uint32_t z = zeros < planes ? zeros : planes;
+  return z < budget ? z : budget;
+}
+
+// Encodes the bit planes of u[0..4) with at most `budget` bits, planes 31 down to kmin (zfp's
+// encode_few_ints with maxprec = 32 - kmin): each plane's code, cut off where the budget ends.
+template <class Writer, class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, Writer& out,
+                                      uint32_t kmin = 0, const PlaneCoder& coder = {}) {
+  const auto planes = coder.planes(u);
+  uint32_t bits = budget;
+  uint32_t n = 0;
+  // The planes above the block's highest set bit are a single 0 each, written at once.
+  const uint32_t zero_planes =
+      leading_zero_planes(32 - bit_width32(u[0] | u[1] | u[2] | u[3]), bits, kmin);
+  out.put(0, zero_planes);
+  bits -= zero_planes;
+  for (uint32_t k = 32 - zero_planes; bits != 0 && k-- > kmin;) {
+    uint32_t code;
+    const uint32_t length = coder.encode(planes(k), n, code);
+    const uint32_t used = length < bits ? length : bits;
+    out.put(code, used);
+    bits -= used;
   }
 }
 
 // Decodes bit planes written by encode_bit_planes with the same budget and kmin (zfp's
 // decode_few_ints).
-template <class Reader>
-HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, uint32_t kmin = 0) {
+template <class Reader, class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, uint32_t kmin = 0,
+                                      const PlaneCoder& coder = {}) {
   for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
   uint32_t bits = budget;
   uint32_t n = 0;
-  for (uint32_t k = 32; bits != 0 && k-- > kmin;) {
-    const uint32_t m = n < bits ? n : bits;
-    bits -= m;
-    uint64_t x = in.take(m);
-    while (n < kBlockValues && bits != 0) {
-      --bits;
-      if (!in.take(1)) break;  // negative group test: the rest of the plane is zero
-      while (n < kBlockValues - 1 && bits != 0) {
-        --bits;
-        if (in.take(1)) break;
-        ++n;
-      }
-      x += uint64_t{1} << n;
-      ++n;
-    }
-    for (uint32_t i = 0; x != 0; ++i, x >>= 1) u[i] += static_cast<uint32_t>(x & 1u) << k;
+  // Leading zero planes: a 0 bit each while no value is significant.
+  const uint32_t zeros = in.peek(32);
+  const uint32_t zero_planes =
+      leading_zero_planes(zeros == 0 ? 32 : countr_zero64(zeros), bits, kmin);
+  in.skip(zero_planes);
+  bits -= zero_planes;
+  for (uint32_t k = 32 - zero_planes; bits != 0 && k-- > kmin;) {
+    const uint32_t window = in.peek(kMaxPlaneCodeBits);
+    uint32_t x;
+    const uint32_t used = bits >= kMaxPlaneCodeBits
+                              ? coder.decode(window, n, x)
+                              : coder.decode_cut(window & ((1u << bits) - 1), bits, n, x);
+    in.skip(used);
+    bits -= used;
+    for (uint32_t i = 0; i < kBlockValues; ++i) u[i] |= ((x >> i) & 1u) << k;
   }
 }
 
 // Encodes 4 finite floats into exactly block_bits (9..128) bits; `out` starts zeroed.
-HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits& out) {
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits& out,
+                                 const PlaneCoder& coder = {}) {
   BlockBitWriter writer(out);
   const int emax = block_exponent(x);
   const auto biased = static_cast<uint32_t>(emax + 127);
@@ -234,11 +339,13 @@ HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits&
   for (uint32_t i = 0; i < kBlockValues; ++i) {
     u[i] = (static_cast<uint32_t>(ints[i]) + kNegabinaryMask) ^ kNegabinaryMask;
   }
-  encode_bit_planes(u, block_bits - kMinBlockBits, writer);
+  encode_bit_planes(u, block_bits - kMinBlockBits, writer, 0, coder);
 }
 
 // Decodes a block of block_bits (9..128) bits into 4 floats.
-HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float* x) {
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float* x,
+                                 const PlaneCoder& coder = {}) {
   BlockBitReader reader(in);
   if (!reader.take(1)) {
     for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
@@ -246,7 +353,7 @@ HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float
   }
   const int emax = static_cast<int>(reader.take(8)) - 127;
   uint32_t u[kBlockValues];
-  decode_bit_planes(reader, block_bits - kMinBlockBits, u);
+  decode_bit_planes(reader, block_bits - kMinBlockBits, u, 0, coder);
   int32_t ints[kBlockValues];
   for (uint32_t i = 0; i < kBlockValues; ++i) {
     ints[i] = static_cast<int32_t>((u[i] ^ kNegabinaryMask) - kNegabinaryMask);
@@ -296,6 +403,12 @@ class WideBitReader {
   HYCC_HD explicit WideBitReader(const WideBlockBits& bits) : bits_(bits) {}
   // Reads n (<= 32) bits.
   HYCC_HD uint32_t take(uint32_t n) {
+    const uint32_t v = peek(n);
+    pos_ += n;
+    return v;
+  }
+  // The next n (<= 32) bits, without reading them.
+  HYCC_HD uint32_t peek(uint32_t n) const {
     if (n == 0) return 0;
     uint64_t v = 0;
     const uint32_t word = pos_ / 64, shift = pos_ % 64;
@@ -303,9 +416,9 @@ class WideBitReader {
       v = bits_.w[word] >> shift;
       if (shift != 0 && shift + n > 64 && word + 1 < 3) v |= bits_.w[word + 1] << (64 - shift);
     }
-    pos_ += n;
     return static_cast<uint32_t>(v & ((uint64_t{1} << n) - 1));
   }
+  HYCC_HD void skip(uint32_t n) { pos_ += n; }
   HYCC_HD uint32_t position() const { return pos_; }
 
  private:
@@ -321,7 +434,9 @@ HYCC_HD inline uint32_t accuracy_precision(int emax, int minexp) {
 
 // Encodes 4 finite floats as zfp's fixed-accuracy mode with tolerance 2^minexp does; `out`
 // starts zeroed. Returns the block's size in bits (1..kMaxAccuracyBlockBits).
-HYCC_HD inline uint32_t encode_block_accuracy(const float* x, int minexp, WideBlockBits& out) {
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline uint32_t encode_block_accuracy(const float* x, int minexp, WideBlockBits& out,
+                                              const PlaneCoder& coder = {}) {
   WideBitWriter writer(out);
   const int emax = block_exponent(x);
   const uint32_t maxprec = accuracy_precision(emax, minexp);
@@ -337,12 +452,14 @@ HYCC_HD inline uint32_t encode_block_accuracy(const float* x, int minexp, WideBl
     u[i] = (static_cast<uint32_t>(ints[i]) + kNegabinaryMask) ^ kNegabinaryMask;
   }
   encode_bit_planes(u, kMaxAccuracyBlockBits - kMinBlockBits, writer,
-                    maxprec < 32 ? 32 - maxprec : 0);
+                    maxprec < 32 ? 32 - maxprec : 0, coder);
   return writer.position();
 }
 
 // Decodes a fixed-accuracy block (tolerance 2^minexp) into 4 floats; returns the bits it took.
-HYCC_HD inline uint32_t decode_block_accuracy(const WideBlockBits& in, int minexp, float* x) {
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline uint32_t decode_block_accuracy(const WideBlockBits& in, int minexp, float* x,
+                                              const PlaneCoder& coder = {}) {
   WideBitReader reader(in);
   if (!reader.take(1)) {
     for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
@@ -352,7 +469,7 @@ HYCC_HD inline uint32_t decode_block_accuracy(const WideBlockBits& in, int minex
   const uint32_t maxprec = accuracy_precision(emax, minexp);
   uint32_t u[kBlockValues];
   decode_bit_planes(reader, kMaxAccuracyBlockBits - kMinBlockBits, u,
-                    maxprec < 32 ? 32 - maxprec : 0);
+                    maxprec < 32 ? 32 - maxprec : 0, coder);
   int32_t ints[kBlockValues];
   for (uint32_t i = 0; i < kBlockValues; ++i) {
     ints[i] = static_cast<int32_t>((u[i] ^ kNegabinaryMask) - kNegabinaryMask);
