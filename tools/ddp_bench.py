@@ -42,12 +42,6 @@ def interface_address(name):
         return None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=12, help="timed steps per run (default 12)")
@@ -102,9 +96,7 @@ def main():
     emulated = "NETEMU_HOSTS" in os.environ and interface_address("eth0") is not None
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0" if emulated else "lo")
     master = (interface_address("eth0") if emulated else "127.0.0.1") if rank == 0 else None
-    os.environ["MASTER_ADDR"] = world.bcast(master, root=0)
-    os.environ["MASTER_PORT"] = str(world.bcast(free_port() if rank == 0 else None, root=0))
-    dist.init_process_group("gloo", rank=rank, world_size=size)
+    hycc.ddp.init_process_group(world, master_addr=master)
 
     dp = world.Dup()
     dp.Set_name("dp")

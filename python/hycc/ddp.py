@@ -8,7 +8,8 @@ bucket through hycc's compressed allreduce (a codec, or a policy engine with err
     model.register_comm_hook(state, hycc.ddp.allreduce_hook)
 
 torch.distributed must be initialized (any backend: DDP still uses it to broadcast the initial
-parameters); the gradients travel over MPI through hycc instead of the process group. CPU
+parameters), e.g. with init_process_group(MPI.COMM_WORLD) below under mpirun; the gradients
+travel over MPI through hycc instead of the process group. CPU
 buckets take the host collectives, CUDA buckets the device collectives on the current stream.
 By default (overlap=True) the allreduces run on a worker thread of the state, one bucket after
 the other in the order DDP hands them over (the same on every rank), while autograd computes the
@@ -17,7 +18,10 @@ default). overlap=False runs each allreduce inside the hook; autograd runs the h
 buckets on its own device thread, so that still needs MPI_THREAD_SERIALIZED or more.
 """
 import concurrent.futures
+import datetime
 import math
+import os
+import socket
 
 import numpy as np
 import torch
@@ -25,6 +29,36 @@ import torch
 from ._collectives import allreduce
 from ._device import allreduce_device
 from ._lib import InvalidArgument
+
+
+def init_process_group(comm, backend="gloo", master_addr=None,
+                       timeout=datetime.timedelta(minutes=30)):
+    """Initializes torch.distributed on the ranks of an mpi4py communicator (its rank and size)
+    without MASTER_PORT: rank 0 opens the rendezvous store on a port the system chooses and sends
+    its address and port to the others over MPI, so no other process can take the port in
+    between (as one can between finding a free port and listening on it). master_addr: rank 0's
+    address as the other ranks reach it (default: $MASTER_ADDR, else rank 0's host name). Returns
+    the store. Collective over comm."""
+    import torch.distributed as dist
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if rank == 0:
+        try:
+            addr = master_addr or os.environ.get("MASTER_ADDR") or socket.getfqdn()
+            # Not waiting for the others here: they learn the port from the broadcast below.
+            store = dist.TCPStore(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
+            comm.bcast((addr, store.port, None), root=0)
+        except Exception as e:
+            comm.bcast((None, None, f"{type(e).__name__}: {e}"), root=0)
+            raise
+    else:
+        addr, port, error = comm.bcast(None, root=0)
+        if error is not None:
+            raise RuntimeError(f"hycc.ddp.init_process_group: rank 0 could not open the "
+                               f"store: {error}")
+        store = dist.TCPStore(addr, port, size, False, timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
+    return store
 
 
 class HookState:

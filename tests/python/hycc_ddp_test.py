@@ -10,7 +10,6 @@ Prints "hycc ddp: OK" on rank 0 when every check passed; exit status 1 otherwise
 Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_ddp_test.py
 """
 import os
-import socket
 import sys
 
 import numpy as np
@@ -28,16 +27,10 @@ rank, size = world.Get_rank(), world.Get_size()
 torch.set_num_threads(1)
 
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-os.environ["MASTER_ADDR"] = "127.0.0.1"
-os.environ["MASTER_PORT"] = str(world.bcast(free_port() if rank == 0 else None, root=0))
-dist.init_process_group("gloo", rank=rank, world_size=size)
+hycc.ddp.init_process_group(world, master_addr="127.0.0.1")
+expect(dist.get_rank() == rank and dist.get_world_size() == size,
+       f"the process group has the communicator's ranks: {dist.get_rank()} of "
+       f"{dist.get_world_size()}")
 
 STEPS = 25
 
