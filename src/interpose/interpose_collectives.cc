@@ -1,7 +1,8 @@
 // Collectives of libhycc_mpi.so: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
 // MPI_Bcast and MPI_Alltoall on contiguous MPI_FLOAT (or Fortran MPI_REAL) data (with MPI_SUM for
 // the reductions) go through hycc with the process's policy; every other call goes to the MPI
-// library untouched.
+// library untouched. Device buffers of CUDA-aware programs are staged through host memory for
+// the calls hycc compresses (device_memory.h).
 #include <mpi.h>
 
 #include <chrono>
@@ -10,13 +11,14 @@
 
 #include "hycc/collectives.h"
 #include "hycc/policy_engine.h"
+#include "interpose/device_memory.h"
 #include "interpose/interpose_state.h"
+#include "policy/policy_calls.h"
 
 namespace hycc::interpose {
 namespace {
 
 TensorView floats(void* data, size_t count) { return {DType::kF32, count, data}; }
-ConstTensorView floats(const void* data, size_t count) { return {DType::kF32, count, data}; }
 
 // The state of comm when the call is for hycc: the library is running, the caller is not hycc
 // itself, and the data is float. The first call on a communicator the library has not seen
@@ -57,9 +59,13 @@ bool left_to_mpi(const CommState& s, Operation op, size_t bytes, int* rc, Native
   return true;
 }
 
-CollectiveOptions policy_options() {
+// key: the program's buffer that keys a gradient compressor's state (the receive buffer of an
+// allreduce, the send buffer of a reduce-scatter), so that a staged device buffer keeps its
+// error-feedback residual from call to call as a host buffer does.
+CollectiveOptions policy_options(const void* key_buffer = nullptr, size_t key_count = 0) {
   CollectiveOptions o;
   o.policy = engine();
+  if (key_buffer != nullptr) o.key = policy::buffer_key(key_buffer, key_count);
   return o;
 }
 
@@ -112,9 +118,12 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
       s, comm, Operation::kAllreduce, n, "MPI_Allreduce",
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
       [&](CommState& st) {
-        const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        hycc::allreduce(st.comm, ip::floats(send, n), ip::floats(recvbuf, n), hycc::ReduceOp::kSum,
-                        ip::policy_options());
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        ip::HostStaging recv(recvbuf, n * sizeof(float), in_place);
+        ip::HostStaging send(in_place ? recv.data() : sendbuf, n * sizeof(float));
+        hycc::allreduce(st.comm, ip::floats(send.data(), n), ip::floats(recv.data(), n),
+                        hycc::ReduceOp::kSum, ip::policy_options(recvbuf, n));
+        recv.store();
       });
 }
 
@@ -132,14 +141,20 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
         if (sendbuf == MPI_IN_PLACE) {
           // The input is all of recvbuf and the result goes to its start: reduce in place into
           // this rank's chunk (where hycc puts it), then move it to the front.
-          float* all = static_cast<float*>(recvbuf);
+          ip::HostStaging whole(recvbuf, n * size * sizeof(float), true);
+          float* all = whole.floats();
           float* mine = all + n * rank;
           hycc::reduce_scatter(st.comm, ip::floats(all, n * size), ip::floats(mine, n),
-                               hycc::ReduceOp::kSum, ip::policy_options());
+                               hycc::ReduceOp::kSum, ip::policy_options(recvbuf, n * size));
           if (rank != 0) std::memmove(all, mine, n * sizeof(float));
+          whole.store();
         } else {
-          hycc::reduce_scatter(st.comm, ip::floats(sendbuf, n * size), ip::floats(recvbuf, n),
-                               hycc::ReduceOp::kSum, ip::policy_options());
+          ip::HostStaging send(sendbuf, n * size * sizeof(float));
+          ip::HostStaging recv(recvbuf, n * sizeof(float), false);
+          hycc::reduce_scatter(st.comm, ip::floats(send.data(), n * size),
+                               ip::floats(recv.data(), n), hycc::ReduceOp::kSum,
+                               ip::policy_options(sendbuf, n * size));
+          recv.store();
         }
       });
 }
@@ -154,11 +169,15 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
       },
       [&](CommState& st) {
-        float* all = static_cast<float*>(recvbuf);
         const size_t size = size_t(st.comm.size());
-        const void* send = sendbuf == MPI_IN_PLACE ? all + n * size_t(st.comm.rank()) : sendbuf;
-        hycc::allgather(st.comm, ip::floats(send, n), ip::floats(recvbuf, n * size),
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        ip::HostStaging recv(recvbuf, n * size * sizeof(float), in_place);
+        float* all = recv.floats();
+        ip::HostStaging send(in_place ? all + n * size_t(st.comm.rank()) : sendbuf,
+                             n * sizeof(float));
+        hycc::allgather(st.comm, ip::floats(send.data(), n), ip::floats(all, n * size),
                         ip::policy_options());
+        recv.store();
       });
 }
 
@@ -168,7 +187,10 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
       s, comm, Operation::kBroadcast, size_t(count), "MPI_Bcast",
       [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
       [&](CommState& st) {
-        hycc::broadcast(st.comm, ip::floats(buffer, size_t(count)), root, ip::policy_options());
+        ip::HostStaging data(buffer, size_t(count) * sizeof(float), st.comm.rank() == root);
+        hycc::broadcast(st.comm, ip::floats(data.data(), size_t(count)), root,
+                        ip::policy_options());
+        data.store();
       });
 }
 
@@ -182,9 +204,12 @@ int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
       },
       [&](CommState& st) {
-        const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        hycc::alltoall(st.comm, ip::floats(send, total), ip::floats(recvbuf, total),
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        ip::HostStaging recv(recvbuf, total * sizeof(float), in_place);
+        ip::HostStaging send(in_place ? recv.data() : sendbuf, total * sizeof(float));
+        hycc::alltoall(st.comm, ip::floats(send.data(), total), ip::floats(recv.data(), total),
                        ip::policy_options());
+        recv.store();
       });
 }
 

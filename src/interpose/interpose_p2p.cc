@@ -4,8 +4,10 @@
 // compression would not shrink it) on the communicator's private point-to-point duplicate, with the
 // application's tag. The receiver learns the codec and the element count from the stream.
 // Nonblocking receives are decoded when the application completes them (MPI_Wait*, MPI_Test*).
+// Device buffers of CUDA-aware programs are staged through host memory (device_memory.h).
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -13,6 +15,7 @@
 
 #include "hycc/codec.h"
 #include "hycc/policy_engine.h"
+#include "interpose/device_memory.h"
 #include "interpose/interpose_requests.h"
 #include "interpose/interpose_state.h"
 
@@ -97,7 +100,8 @@ int blocking_send(SendFunction send, const char* name, const void* buf, int coun
   if (s == nullptr) return send(buf, count, type, dest, tag, comm);
   const Inside guard;
   try {
-    Outgoing m(*s, static_cast<const float*>(buf), count);
+    HostStaging data(buf, size_t(count) * sizeof(float));
+    Outgoing m(*s, data.floats(), count);
     const int rc = send(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
     m.record();
     return rc;
@@ -134,7 +138,10 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
     const int rc =
         PMPI_Recv(m.data(), static_cast<int>(m.size()), MPI_BYTE, source, tag, s->p2p_shadow, &st);
     if (rc != MPI_SUCCESS) return rc;
-    ip::decode(m, size_t(ip::received_bytes(st)), static_cast<float*>(buf), size_t(count), &st);
+    ip::HostStaging out(buf, size_t(count) * sizeof(float), false);
+    const size_t n =
+        ip::decode(m, size_t(ip::received_bytes(st)), out.floats(), size_t(count), &st);
+    out.store(n * sizeof(float));  // a shorter message leaves the rest of the buffer as it was
     if (status != MPI_STATUS_IGNORE) *status = st;
     return MPI_SUCCESS;
   } catch (const std::exception& e) {
@@ -149,7 +156,8 @@ int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
   const Inside guard;
   try {
     ip::Pending p;
-    ip::Outgoing m(*s, static_cast<const float*>(buf), count);
+    ip::HostStaging data(buf, size_t(count) * sizeof(float));
+    ip::Outgoing m(*s, data.floats(), count);
     m.record();
     p.stream = std::move(m.stream);
     const int rc = PMPI_Isend(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, dest,
@@ -171,6 +179,11 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
     p.stream.resize(ip::capacity_bytes(count));
     p.out = static_cast<float*>(buf);
     p.capacity = size_t(count);
+    if (count > 0 && ip::is_device_memory(buf)) {
+      p.device = buf;
+      p.host.resize(size_t(count));
+      p.out = p.host.data();
+    }
     const int rc = PMPI_Irecv(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, source,
                               tag, s->p2p_shadow, request);
     if (rc == MPI_SUCCESS) ip::track(*request, std::move(p));
@@ -204,8 +217,14 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int 
   if (ip::route(comm, type, dest) == nullptr && ip::route(comm, type, source) == nullptr) {
     return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
   }
-  const float* in = static_cast<const float*>(buf);
-  const std::vector<float> copy(in, in + (count > 0 ? count : 0));
+  std::vector<float> copy(size_t(count > 0 ? count : 0));
+  try {
+    const Inside guard;
+    ip::HostStaging data(buf, copy.size() * sizeof(float));
+    std::copy_n(data.floats(), copy.size(), copy.data());
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Sendrecv_replace", e.what());
+  }
   return MPI_Sendrecv(copy.data(), count, type, dest, sendtag, buf, count, type, source, recvtag,
                       comm, status);
 }

@@ -12,6 +12,7 @@
 
 #include "hycc/codec.h"
 #include "hycc/error.h"
+#include "interpose/device_memory.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
@@ -53,7 +54,8 @@ int finish(MPI_Request handle, MPI_Status* status) {
   if (cancelled != 0) return MPI_SUCCESS;
   const Inside guard;
   try {
-    decode(p.stream, received_bytes(*status), p.out, p.capacity, status);
+    const size_t n = decode(p.stream, received_bytes(*status), p.out, p.capacity, status);
+    if (p.device != nullptr) copy_to_device(p.device, p.out, n * sizeof(float));
   } catch (const std::exception& e) {
     return fail(MPI_COMM_WORLD, "completing a receive", e.what());
   }
@@ -96,8 +98,8 @@ size_t received_bytes(const MPI_Status& status) {
   return n < 0 ? 0 : size_t(n);
 }
 
-void decode(const std::vector<std::byte>& stream, size_t bytes, float* out, size_t capacity,
-            MPI_Status* status) {
+size_t decode(const std::vector<std::byte>& stream, size_t bytes, float* out, size_t capacity,
+              MPI_Status* status) {
   const std::span<const std::byte> s(stream.data(), std::min(bytes, stream.size()));
   const StreamInfo info = inspect(s);
   if (info.dtype != DType::kF32 || info.count > capacity) {
@@ -108,6 +110,7 @@ void decode(const std::vector<std::byte>& stream, size_t bytes, float* out, size
   if (status != MPI_STATUS_IGNORE) {
     PMPI_Status_set_elements(status, MPI_FLOAT, static_cast<int>(info.count));
   }
+  return size_t(info.count);
 }
 
 }  // namespace hycc::interpose

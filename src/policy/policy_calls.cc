@@ -120,7 +120,7 @@ bool same_shape(ConstTensorView a, ConstTensorView b) {
 
 GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>> pieces,
                               const void* data, size_t count) {
-  GradTensor t(key != 0 ? key : reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count);
+  GradTensor t(key != 0 ? key : buffer_key(data, count));
   t.pieces.assign(pieces.begin(), pieces.end());
   return t;
 }

@@ -12,6 +12,12 @@
 
 namespace hycc::policy {
 
+// The key a gradient compressor's state has for a buffer when the caller gives none (0): made
+// of its address and element count.
+inline uint64_t buffer_key(const void* data, size_t count) {
+  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
+}
+
 // The tensor a gradient compressor of the policy runs on: `key`, or when 0 one made of the
 // buffer's address and count, and the bucket's pieces (host and device calls alike).
 GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>> pieces,
