@@ -19,6 +19,9 @@ class TablePlaneCoder {
   // The tables of every (n, plane) and (n, window), built once.
   static const TablePlaneCoder& instance();
 
+  // encode_bit_planes joins the codes of 8 planes (at most 56 bits) before it checks the budget.
+  static constexpr uint32_t kPlanesPerPut = 4;
+
 #if defined(__SSE2__)
   // The planes of one block's u[0..4): planes(k) is bit_plane(u, k), as the sign bits of the
   // four values shifted left by 31 - k.
