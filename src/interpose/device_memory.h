@@ -12,7 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace hycc::interpose {
 
@@ -30,7 +30,7 @@ class HostStaging {
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
 
-  void* data() { return staged_ ? static_cast<void*>(copy_.data()) : data_; }
+  void* data() { return staged_ ? static_cast<void*>(copy_.get()) : data_; }
   float* floats() { return static_cast<float*>(data()); }
   void store() { store(bytes_); }
   void store(size_t bytes);  // the first `bytes` only
@@ -39,7 +39,7 @@ class HostStaging {
   void* data_;
   size_t bytes_;
   bool staged_;
-  std::vector<std::byte> copy_;
+  std::unique_ptr<std::byte[]> copy_;  // not zeroed: loaded or overwritten
 };
 
 // Copies between host and device memory (either argument device memory the driver knows).

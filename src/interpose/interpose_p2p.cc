@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <vector>
 
 #include "hycc/codec.h"
@@ -181,8 +182,8 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
     p.capacity = size_t(count);
     if (count > 0 && ip::is_device_memory(buf)) {
       p.device = buf;
-      p.host.resize(size_t(count));
-      p.out = p.host.data();
+      p.host = std::make_unique_for_overwrite<float[]>(size_t(count));
+      p.out = p.host.get();
     }
     const int rc = PMPI_Irecv(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, source,
                               tag, s->p2p_shadow, request);

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace hycc::interpose {
@@ -16,7 +17,7 @@ struct Pending {
   // A receive into device memory: out points into `host`, and the decoded elements are copied
   // to `device` when the receive completes.
   void* device = nullptr;
-  std::vector<float> host;
+  std::unique_ptr<float[]> host;
 };
 
 void track(MPI_Request request, Pending p);
