@@ -19,8 +19,10 @@ class TablePlaneCoder {
   // The tables of every (n, plane) and (n, window), built once.
   static const TablePlaneCoder& instance();
 
-  // encode_bit_planes joins the codes of 8 planes (at most 56 bits) before it checks the budget.
-  static constexpr uint32_t kPlanesPerPut = 4;
+  // encode_bit_planes joins the codes of this many planes (7 bits at most each) before it checks
+  // the budget: 4 for small budgets (a block of zfp:rate=4 needs one or two planes), 8 for
+  // large ones.
+  static uint32_t planes_per_put(uint32_t budget) { return budget < 32 ? 4 : 8; }
 
 #if defined(__SSE2__)
   // The planes of one block's u[0..4): planes(k) is bit_plane(u, k), as the sign bits of the

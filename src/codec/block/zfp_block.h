@@ -226,7 +226,7 @@ HYCC_HD inline uint32_t decode_group_tests(uint32_t window, uint32_t& n, uint32_
 // the same codes up in a table built from it (codec/zfp_plane_table.h).
 struct ComputedPlaneCoder {
   // encode_bit_planes puts each plane's code on its own.
-  static constexpr uint32_t kPlanesPerPut = 1;
+  HYCC_HD uint32_t planes_per_put(uint32_t /*budget*/) const { return 1; }
   // The planes of one block's u[0..4): planes(k) is bit_plane(u, k).
   struct Planes {
     const uint32_t* u;
@@ -289,12 +289,12 @@ HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, Writer
       leading_zero_planes(32 - bit_width32(u[0] | u[1] | u[2] | u[3]), bits, kmin);
   out.put(0, zero_planes);
   bits -= zero_planes;
-  // PlaneCoder::kPlanesPerPut planes at a time, their codes joined and cut to the budget at once:
-  // a fixed number of steps between the data-dependent exits (planes past the budget are coded
-  // for nothing, then cut off).
-  constexpr uint32_t kChunk = PlaneCoder::kPlanesPerPut;
+  // coder.planes_per_put(budget) planes at a time, their codes joined and cut to the budget at
+  // once: a fixed number of steps between the data-dependent exits (planes past the budget are
+  // coded for nothing, then cut off).
+  const uint32_t chunk = coder.planes_per_put(budget);
   for (uint32_t k = 32 - zero_planes; bits != 0 && k > kmin;) {
-    const uint32_t last = k - kmin > kChunk ? k - kChunk : kmin;
+    const uint32_t last = k - kmin > chunk ? k - chunk : kmin;
     uint64_t codes = 0;
     uint32_t length = 0;
     for (uint32_t j = k; j-- > last;) {
