@@ -58,7 +58,8 @@ void compare_with_reference(const StreamInfo& info, std::span<const std::byte> s
   } else if (info.codec == CodecId::kMpc) {
     const int dim = std::stoi(spec_value(info.spec, "dim"));
     slow_ok = accepts([&] { codec::reference::mpc_decode(payload, slow.view(), dim); });
-  } else if (info.codec == CodecId::kZfp && info.dtype == DType::kF32 && fast_ok) {
+  } else if (info.codec == CodecId::kZfp && info.dtype == DType::kF32 && fast_ok &&
+             info.count != 0) {  // libzfp itself crashes on a field of 0 values
     std::vector<float> plain(info.count);
     if (plain_zfp_decode(info.spec, payload, plain)) {
       check(std::memcmp(plain.data(), fast.view().data, plain.size() * sizeof(float)) == 0,
