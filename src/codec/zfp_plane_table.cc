@@ -13,7 +13,7 @@ TablePlaneCoder::TablePlaneCoder() {
     for (uint32_t plane = 0; plane < 16; ++plane) {
       uint32_t n = n0, code = 0;
       const uint32_t length = computed.encode(plane, n, code);
-      encode_[n0][plane] = static_cast<uint16_t>(code | length << 8 | n << 12);
+      encode_[n0][plane] = static_cast<uint16_t>(code | length << 8);
     }
     for (uint32_t window = 0; window < (1u << kMaxPlaneCodeBits); ++window) {
       uint32_t n = n0, plane = 0;

@@ -44,8 +44,8 @@ class TablePlaneCoder {
   uint32_t encode(uint32_t plane, uint32_t& n, uint32_t& code) const {
     const uint16_t e = encode_[n][plane];
     code = e & 0x7fu;
-    // The group tests reach the plane's highest set bit: the same n as the entry's, computed
-    // without waiting for the load, so that the loads of successive planes overlap.
+    // The group tests reach the plane's highest set bit: computed, not looked up, so that the
+    // loads of successive planes do not wait for each other.
     const uint32_t reached = bit_width32(plane);
     n = reached > n ? reached : n;
     return (e >> 8) & 0xfu;
@@ -60,9 +60,6 @@ class TablePlaneCoder {
  private:
   TablePlaneCoder();
 
-  // Per significant count n (0..4): code in bits 0-6, length in 8-11, n after the plane in 12-14
-  // (the table test checks it; encode computes it).
-  uint16_t encode_[kBlockValues + 1][16];
   static uint32_t unpack(uint16_t entry, uint32_t& n, uint32_t& plane) {
     plane = entry & 0xfu;
     n = (entry >> 8) & 7u;
@@ -72,6 +69,9 @@ class TablePlaneCoder {
     return static_cast<uint16_t>(plane | used << 4 | n << 8);
   }
 
+  // Per significant count n (0..4) and plane: code in bits 0-6, length in 8-11 (n after the
+  // plane is computed by encode).
+  uint16_t encode_[kBlockValues + 1][16];
   // Per n and next 7 bits: plane in bits 0-3, bits used in 4-7, n after the plane in 8-10.
   uint16_t decode_[kBlockValues + 1][1u << kMaxPlaneCodeBits];
   // Per n, the same for the last b (0..6) bits of a budget: b's windows from 2^b - 1 on.

@@ -103,9 +103,8 @@ void copy_to_device(void* device, const void* host, size_t bytes) {
                 [&] { return d.memcpy_htod(address(device), host, bytes); });
 }
 
-HostStaging::HostStaging(void* data, size_t bytes, bool load)
-    : data_(data), bytes_(bytes), staged_(bytes != 0 && is_device_memory(data)) {
-  if (!staged_) return;
+HostStaging::HostStaging(void* data, size_t bytes, bool load) : data_(data), bytes_(bytes) {
+  if (bytes == 0 || !is_device_memory(data)) return;
   copy_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
   if (load) copy_from_device(copy_.get(), data, bytes);
 }
@@ -114,7 +113,7 @@ HostStaging::HostStaging(const void* data, size_t bytes)
     : HostStaging(const_cast<void*>(data), bytes, true) {}
 
 void HostStaging::store(size_t bytes) {
-  if (staged_ && bytes != 0) copy_to_device(data_, copy_.get(), bytes < bytes_ ? bytes : bytes_);
+  if (copy_ && bytes != 0) copy_to_device(data_, copy_.get(), bytes < bytes_ ? bytes : bytes_);
 }
 
 }  // namespace hycc::interpose

@@ -30,7 +30,7 @@ class HostStaging {
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
 
-  void* data() { return staged_ ? static_cast<void*>(copy_.get()) : data_; }
+  void* data() { return copy_ ? static_cast<void*>(copy_.get()) : data_; }
   float* floats() { return static_cast<float*>(data()); }
   void store() { store(bytes_); }
   void store(size_t bytes);  // the first `bytes` only
@@ -38,8 +38,7 @@ class HostStaging {
  private:
   void* data_;
   size_t bytes_;
-  bool staged_;
-  std::unique_ptr<std::byte[]> copy_;  // not zeroed: loaded or overwritten
+  std::unique_ptr<std::byte[]> copy_;  // device memory's host copy (not zeroed), else null
 };
 
 // Copies between host and device memory (either argument device memory the driver knows).

@@ -178,13 +178,8 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
   try {
     ip::Pending p;
     p.stream.resize(ip::capacity_bytes(count));
-    p.out = static_cast<float*>(buf);
+    p.out = std::make_unique<ip::HostStaging>(buf, size_t(count) * sizeof(float), false);
     p.capacity = size_t(count);
-    if (count > 0 && ip::is_device_memory(buf)) {
-      p.device = buf;
-      p.host = std::make_unique_for_overwrite<float[]>(size_t(count));
-      p.out = p.host.get();
-    }
     const int rc = PMPI_Irecv(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, source,
                               tag, s->p2p_shadow, request);
     if (rc == MPI_SUCCESS) ip::track(*request, std::move(p));

@@ -12,7 +12,6 @@
 
 #include "hycc/codec.h"
 #include "hycc/error.h"
-#include "interpose/device_memory.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
@@ -54,8 +53,8 @@ int finish(MPI_Request handle, MPI_Status* status) {
   if (cancelled != 0) return MPI_SUCCESS;
   const Inside guard;
   try {
-    const size_t n = decode(p.stream, received_bytes(*status), p.out, p.capacity, status);
-    if (p.device != nullptr) copy_to_device(p.device, p.out, n * sizeof(float));
+    const size_t n = decode(p.stream, received_bytes(*status), p.out->floats(), p.capacity, status);
+    p.out->store(n * sizeof(float));  // a shorter message leaves the rest as it was
   } catch (const std::exception& e) {
     return fail(MPI_COMM_WORLD, "completing a receive", e.what());
   }

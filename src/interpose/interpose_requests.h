@@ -8,16 +8,16 @@
 #include <memory>
 #include <vector>
 
+#include "interpose/device_memory.h"
+
 namespace hycc::interpose {
 
 struct Pending {
   std::vector<std::byte> stream;
-  float* out = nullptr;  // nullptr: a send
-  size_t capacity = 0;   // elements the receive buffer holds
-  // A receive into device memory: out points into `host`, and the decoded elements are copied
-  // to `device` when the receive completes.
-  void* device = nullptr;
-  std::unique_ptr<float[]> host;
+  // A receive's buffer (a host copy when it is device memory, stored back on completion);
+  // nullptr: a send.
+  std::unique_ptr<HostStaging> out;
+  size_t capacity = 0;  // elements the receive buffer holds
 };
 
 void track(MPI_Request request, Pending p);
