@@ -4,6 +4,13 @@
 
 namespace hycc::codec::zfp {
 
+void FixedRateWriter::put(int emax, const uint32_t* u) {
+  BlockBits bits;
+  encode_block_integers(emax, u, block_bits_, bits, coder_);
+  bits_.append(bits.lo, block_bits_ < 64 ? block_bits_ : 64);
+  if (block_bits_ > 64) bits_.append(bits.hi, block_bits_ - 64);
+}
+
 void FixedRateWriter::write(const float* values, size_t n) {
   float block[kBlockValues];
   const float* x = values;
@@ -12,10 +19,19 @@ void FixedRateWriter::write(const float* values, size_t n) {
     pad_partial_block(block, static_cast<uint32_t>(n));
     x = block;
   }
-  BlockBits bits;
-  encode_block(x, block_bits_, bits, coder_);
-  bits_.append(bits.lo, block_bits_ < 64 ? block_bits_ : 64);
-  if (block_bits_ > 64) bits_.append(bits.hi, block_bits_ - 64);
+  uint32_t u[kBlockValues];
+  const int emax = block_integers(x, u);
+  put(emax, u);
+}
+
+void FixedRateWriter::write_blocks(const float* values, size_t blocks) {
+  size_t b = 0;
+  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
+    BlockGroup g;
+    group_integers(values + b * kBlockValues, g);
+    for (uint32_t j = 0; j < kGroupBlocks; ++j) put(g.emax[j], g.u[j]);
+  }
+  for (; b < blocks; ++b) write(values + b * kBlockValues, kBlockValues);
 }
 
 void StreamBitWriter::append(uint64_t bits, uint32_t n) {
@@ -53,16 +69,32 @@ BlockBits FixedRateReader::fetch() const {
   return b;
 }
 
-void FixedRateReader::read(float* values, size_t n) {
+int FixedRateReader::take(uint32_t* u) {
   const BlockBits bits = fetch();
   pos_ += block_bits_;
+  return decode_block_integers(bits, block_bits_, u, coder_);
+}
+
+void FixedRateReader::read(float* values, size_t n) {
+  uint32_t u[kBlockValues];
+  const int emax = take(u);
   if (n == kBlockValues) {
-    decode_block(bits, block_bits_, values, coder_);
+    block_floats(emax, u, values);
     return;
   }
   float block[kBlockValues];
-  decode_block(bits, block_bits_, block, coder_);
+  block_floats(emax, u, block);
   std::memcpy(values, block, n * sizeof(float));
+}
+
+void FixedRateReader::read_blocks(float* values, size_t blocks) {
+  size_t b = 0;
+  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
+    BlockGroup g;
+    for (uint32_t j = 0; j < kGroupBlocks; ++j) g.emax[j] = take(g.u[j]);
+    group_floats(g, values + b * kBlockValues);
+  }
+  for (; b < blocks; ++b) read(values + b * kBlockValues, kBlockValues);
 }
 
 }  // namespace hycc::codec::zfp

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "codec/block/zfp_block.h"
+#include "codec/zfp_block_x4.h"
 #include "codec/zfp_plane_table.h"
 
 namespace hycc::codec::zfp {
@@ -59,10 +60,14 @@ class FixedRateWriter {
 
   // Encodes n (1..4) finite values; fewer than 4 are padded as zfp pads a partial block.
   void write(const float* values, size_t n);
+  // Encodes `blocks` whole blocks of finite values, values[0, 4 blocks).
+  void write_blocks(const float* values, size_t blocks);
   // Flushes the last bits; returns the stream length in bytes.
   size_t finish() { return bits_.finish(); }
 
  private:
+  void put(int emax, const uint32_t* u);
+
   StreamBitWriter bits_;
   uint32_t block_bits_;
   const TablePlaneCoder& coder_ = TablePlaneCoder::instance();
@@ -77,11 +82,15 @@ class FixedRateReader {
 
   // Decodes the next block into n (1..4) values.
   void read(float* values, size_t n);
+  // Decodes the next `blocks` blocks into values[0, 4 blocks).
+  void read_blocks(float* values, size_t blocks);
   // Bytes up to the end of the last block read.
   uint64_t consumed_bytes() const { return (pos_ + 7) / 8; }
 
  private:
   BlockBits fetch() const;
+  // The next block's exponent and integers (decode_block_integers).
+  int take(uint32_t* u);
 
   const uint8_t* in_;
   uint64_t bytes_;

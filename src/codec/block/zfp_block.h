@@ -325,49 +325,40 @@ HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, 
   in.skip(zero_planes);
   bits -= zero_planes;
   for (uint32_t k = 32 - zero_planes; bits != 0 && k-- > kmin;) {
-    const uint32_t window = in.peek(kMaxPlaneCodeBits);
-    uint32_t x;
-    const uint32_t used = bits >= kMaxPlaneCodeBits
-                              ? coder.decode(window, n, x)
-                              : coder.decode_cut(window & ((1u << bits) - 1), bits, n, x);
+    uint32_t x, used;
+    if (n == kBlockValues) {
+      // Every value is significant: the plane is its 4 bits verbatim (cut to the budget), so
+      // where the next plane starts does not wait for a decode.
+      used = bits < kBlockValues ? bits : kBlockValues;
+      x = in.peek(used);
+    } else {
+      const uint32_t window = in.peek(kMaxPlaneCodeBits);
+      used = bits >= kMaxPlaneCodeBits ? coder.decode(window, n, x)
+                                       : coder.decode_cut(window & ((1u << bits) - 1), bits, n, x);
+    }
     in.skip(used);
     bits -= used;
     for (uint32_t i = 0; i < kBlockValues; ++i) u[i] |= ((x >> i) & 1u) << k;
   }
 }
 
-// Encodes 4 finite floats into exactly block_bits (9..128) bits; `out` starts zeroed.
-template <class PlaneCoder = ComputedPlaneCoder>
-HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits& out,
-                                 const PlaneCoder& coder = {}) {
-  BlockBitWriter writer(out);
+// Steps 1 to 3 of encoding: returns the block's exponent emax (block_exponent, -127 for an
+// all-zero block, whose u is then of no use) and writes its values as negabinary integers u[0..4).
+HYCC_HD inline int block_integers(const float* x, uint32_t* u) {
   const int emax = block_exponent(x);
-  const auto biased = static_cast<uint32_t>(emax + 127);
-  if (biased == 0) return;  // a single 0 bit, then zero padding
-  writer.put(2 * biased + 1, kMinBlockBits);
   const float scale = power_of_two(30 - emax);
   int32_t ints[kBlockValues];
   for (uint32_t i = 0; i < kBlockValues; ++i) ints[i] = truncate_like_x86(scale * x[i]);
   forward_lift(ints);
-  uint32_t u[kBlockValues];
   for (uint32_t i = 0; i < kBlockValues; ++i) {
     u[i] = (static_cast<uint32_t>(ints[i]) + kNegabinaryMask) ^ kNegabinaryMask;
   }
-  encode_bit_planes(u, block_bits - kMinBlockBits, writer, 0, coder);
+  return emax;
 }
 
-// Decodes a block of block_bits (9..128) bits into 4 floats.
-template <class PlaneCoder = ComputedPlaneCoder>
-HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float* x,
-                                 const PlaneCoder& coder = {}) {
-  BlockBitReader reader(in);
-  if (!reader.take(1)) {
-    for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
-    return;
-  }
-  const int emax = static_cast<int>(reader.take(8)) - 127;
-  uint32_t u[kBlockValues];
-  decode_bit_planes(reader, block_bits - kMinBlockBits, u, 0, coder);
+// The steps of decoding after the bit planes: the 4 floats of a block of exponent emax whose
+// values are the negabinary integers u[0..4). u = 0 gives +0 for any emax up to 128.
+HYCC_HD inline void block_floats(int emax, const uint32_t* u, float* x) {
   int32_t ints[kBlockValues];
   for (uint32_t i = 0; i < kBlockValues; ++i) {
     ints[i] = static_cast<int32_t>((u[i] ^ kNegabinaryMask) - kNegabinaryMask);
@@ -375,6 +366,51 @@ HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float
   inverse_lift(ints);
   const float scale = power_of_two(emax - 30);
   for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = scale * static_cast<float>(ints[i]);
+}
+
+// Encodes a block given by block_integers into exactly block_bits (9..128) bits; `out` starts
+// zeroed.
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void encode_block_integers(int emax, const uint32_t* u, uint32_t block_bits,
+                                          BlockBits& out, const PlaneCoder& coder = {}) {
+  const auto biased = static_cast<uint32_t>(emax + 127);
+  if (biased == 0) return;  // a single 0 bit, then zero padding
+  BlockBitWriter writer(out);
+  writer.put(2 * biased + 1, kMinBlockBits);
+  encode_bit_planes(u, block_bits - kMinBlockBits, writer, 0, coder);
+}
+
+// Encodes 4 finite floats into exactly block_bits (9..128) bits; `out` starts zeroed.
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void encode_block(const float* x, uint32_t block_bits, BlockBits& out,
+                                 const PlaneCoder& coder = {}) {
+  uint32_t u[kBlockValues];
+  const int emax = block_integers(x, u);
+  encode_block_integers(emax, u, block_bits, out, coder);
+}
+
+// Reads a block of block_bits (9..128) bits as block_floats takes it: returns emax and writes u
+// (u = 0 for a block coded as a single 0 bit).
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline int decode_block_integers(const BlockBits& in, uint32_t block_bits, uint32_t* u,
+                                         const PlaneCoder& coder = {}) {
+  BlockBitReader reader(in);
+  if (!reader.take(1)) {
+    for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
+    return 0;
+  }
+  const int emax = static_cast<int>(reader.take(8)) - 127;
+  decode_bit_planes(reader, block_bits - kMinBlockBits, u, 0, coder);
+  return emax;
+}
+
+// Decodes a block of block_bits (9..128) bits into 4 floats.
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void decode_block(const BlockBits& in, uint32_t block_bits, float* x,
+                                 const PlaneCoder& coder = {}) {
+  uint32_t u[kBlockValues];
+  const int emax = decode_block_integers(in, block_bits, u, coder);
+  block_floats(emax, u, x);
 }
 
 // --- fixed accuracy ---------------------------------------------------------------------------
@@ -446,52 +482,60 @@ HYCC_HD inline uint32_t accuracy_precision(int emax, int minexp) {
   return p <= 0 ? 0u : (p >= 64 ? 64u : static_cast<uint32_t>(p));
 }
 
+// Encodes a block given by block_integers as zfp's fixed-accuracy mode with tolerance 2^minexp
+// does; `out` starts zeroed. Returns the block's size in bits (1..kMaxAccuracyBlockBits).
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline uint32_t encode_block_accuracy_integers(int emax, const uint32_t* u, int minexp,
+                                                       WideBlockBits& out,
+                                                       const PlaneCoder& coder = {}) {
+  const uint32_t maxprec = accuracy_precision(emax, minexp);
+  const uint32_t biased = maxprec != 0 ? static_cast<uint32_t>(emax + 127) : 0u;
+  if (biased == 0) return 1;  // a single 0 bit
+  WideBitWriter writer(out);
+  writer.put(2 * biased + 1, kMinBlockBits);
+  encode_bit_planes(u, kMaxAccuracyBlockBits - kMinBlockBits, writer,
+                    maxprec < 32 ? 32 - maxprec : 0, coder);
+  return writer.position();
+}
+
 // Encodes 4 finite floats as zfp's fixed-accuracy mode with tolerance 2^minexp does; `out`
 // starts zeroed. Returns the block's size in bits (1..kMaxAccuracyBlockBits).
 template <class PlaneCoder = ComputedPlaneCoder>
 HYCC_HD inline uint32_t encode_block_accuracy(const float* x, int minexp, WideBlockBits& out,
                                               const PlaneCoder& coder = {}) {
-  WideBitWriter writer(out);
-  const int emax = block_exponent(x);
-  const uint32_t maxprec = accuracy_precision(emax, minexp);
-  const uint32_t biased = maxprec != 0 ? static_cast<uint32_t>(emax + 127) : 0u;
-  if (biased == 0) return 1;  // a single 0 bit
-  writer.put(2 * biased + 1, kMinBlockBits);
-  const float scale = power_of_two(30 - emax);
-  int32_t ints[kBlockValues];
-  for (uint32_t i = 0; i < kBlockValues; ++i) ints[i] = truncate_like_x86(scale * x[i]);
-  forward_lift(ints);
   uint32_t u[kBlockValues];
-  for (uint32_t i = 0; i < kBlockValues; ++i) {
-    u[i] = (static_cast<uint32_t>(ints[i]) + kNegabinaryMask) ^ kNegabinaryMask;
+  const int emax = block_integers(x, u);
+  return encode_block_accuracy_integers(emax, u, minexp, out, coder);
+}
+
+// Reads a fixed-accuracy block (tolerance 2^minexp) as block_floats takes it: writes emax and u
+// (u = 0 for a block coded as a single 0 bit); returns the bits it took.
+template <class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline uint32_t decode_block_accuracy_integers(const WideBlockBits& in, int minexp,
+                                                       int& emax, uint32_t* u,
+                                                       const PlaneCoder& coder = {}) {
+  WideBitReader reader(in);
+  if (!reader.take(1)) {
+    for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
+    emax = 0;
+    return 1;
   }
-  encode_bit_planes(u, kMaxAccuracyBlockBits - kMinBlockBits, writer,
+  emax = static_cast<int>(reader.take(8)) - 127;
+  const uint32_t maxprec = accuracy_precision(emax, minexp);
+  decode_bit_planes(reader, kMaxAccuracyBlockBits - kMinBlockBits, u,
                     maxprec < 32 ? 32 - maxprec : 0, coder);
-  return writer.position();
+  return reader.position();
 }
 
 // Decodes a fixed-accuracy block (tolerance 2^minexp) into 4 floats; returns the bits it took.
 template <class PlaneCoder = ComputedPlaneCoder>
 HYCC_HD inline uint32_t decode_block_accuracy(const WideBlockBits& in, int minexp, float* x,
                                               const PlaneCoder& coder = {}) {
-  WideBitReader reader(in);
-  if (!reader.take(1)) {
-    for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = 0.0f;
-    return 1;
-  }
-  const int emax = static_cast<int>(reader.take(8)) - 127;
-  const uint32_t maxprec = accuracy_precision(emax, minexp);
+  int emax;
   uint32_t u[kBlockValues];
-  decode_bit_planes(reader, kMaxAccuracyBlockBits - kMinBlockBits, u,
-                    maxprec < 32 ? 32 - maxprec : 0, coder);
-  int32_t ints[kBlockValues];
-  for (uint32_t i = 0; i < kBlockValues; ++i) {
-    ints[i] = static_cast<int32_t>((u[i] ^ kNegabinaryMask) - kNegabinaryMask);
-  }
-  inverse_lift(ints);
-  const float scale = power_of_two(emax - 30);
-  for (uint32_t i = 0; i < kBlockValues; ++i) x[i] = scale * static_cast<float>(ints[i]);
-  return reader.position();
+  const uint32_t bits = decode_block_accuracy_integers(in, minexp, emax, u, coder);
+  block_floats(emax, u, x);
+  return bits;
 }
 
 // Pads a partial block of n (1..3) values as zfp does: x[1] = x[0], x[2] = x[1], x[3] = x[0].
