@@ -110,7 +110,8 @@ void expect_decoding_matches_the_reference(const PlaneCoder& coder) {
     stream.w[1] = rng();
     stream.w[2] = rng();
     for (uint32_t kmin : {0u, 24u, 30u}) {
-      for (uint32_t budget : {0u, 1u, 4u, 6u, 7u, 8u, 9u, 13u, 16u, 23u, 119u, 131u}) {
+      for (uint32_t budget :
+           {0u, 1u, 4u, 6u, 7u, 8u, 9u, 13u, 16u, 23u, 31u, 32u, 55u, 119u, 131u}) {
         zfp::WideBitReader ours_in(stream), theirs_in(stream);
         uint32_t ours[4], theirs[4];
         zfp::decode_bit_planes(ours_in, budget, ours, kmin, coder);

@@ -310,11 +310,12 @@ HYCC_HD inline void encode_bit_planes(const uint32_t* u, uint32_t budget, Writer
   }
 }
 
-// Decodes bit planes written by encode_bit_planes with the same budget and kmin (zfp's
-// decode_few_ints).
-template <class Reader, class PlaneCoder = ComputedPlaneCoder>
-HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, uint32_t kmin = 0,
-                                      const PlaneCoder& coder = {}) {
+// decode_bit_planes with the planes of a block whose values are all significant read in a loop
+// of their own (kVerbatimTail: each such plane is its 4 bits verbatim, the last one cut to the
+// budget, so where the next plane starts does not wait for a decode) or through the coder.
+template <bool kVerbatimTail, class Reader, class PlaneCoder>
+HYCC_HD inline void decode_planes(Reader& in, uint32_t budget, uint32_t* u, uint32_t kmin,
+                                  const PlaneCoder& coder) {
   for (uint32_t i = 0; i < kBlockValues; ++i) u[i] = 0;
   uint32_t bits = budget;
   uint32_t n = 0;
@@ -324,21 +325,38 @@ HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, 
       leading_zero_planes(zeros == 0 ? 32 : countr_zero64(zeros), bits, kmin);
   in.skip(zero_planes);
   bits -= zero_planes;
-  for (uint32_t k = 32 - zero_planes; bits != 0 && k-- > kmin;) {
-    uint32_t x, used;
-    if (n == kBlockValues) {
-      // Every value is significant: the plane is its 4 bits verbatim (cut to the budget), so
-      // where the next plane starts does not wait for a decode.
-      used = bits < kBlockValues ? bits : kBlockValues;
-      x = in.peek(used);
-    } else {
-      const uint32_t window = in.peek(kMaxPlaneCodeBits);
-      used = bits >= kMaxPlaneCodeBits ? coder.decode(window, n, x)
-                                       : coder.decode_cut(window & ((1u << bits) - 1), bits, n, x);
-    }
+  uint32_t k = 32 - zero_planes;
+  for (; bits != 0 && (!kVerbatimTail || n < kBlockValues) && k > kmin;) {
+    --k;
+    const uint32_t window = in.peek(kMaxPlaneCodeBits);
+    uint32_t x;
+    const uint32_t used = bits >= kMaxPlaneCodeBits
+                              ? coder.decode(window, n, x)
+                              : coder.decode_cut(window & ((1u << bits) - 1), bits, n, x);
     in.skip(used);
     bits -= used;
     for (uint32_t i = 0; i < kBlockValues; ++i) u[i] |= ((x >> i) & 1u) << k;
+  }
+  for (; kVerbatimTail && bits != 0 && k > kmin;) {
+    --k;
+    const uint32_t used = bits < kBlockValues ? bits : kBlockValues;
+    const uint32_t x = in.take(used);
+    bits -= used;
+    for (uint32_t i = 0; i < kBlockValues; ++i) u[i] |= ((x >> i) & 1u) << k;
+  }
+}
+
+// Decodes bit planes written by encode_bit_planes with the same budget and kmin (zfp's
+// decode_few_ints). Budgets of 32 bits and more read the planes of all-significant blocks in a
+// loop of their own; below, a block has a plane or two left then, too few to pay for a second
+// loop's exit (zfp:rate=8 has 23 bits, rate=16 55).
+template <class Reader, class PlaneCoder = ComputedPlaneCoder>
+HYCC_HD inline void decode_bit_planes(Reader& in, uint32_t budget, uint32_t* u, uint32_t kmin = 0,
+                                      const PlaneCoder& coder = {}) {
+  if (budget >= 32) {
+    decode_planes<true>(in, budget, u, kmin, coder);
+  } else {
+    decode_planes<false>(in, budget, u, kmin, coder);
   }
 }
 
