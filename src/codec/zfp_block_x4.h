@@ -3,10 +3,13 @@
 // registers (value i of every block in register i), in the same integer and float arithmetic,
 // so the results are the same bits (cvttps2dq is truncate_like_x86, cvtdq2ps the int-to-float
 // conversion). The bit planes stay one block at a time. Without SSE2 the scalar functions run.
-// tests/unit/zfp_block_x4_test.cc compares both.
+// tests/unit/zfp_block_x4_test.cc compares both. put_blocks / take_blocks run a stream's whole
+// blocks through them for the fixed-rate and fixed-accuracy writers and readers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -158,6 +161,57 @@ inline void group_floats(const BlockGroup& g, float* x) {
 #else
   for (uint32_t j = 0; j < kGroupBlocks; ++j) block_floats(g.emax[j], g.u[j], x + 4 * j);
 #endif
+}
+
+// block_integers of n (1..4) values, padded as zfp pads a partial block, handed to
+// put(emax, u).
+template <class Put>
+void put_block(const float* values, size_t n, Put&& put) {
+  float block[kBlockValues];
+  const float* x = values;
+  if (n < kBlockValues) {
+    std::memcpy(block, values, n * sizeof(float));
+    pad_partial_block(block, static_cast<uint32_t>(n));
+    x = block;
+  }
+  uint32_t u[kBlockValues];
+  const int emax = block_integers(x, u);
+  put(emax, u);
+}
+
+// The `blocks` whole blocks of values[0, 4 blocks), four at a time, handed to put(emax, u) in
+// order.
+template <class Put>
+void put_blocks(const float* values, size_t blocks, Put&& put) {
+  size_t b = 0;
+  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
+    BlockGroup g;
+    group_integers(values + b * kBlockValues, g);
+    for (uint32_t j = 0; j < kGroupBlocks; ++j) put(g.emax[j], g.u[j]);
+  }
+  for (; b < blocks; ++b) put_block(values + b * kBlockValues, kBlockValues, put);
+}
+
+// n (1..4) values of the block that take(u) reads (returning its emax).
+template <class Take>
+void take_block(float* values, size_t n, Take&& take) {
+  uint32_t u[kBlockValues];
+  const int emax = take(u);
+  float block[kBlockValues];
+  block_floats(emax, u, n == kBlockValues ? values : block);
+  if (n < kBlockValues) std::memcpy(values, block, n * sizeof(float));
+}
+
+// The next `blocks` blocks that take(u) reads into values[0, 4 blocks), four at a time.
+template <class Take>
+void take_blocks(float* values, size_t blocks, Take&& take) {
+  size_t b = 0;
+  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
+    BlockGroup g;
+    for (uint32_t j = 0; j < kGroupBlocks; ++j) g.emax[j] = take(g.u[j]);
+    group_floats(g, values + b * kBlockValues);
+  }
+  for (; b < blocks; ++b) take_block(values + b * kBlockValues, kBlockValues, take);
 }
 
 }  // namespace hycc::codec::zfp

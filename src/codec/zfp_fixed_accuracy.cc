@@ -1,7 +1,5 @@
 #include "codec/zfp_fixed_accuracy.h"
 
-#include <cstring>
-
 namespace hycc::codec::zfp {
 
 void FixedAccuracyWriter::put(int emax, const uint32_t* u) {
@@ -15,26 +13,11 @@ void FixedAccuracyWriter::put(int emax, const uint32_t* u) {
 }
 
 void FixedAccuracyWriter::write(const float* values, size_t n) {
-  float block[kBlockValues];
-  const float* x = values;
-  if (n < kBlockValues) {
-    std::memcpy(block, values, n * sizeof(float));
-    pad_partial_block(block, static_cast<uint32_t>(n));
-    x = block;
-  }
-  uint32_t u[kBlockValues];
-  const int emax = block_integers(x, u);
-  put(emax, u);
+  put_block(values, n, [this](int emax, const uint32_t* u) { put(emax, u); });
 }
 
 void FixedAccuracyWriter::write_blocks(const float* values, size_t blocks) {
-  size_t b = 0;
-  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
-    BlockGroup g;
-    group_integers(values + b * kBlockValues, g);
-    for (uint32_t j = 0; j < kGroupBlocks; ++j) put(g.emax[j], g.u[j]);
-  }
-  for (; b < blocks; ++b) write(values + b * kBlockValues, kBlockValues);
+  put_blocks(values, blocks, [this](int emax, const uint32_t* u) { put(emax, u); });
 }
 
 int FixedAccuracyReader::take(uint32_t* u) {
@@ -46,21 +29,11 @@ int FixedAccuracyReader::take(uint32_t* u) {
 }
 
 void FixedAccuracyReader::read(float* values, size_t n) {
-  uint32_t u[kBlockValues];
-  const int emax = take(u);
-  float block[kBlockValues];
-  block_floats(emax, u, n == kBlockValues ? values : block);
-  if (n < kBlockValues) std::memcpy(values, block, n * sizeof(float));
+  take_block(values, n, [this](uint32_t* u) { return take(u); });
 }
 
 void FixedAccuracyReader::read_blocks(float* values, size_t blocks) {
-  size_t b = 0;
-  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
-    BlockGroup g;
-    for (uint32_t j = 0; j < kGroupBlocks; ++j) g.emax[j] = take(g.u[j]);
-    group_floats(g, values + b * kBlockValues);
-  }
-  for (; b < blocks; ++b) read(values + b * kBlockValues, kBlockValues);
+  take_blocks(values, blocks, [this](uint32_t* u) { return take(u); });
 }
 
 }  // namespace hycc::codec::zfp
