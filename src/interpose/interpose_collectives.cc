@@ -12,52 +12,12 @@
 #include "hycc/collectives.h"
 #include "hycc/policy_engine.h"
 #include "interpose/device_memory.h"
+#include "interpose/interpose_routing.h"
 #include "interpose/interpose_state.h"
 #include "policy/policy_calls.h"
 
 namespace hycc::interpose {
 namespace {
-
-TensorView floats(void* data, size_t count) { return {DType::kF32, count, data}; }
-
-// The state of comm when the call is for hycc: the library is running, the caller is not hycc
-// itself, and the data is float. The first call on a communicator the library has not seen
-// makes its duplicates (collective, as the call itself is); if that fails, MPI does the call.
-CommState* route(MPI_Comm comm, MPI_Datatype a, MPI_Datatype b = MPI_FLOAT) {
-  if (inside() || engine() == nullptr || !is_float32(a) || !is_float32(b)) return nullptr;
-  try {
-    return state_of(comm);
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-}
-
-// True when the call may compress: its rule compresses, or is adaptive (it measures and
-// chooses inside the compressed path, whose MPI calls the guard sends to MPI itself; if it
-// chooses none, that path runs MPI's own call).
-bool compresses(const CommState& s, const Policy& policy, const PolicyDecision& d, size_t bytes) {
-  const bool lossy = d.gradient || d.options.codec.id() != CodecId::kNone ||
-                     (d.rule >= 0 && policy.rules()[size_t(d.rule)].adaptive());
-  return lossy && s.comm.size() > 1 && bytes > 0 && bytes >= d.threshold_bytes;
-}
-
-// The policy's decision for a call; when it leaves the call uncompressed, runs the application's
-// own MPI call (so its results are exactly MPI's), records it and sets *rc.
-template <typename Native>
-bool left_to_mpi(const CommState& s, Operation op, size_t bytes, int* rc, Native&& native) {
-  PolicyEngine& e = *engine();
-  const PolicyDecision d = e.decide(s.comm, op, bytes);
-  if (compresses(s, e.policy(), d, bytes)) return false;
-  e.log_decision(s.comm, op, bytes, d);
-  const auto start = std::chrono::steady_clock::now();
-  *rc = native();
-  CollectiveStats st;
-  st.algorithm = Algorithm::kNative;
-  st.message_bytes = st.raw_bytes = st.wire_bytes = bytes;
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  e.record(s.comm, op, d, st);
-  return true;
-}
 
 // key: the program's buffer that keys a gradient compressor's state (the receive buffer of an
 // allreduce, the send buffer of a reduce-scatter), so that a staged device buffer keeps its
@@ -85,20 +45,6 @@ int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const cha
     return fail(comm, name, e.what());
   }
   return MPI_SUCCESS;
-}
-
-// Allgather and alltoall: float blocks of equal count on both sides (or MPI_IN_PLACE).
-CommState* route_blocks(MPI_Comm comm, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                        int recvcount, MPI_Datatype recvtype) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  if (recvcount < 0 || (!in_place && sendcount != recvcount)) return nullptr;
-  return route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
-}
-
-size_t comm_size(MPI_Comm comm) {
-  int size = 1;
-  PMPI_Comm_size(comm, &size);
-  return size_t(size);
 }
 
 }  // namespace

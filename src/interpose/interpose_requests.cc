@@ -2,7 +2,8 @@
 // MPI_Waitsome, the MPI_Test family and MPI_Request_free. Each remembers the handles it was given
 // (MPI sets completed ones to MPI_REQUEST_NULL), lets MPI complete them, then finishes ours:
 // a send's stream is freed, a receive's stream is decoded into the application's buffer and the
-// status gets the element count. With no request of ours outstanding, each is one MPI call.
+// status gets the element count, a collective's slots are decoded into its buffers. With no
+// request of ours outstanding, each is one MPI call.
 #include "interpose/interpose_requests.h"
 
 #include <atomic>
@@ -46,6 +47,15 @@ int finish(MPI_Request handle, MPI_Status* status) {
     p = std::move(it->second);
     g_pending.erase(it);
     g_count.fetch_sub(1, std::memory_order_release);
+  }
+  if (p.complete) {
+    const Inside guard;
+    try {
+      p.complete();
+    } catch (const std::exception& e) {
+      return fail(p.comm, p.call, e.what());
+    }
+    return MPI_SUCCESS;
   }
   if (p.out == nullptr) return MPI_SUCCESS;
   int cancelled = 0;

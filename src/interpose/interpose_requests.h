@@ -1,10 +1,12 @@
-// Nonblocking point-to-point requests of libhycc_mpi.so: the streams they own and, for receives,
-// where the decoded floats go. The MPI_Wait* / MPI_Test* wrappers finish them.
+// Nonblocking requests of libhycc_mpi.so: point to point (the streams they own and, for
+// receives, where the decoded floats go) and collectives (what decodes their slots). The
+// MPI_Wait* / MPI_Test* wrappers finish them.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +20,11 @@ struct Pending {
   // nullptr: a send.
   std::unique_ptr<HostStaging> out;
   size_t capacity = 0;  // elements the receive buffer holds
+  // A nonblocking collective (interpose_nonblocking.cc): decodes into the program's buffers
+  // once MPI has completed the request; a failure is reported as `call` on `comm`.
+  std::function<void()> complete;
+  const char* call = nullptr;
+  MPI_Comm comm = MPI_COMM_WORLD;
 };
 
 void track(MPI_Request request, Pending p);

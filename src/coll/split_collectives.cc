@@ -1,0 +1,186 @@
+#include "coll/split_collectives.h"
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+
+#include "coll/coll_internal.h"
+#include "hycc/error.h"
+
+namespace hycc::coll {
+
+// Builds SplitCollectives: the slots, the compression clock and the statistics.
+struct SplitBuilder {
+  std::unique_ptr<SplitCollective> c{new SplitCollective};
+  CodecConfig codec;
+  int rank = 0, size = 1;
+
+  SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count, size_t sent_slots,
+               size_t received_slots)
+      : codec(config) {
+    HYCC_CHECK_MPI(MPI_Comm_rank(comm, &rank));
+    HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
+    c->slot_ = slot_bytes(config, count);
+    c->sent_.resize(sent_slots * c->slot_);
+    c->received_.resize(received_slots * c->slot_);
+    c->stats_.compressed = true;
+    c->stats_.message_bytes = count * sizeof(float);
+  }
+
+  // Compresses in[0, count) into the slot at `at` (the stream's length, then the stream);
+  // `slot` numbers the streams of this rank (their stochastic rounding seeds).
+  void compress_into(std::byte* at, size_t slot, const float* in, size_t count) {
+    const auto start = std::chrono::steady_clock::now();
+    const CompressOptions options{stream_seed(0, rank, 0, slot)};
+    const uint64_t bytes =
+        compress(codec, ConstTensorView{DType::kF32, count, in},
+                 std::span<std::byte>(at + sizeof(uint64_t), c->slot_ - sizeof(uint64_t)), options);
+    std::memcpy(at, &bytes, sizeof bytes);
+    c->stats_.raw_bytes += count * sizeof(float);
+    c->stats_.wire_bytes += c->slot_;
+    c->stats_.streams += 1;
+    c->stats_.codec_seconds += seconds_since(start);
+  }
+
+  static double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  static int mpi_bytes(size_t n) { return static_cast<int>(n); }  // split_pays bounds them
+};
+
+namespace {
+
+// Decodes the stream in `slot` (slot_bytes long) into out[0, count).
+void decode_slot(const std::byte* slot, size_t slot_size, float* out, size_t count) {
+  uint64_t bytes = 0;
+  std::memcpy(&bytes, slot, sizeof bytes);
+  if (bytes > slot_size - sizeof bytes) {
+    throw CorruptStream(
+        tagged("coll", "a slot of ", slot_size, " bytes says its stream has ", bytes, " bytes"));
+  }
+  const std::span<const std::byte> stream(slot + sizeof bytes, bytes);
+  const StreamInfo info = inspect(stream);
+  if (info.dtype != DType::kF32 || info.count != count || info.stream_bytes() != bytes) {
+    throw CorruptStream(tagged("coll", "a slot holds ", info.count, " elements of ",
+                               dtype_name(info.dtype), " in ", info.stream_bytes(), " of ", bytes,
+                               " bytes, expected ", count, " float32"));
+  }
+  decompress(stream, TensorView{DType::kF32, count, out});
+}
+
+}  // namespace
+
+void SplitCollective::finish() {
+  const auto start = std::chrono::steady_clock::now();
+  decode_(*this);
+  const double s = SplitBuilder::seconds_since(start);
+  stats_.codec_seconds += s;
+  stats_.seconds = stats_.codec_seconds;
+}
+
+size_t slot_bytes(const CodecConfig& codec, size_t count) {
+  return sizeof(uint64_t) + max_compressed_bytes(codec, DType::kF32, count);
+}
+
+bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size) {
+  if (size < 2 || count == 0) return false;
+  const size_t slot = slot_bytes(codec, count);
+  const auto p = static_cast<size_t>(size);
+  if (slot > static_cast<size_t>(INT_MAX) / p) return false;
+  const size_t raw = count * sizeof(float);
+  switch (op) {
+    case Operation::kAllreduce:
+      // (p - 1) slots against MPI's 2 (p - 1)/p of the tensor.
+      return p * slot < 2 * raw;
+    case Operation::kBroadcast:
+    case Operation::kAllgather:
+    case Operation::kAlltoall:
+      return slot < raw;
+    default:
+      return false;
+  }
+}
+
+std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
+                                                 size_t count, const CodecConfig& codec) {
+  int size = 1;
+  HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
+  SplitBuilder b(comm, codec, count, 1, static_cast<size_t>(size));
+  b.compress_into(b.c->sent_.data(), 0, send, count);
+  b.c->stats_.algorithm = Algorithm::kCompressOnce;
+  b.c->decode_ = [recv, count](SplitCollective& c) {
+    // sum = x_0, then sum += x_j, in rank order on every rank.
+    std::vector<float> part(count);
+    const size_t ranks = c.received_.size() / c.slot_;
+    for (size_t j = 0; j < ranks; ++j) {
+      decode_slot(c.received_.data() + j * c.slot_, c.slot_, j == 0 ? recv : part.data(), count);
+      if (j != 0) {
+        for (size_t i = 0; i < count; ++i) recv[i] += part[i];
+      }
+    }
+  };
+  HYCC_CHECK_MPI(MPI_Iallgather(b.c->sent_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
+                                b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_),
+                                MPI_BYTE, comm, b.c->request()));
+  return std::move(b.c);
+}
+
+std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
+                                                 const CodecConfig& codec) {
+  SplitBuilder b(comm, codec, count, 0, 1);
+  // MPI_Ibcast's buffer: the root sends from it and decodes it as the others do.
+  if (b.rank == root) b.compress_into(b.c->received_.data(), 0, data, count);
+  b.c->decode_ = [data, count](SplitCollective& c) {
+    decode_slot(c.received_.data(), c.slot_, data, count);
+  };
+  HYCC_CHECK_MPI(MPI_Ibcast(b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
+                            root, comm, b.c->request()));
+  return std::move(b.c);
+}
+
+std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* send, float* recv,
+                                                 size_t count, const CodecConfig& codec) {
+  int size = 1;
+  HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
+  SplitBuilder b(comm, codec, count, 1, static_cast<size_t>(size));
+  b.compress_into(b.c->sent_.data(), 0, send, count);
+  b.c->decode_ = [recv, count](SplitCollective& c) {
+    const size_t ranks = c.received_.size() / c.slot_;
+    for (size_t j = 0; j < ranks; ++j) {
+      decode_slot(c.received_.data() + j * c.slot_, c.slot_, recv + j * count, count);
+    }
+  };
+  HYCC_CHECK_MPI(MPI_Iallgather(b.c->sent_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
+                                b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_),
+                                MPI_BYTE, comm, b.c->request()));
+  return std::move(b.c);
+}
+
+std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
+                                                size_t count, const CodecConfig& codec) {
+  int size = 1;
+  HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
+  const auto p = static_cast<size_t>(size);
+  SplitBuilder b(comm, codec, count, p, p);
+  const auto r = static_cast<size_t>(b.rank);
+  std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may be recv
+  for (size_t j = 0; j < p; ++j) {
+    if (j != r) b.compress_into(b.c->sent_.data() + j * b.c->slot_, j, send + j * count, count);
+  }
+  b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
+    const size_t ranks = c.received_.size() / c.slot_;
+    for (size_t j = 0; j < ranks; ++j) {
+      if (j == r) {
+        std::memcpy(recv + j * count, own.data(), count * sizeof(float));
+      } else {
+        decode_slot(c.received_.data() + j * c.slot_, c.slot_, recv + j * count, count);
+      }
+    }
+  };
+  HYCC_CHECK_MPI(MPI_Ialltoall(b.c->sent_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
+                               b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
+                               comm, b.c->request()));
+  return std::move(b.c);
+}
+
+}  // namespace hycc::coll

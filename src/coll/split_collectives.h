@@ -1,0 +1,84 @@
+// Compressed collectives in two phases, for callers that must not block: the drop-in library's
+// MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather and MPI_Ialltoall (docs/dropin.md, "Nonblocking
+// collectives"). start_*() compresses this rank's input (local work, no message) and starts
+// MPI's own nonblocking collective on the compressed bytes, so progress, ordering and completion
+// are MPI's; once request() has completed, finish() decodes into the output.
+//
+// Every stream travels in a slot of slot_bytes(codec, count) bytes, the same on every rank: the
+// stream's length (u64), the stream, zero padding. float32 data only.
+// - allreduce: compress once, MPI_Iallgather of the slots, every rank decodes the p inputs and
+//   sums them in rank order in float32 (bit-identical results; error p eb for an absolute bound
+//   eb). Each rank receives (p - 1) slots: fewer bytes than MPI's 2 (p - 1)/p of the tensor only
+//   while the ratio exceeds p/2 (split_pays).
+// - broadcast: the root's slot through MPI_Ibcast; the root keeps what the others decode.
+// - allgather: MPI_Iallgather of the slots; the own block is what the others decode.
+// - alltoall: block j's slot to rank j through MPI_Ialltoall; the own block is copied exactly.
+// As in the blocking collectives, each rank decodes what it received; a malformed slot throws
+// CorruptStream on the ranks that decode it.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "hycc/codec.h"
+#include "hycc/collectives.h"
+#include "hycc/policy.h"
+
+namespace hycc::coll {
+
+class SplitCollective {
+ public:
+  SplitCollective(const SplitCollective&) = delete;
+  SplitCollective& operator=(const SplitCollective&) = delete;
+
+  // MPI's request of the started collective.
+  MPI_Request* request() { return &request_; }
+  // After request() has completed: decodes into the output. Throws CorruptStream.
+  void finish();
+  // Bytes and codec time on this rank (seconds: codec time; the transfer overlaps the caller's
+  // work and is not measured).
+  const CollectiveStats& stats() const { return stats_; }
+
+ private:
+  friend struct SplitBuilder;
+  friend std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm, const float*, float*, size_t,
+                                                          const CodecConfig&);
+  friend std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm, float*, size_t, int,
+                                                          const CodecConfig&);
+  friend std::unique_ptr<SplitCollective> start_allgather(MPI_Comm, const float*, float*, size_t,
+                                                          const CodecConfig&);
+  friend std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm, const float*, float*, size_t,
+                                                         const CodecConfig&);
+  SplitCollective() = default;
+
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  size_t slot_ = 0;
+  std::vector<std::byte> sent_, received_;
+  std::function<void(SplitCollective&)> decode_;
+  CollectiveStats stats_;
+};
+
+// Bytes of the slot of a stream of `count` float32 values.
+size_t slot_bytes(const CodecConfig& codec, size_t count);
+
+// True when the split form of `op` (allreduce, broadcast, allgather, alltoall) on `count`
+// float32 values per slot, at `size` ranks, makes each rank receive fewer bytes than MPI's
+// uncompressed collective, and its slots fit MPI's int counts.
+bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size);
+
+// count: elements of the whole tensor (allreduce, broadcast), of each rank's block (allgather,
+// alltoall). send may equal recv (the input is compressed before start returns).
+std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
+                                                 size_t count, const CodecConfig& codec);
+std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
+                                                 const CodecConfig& codec);
+std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* send, float* recv,
+                                                 size_t count, const CodecConfig& codec);
+std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
+                                                size_t count, const CodecConfig& codec);
+
+}  // namespace hycc::coll

@@ -1,0 +1,160 @@
+// Nonblocking collectives of libhycc_mpi.so: MPI_Iallreduce (MPI_SUM), MPI_Ibcast,
+// MPI_Iallgather and MPI_Ialltoall on contiguous float data. A call whose policy rule is a
+// codec that compresses, and whose split form makes each rank receive fewer bytes than MPI's
+// collective (coll/split_collectives.h), is compressed at initiation and handed to MPI's own
+// nonblocking collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it when
+// MPI completes it. Every other call (gradient compressors and adaptive rules included, which
+// need messages between ranks before anything can be sent) is MPI's own call with the program's
+// arguments. Nothing here blocks: progress, ordering and completion stay MPI's.
+#include <mpi.h>
+
+#include <exception>
+#include <memory>
+
+#include "coll/split_collectives.h"
+#include "interpose/device_memory.h"
+#include "interpose/interpose_requests.h"
+#include "interpose/interpose_routing.h"
+#include "interpose/interpose_state.h"
+
+namespace hycc::interpose {
+namespace {
+
+// A started split collective and the program's buffer it decodes into (a host copy when that
+// is device memory, stored back on completion).
+struct Started {
+  std::shared_ptr<coll::SplitCollective> split;
+  std::shared_ptr<HostStaging> out;
+};
+
+// True when the decision takes the split form: a codec rule that compresses this call (not a
+// gradient compressor, not adaptive) and whose split form pays at this size.
+bool splits(const CommState& s, const PolicyDecision& d, Operation op, size_t bytes,
+            size_t slot_elems) {
+  const Policy& policy = engine()->policy();
+  return compresses(s, policy, d, bytes) && !d.gradient && !adaptive(policy, d) &&
+         d.options.codec.id() != CodecId::kNone &&
+         coll::split_pays(op, d.options.codec, slot_elems, s.comm.size());
+}
+
+// What every routed nonblocking collective does: MPI's own call when the call is not routed (s
+// null) or does not take the split form, otherwise start(codec), tracked under MPI's request so
+// that its completion decodes it and records the call. `elems`: the message size the policy
+// sees, in floats; `slot_elems`: the floats of one slot.
+template <typename Native, typename Start>
+int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elems,
+                          size_t slot_elems, const char* name, MPI_Request* request,
+                          Native&& native, Start&& start) {
+  if (s == nullptr) return native();
+  PolicyEngine& e = *engine();
+  const size_t bytes = elems * sizeof(float);
+  const PolicyDecision d = e.decide(s->comm, op, bytes);
+  if (!splits(*s, d, op, bytes, slot_elems)) return run_native(*s, op, bytes, d, native);
+  const Inside guard;
+  try {
+    e.log_decision(s->comm, op, bytes, d);
+    Started started = start(d.options.codec);
+    *request = *started.split->request();
+    Pending p;
+    p.call = name;
+    p.comm = comm;
+    p.complete = [s, op, d, started] {
+      started.split->finish();
+      if (started.out != nullptr) started.out->store();
+      engine()->record(s->comm, op, d, started.split->stats());
+    };
+    track(*request, std::move(p));
+  } catch (const std::exception& ex) {
+    return fail(comm, name, ex.what());
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+}  // namespace hycc::interpose
+
+using hycc::Operation;
+using hycc::interpose::CommState;
+using hycc::interpose::HostStaging;
+using hycc::interpose::Started;
+namespace ip = hycc::interpose;
+namespace coll = hycc::coll;
+
+extern "C" {
+
+int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request* request) {
+  CommState* s = op == MPI_SUM && count >= 0 ? ip::route(comm, datatype) : nullptr;
+  const size_t n = size_t(count);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kAllreduce, n, n, "MPI_Iallreduce", request,
+      [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request); },
+      [&](const hycc::CodecConfig& codec) {
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        auto out = std::make_shared<HostStaging>(recvbuf, n * sizeof(float), in_place);
+        HostStaging send(in_place ? out->data() : sendbuf, n * sizeof(float));
+        return Started{
+            coll::start_allreduce(s->collective_shadow, send.floats(), out->floats(), n, codec),
+            out};
+      });
+}
+
+int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+               MPI_Request* request) {
+  CommState* s = count >= 0 ? ip::route(comm, datatype) : nullptr;
+  const size_t n = size_t(count);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kBroadcast, n, n, "MPI_Ibcast", request,
+      [&] { return PMPI_Ibcast(buffer, count, datatype, root, comm, request); },
+      [&](const hycc::CodecConfig& codec) {
+        auto data =
+            std::make_shared<HostStaging>(buffer, n * sizeof(float), s->comm.rank() == root);
+        return Started{coll::start_broadcast(s->collective_shadow, data->floats(), n, root, codec),
+                       data};
+      });
+}
+
+int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  CommState* s = ip::route_blocks(comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
+  const size_t n = size_t(recvcount);
+  const size_t total = s == nullptr ? 0 : n * ip::comm_size(comm);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kAllgather, total, n, "MPI_Iallgather", request,
+      [&] {
+        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request);
+      },
+      [&](const hycc::CodecConfig& codec) {
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        auto out = std::make_shared<HostStaging>(recvbuf, total * sizeof(float), in_place);
+        HostStaging send(in_place ? out->floats() + n * size_t(s->comm.rank()) : sendbuf,
+                         n * sizeof(float));
+        return Started{
+            coll::start_allgather(s->collective_shadow, send.floats(), out->floats(), n, codec),
+            out};
+      });
+}
+
+int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  CommState* s = ip::route_blocks(comm, sendbuf, sendcount, sendtype, recvcount, recvtype);
+  const size_t n = size_t(recvcount);
+  const size_t total = s == nullptr ? 0 : n * ip::comm_size(comm);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kAlltoall, total, n, "MPI_Ialltoall", request,
+      [&] {
+        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request);
+      },
+      [&](const hycc::CodecConfig& codec) {
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        auto out = std::make_shared<HostStaging>(recvbuf, total * sizeof(float), in_place);
+        HostStaging send(in_place ? out->data() : sendbuf, total * sizeof(float));
+        return Started{
+            coll::start_alltoall(s->collective_shadow, send.floats(), out->floats(), n, codec),
+            out};
+      });
+}
+
+}  // extern "C"

@@ -1,0 +1,238 @@
+/* Nonblocking collectives of an MPI program written without hycc, under libhycc_mpi.so and
+ * tests/dropin/nonblocking_policy.toml (quant:bits=8 on dp allreduces, a gradient compressor on
+ * zero reductions, bf16 elsewhere), 4 ranks:
+ *  - compressed calls: MPI_Iallreduce on tp (2 ranks; in and out of place) within bf16's bound
+ *    of the exact sum and not exact, the same bits on both ranks; MPI_Ibcast, MPI_Iallgather (in
+ *    and out of place) and MPI_Ialltoall on tp equal to the bf16 rounding of the data, bit for
+ *    bit (the own alltoall block exact), and to the blocking calls' results;
+ *  - calls left to MPI, exact (integers bf16 and 8-bit quantization cannot hold, whose sums
+ *    float32 holds): quant's MPI_Iallreduce on dp (its worst-case stream is larger than the
+ *    data), the gradient rule's on zero, and bf16's on the 4-rank "other" communicator (gathering
+ *    4 bf16 streams would move more bytes than MPI's allreduce);
+ *  - MPI's semantics kept: rank 0 receives a large message from rank 1 between initiating and
+ *    completing a tp allreduce that rank 1 initiates only after sending (a library that ran the
+ *    collective at initiation would hang here); ranks initiate on tp and "other" in opposite
+ *    orders; MPI_Test polling, MPI_Waitall over several collectives.
+ * Prints "dropin nonblocking: OK" on rank 0; exits with 1 on a difference. */
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 200000 }; /* per rank and block */
+
+static int rank, size, failures;
+static MPI_Comm dp, tp, zero, other;
+
+static void fail(const char* what, long i, double got, double want) {
+  if (failures++ < 10) {
+    fprintf(stderr, "rank %d: %s: element %ld is %.9g, expected %.9g\n", rank, what, i, got, want);
+  }
+}
+
+static float input(int r, long i) { return (float)(sin(0.001 * (double)i + r) + 0.01 * r); }
+
+/* An integer bf16 cannot hold (more than 8 significant bits) nor 8-bit quantization of its
+ * block (a range of 2000); sums of 4 fit float32 exactly. */
+static float integer(int r, long i) { return (float)(1001 + 2 * (i % 1000) + r); }
+
+/* Round to nearest even bf16, back to float32 (finite inputs). */
+static float bf16(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  b += 0x7fffu + ((b >> 16) & 1u);
+  b &= 0xffff0000u;
+  memcpy(&x, &b, 4);
+  return x;
+}
+
+static float* alloc(long n) {
+  float* p = malloc(sizeof(float) * (size_t)n);
+  if (p == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  return p;
+}
+
+/* The same bits on every rank of comm. */
+static void same_everywhere(const char* what, const float* x, long n, MPI_Comm comm) {
+  uint64_t h = 1469598103934665603ull, lo, hi;
+  const unsigned char* p = (const unsigned char*)x;
+  for (long i = 0; i < n * 4; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
+  if (lo != hi) fail(what, -1, 0, 0);
+}
+
+static void wait(MPI_Request* r) {
+  int flag = 0;
+  while (!flag) MPI_Test(r, &flag, MPI_STATUS_IGNORE); /* polling, as overlapping programs do */
+}
+
+/* tp allreduce of input(), out of place and in place: within bf16's bound, not exact. */
+static void check_tp_allreduce(int in_place) {
+  int p, t;
+  MPI_Comm_size(tp, &p);
+  MPI_Comm_rank(tp, &t);
+  float* send = alloc(N);
+  float* recv = alloc(N);
+  for (long i = 0; i < N; ++i) (in_place ? recv : send)[i] = input(t, i);
+  MPI_Request r;
+  MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, tp, &r);
+  wait(&r);
+  const char* what = in_place ? "tp Iallreduce in place" : "tp Iallreduce";
+  double worst = 0;
+  for (long i = 0; i < N; ++i) {
+    double exact = 0;
+    for (int j = 0; j < p; ++j) exact += input(j, i);
+    const double e = fabs(recv[i] - exact);
+    if (e > worst) worst = e;
+    /* bf16 keeps 8 significant bits: each input (below 1.1) within 2^-8, p of them. */
+    if (e > p * 1.1 / 256) fail(what, i, recv[i], exact);
+  }
+  if (worst < 1e-4) fail(what, -1, worst, 1e-4); /* float32 rounding only: not compressed */
+  same_everywhere(what, recv, N, tp);
+  free(send);
+  free(recv);
+}
+
+/* Allreduces the library must leave to MPI: exact sums of integers bf16 cannot hold. */
+static void check_exact_allreduce(MPI_Comm comm, const char* what) {
+  int p, c;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &c);
+  float* x = alloc(N);
+  for (long i = 0; i < N; ++i) x[i] = integer(c, i);
+  MPI_Request r;
+  MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, comm, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  for (long i = 0; i < N; ++i) {
+    double exact = 0;
+    for (int j = 0; j < p; ++j) exact += integer(j, i);
+    if (x[i] != exact) fail(what, i, x[i], exact);
+  }
+  free(x);
+}
+
+/* tp broadcast, allgather (both ways) and alltoall: bf16 roundings, bit for bit, as the
+ * blocking calls give them. */
+static void check_tp(void) {
+  int p, t;
+  MPI_Comm_size(tp, &p);
+  MPI_Comm_rank(tp, &t);
+  const int root = p - 1;
+  float* b = alloc(N);
+  float* g = alloc((long)p * N);
+  float* gi = alloc((long)p * N);
+  float* a = alloc((long)p * N);
+  float* a_send = alloc((long)p * N);
+  float* blocking = alloc((long)p * N);
+  for (long i = 0; i < N; ++i) b[i] = t == root ? input(root, i) : 0.0f;
+  for (long i = 0; i < N; ++i) gi[(long)t * N + i] = input(t, i);
+  for (long i = 0; i < (long)p * N; ++i) a_send[i] = input(10 * t + (int)(i / N), i);
+  float* mine = alloc(N);
+  for (long i = 0; i < N; ++i) mine[i] = input(t, i);
+  MPI_Request r[4];
+  MPI_Ibcast(b, N, MPI_FLOAT, root, tp, &r[0]);
+  MPI_Iallgather(mine, N, MPI_FLOAT, g, N, MPI_FLOAT, tp, &r[1]);
+  MPI_Iallgather(MPI_IN_PLACE, N, MPI_FLOAT, gi, N, MPI_FLOAT, tp, &r[2]);
+  MPI_Ialltoall(a_send, N, MPI_FLOAT, a, N, MPI_FLOAT, tp, &r[3]);
+  MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
+  for (long i = 0; i < N; ++i) {
+    if (b[i] != bf16(input(root, i))) fail("tp Ibcast", i, b[i], bf16(input(root, i)));
+  }
+  for (int j = 0; j < p; ++j) {
+    for (long i = 0; i < N; ++i) {
+      const float want = bf16(input(j, i));
+      if (g[(long)j * N + i] != want) fail("tp Iallgather", i, g[(long)j * N + i], want);
+      if (gi[(long)j * N + i] != want) fail("tp Iallgather in place", i, gi[(long)j * N + i], want);
+      const float sent = input(10 * j + t, (long)t * N + i);
+      const float want_a = j == t ? sent : bf16(sent);
+      if (a[(long)j * N + i] != want_a) fail("tp Ialltoall", i, a[(long)j * N + i], want_a);
+    }
+  }
+  MPI_Allgather(mine, N, MPI_FLOAT, blocking, N, MPI_FLOAT, tp);
+  if (memcmp(blocking, g, sizeof(float) * (size_t)p * N) != 0)
+    fail("tp Iallgather vs blocking", -1, 0, 0);
+  MPI_Alltoall(a_send, N, MPI_FLOAT, blocking, N, MPI_FLOAT, tp);
+  if (memcmp(blocking, a, sizeof(float) * (size_t)p * N) != 0)
+    fail("tp Ialltoall vs blocking", -1, 0, 0);
+  free(b), free(g), free(gi), free(a), free(a_send), free(blocking), free(mine);
+}
+
+/* Rank 0 waits for a large message from rank 1 between initiating and completing a tp
+ * allreduce; rank 1 initiates it only after sending. Ranks initiate on tp and "other" in
+ * opposite orders. */
+static void check_semantics(void) {
+  enum { M = 1 << 20 }; /* 4 MB: above any eager limit */
+  float* big = alloc(M);
+  float* x = alloc(N);
+  float* y = alloc(N);
+  float* b = alloc(N);
+  for (long i = 0; i < N; ++i) x[i] = input(rank, i), y[i] = input(rank, i);
+  for (long i = 0; i < N; ++i) b[i] = rank == 3 ? input(3, i) : 0.0f;
+  MPI_Request r[2];
+  if (rank == 0) {
+    MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, tp, &r[0]);
+    MPI_Recv(big, M, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (rank == 1) {
+    for (long i = 0; i < M; ++i) big[i] = 0;
+    MPI_Send(big, M, MPI_INT, 0, 7, MPI_COMM_WORLD);
+    MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, tp, &r[0]);
+  } else {
+    MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, tp, &r[0]);
+  }
+  MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+  same_everywhere("tp Iallreduce around a large message", x, N, tp);
+  float* g = alloc(2L * N);
+  if (rank % 2 == 0) {
+    MPI_Iallgather(y, N, MPI_FLOAT, g, N, MPI_FLOAT, tp, &r[0]);
+    MPI_Ibcast(b, N, MPI_FLOAT, 3, other, &r[1]);
+  } else {
+    MPI_Ibcast(b, N, MPI_FLOAT, 3, other, &r[1]);
+    MPI_Iallgather(y, N, MPI_FLOAT, g, N, MPI_FLOAT, tp, &r[0]);
+  }
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  same_everywhere("tp Iallgather in crossed order", g, 2L * N, tp);
+  for (long i = 0; i < N; ++i) {
+    if (b[i] != bf16(input(3, i)))
+      fail("other Ibcast in crossed order", i, b[i], bf16(input(3, i)));
+  }
+  free(big), free(x), free(y), free(b), free(g);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 4) {
+    if (rank == 0) fprintf(stderr, "run on 4 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  /* dp: all 4 ranks; tp: pairs {0,1} and {2,3}; zero and other: all 4 ranks. */
+  MPI_Comm_dup(MPI_COMM_WORLD, &dp);
+  MPI_Comm_set_name(dp, "dp");
+  MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &tp);
+  MPI_Comm_set_name(tp, "tp");
+  MPI_Comm_dup(MPI_COMM_WORLD, &zero);
+  MPI_Comm_set_name(zero, "zero");
+  MPI_Comm_dup(MPI_COMM_WORLD, &other);
+
+  check_tp_allreduce(0);
+  check_tp_allreduce(1);
+  check_exact_allreduce(dp, "dp Iallreduce (quant's worst case exceeds the data: MPI's)");
+  check_exact_allreduce(zero, "zero Iallreduce (gradient rule: MPI's)");
+  check_exact_allreduce(other, "other Iallreduce (bf16 would not pay: MPI's)");
+  check_tp();
+  check_semantics();
+
+  int total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf(total == 0 ? "dropin nonblocking: OK\n" : "dropin nonblocking: FAILED\n");
+  MPI_Comm_free(&dp);
+  MPI_Comm_free(&tp);
+  MPI_Comm_free(&zero);
+  MPI_Comm_free(&other);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
