@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,6 +60,11 @@ class Codec {
 
   // Upper bound, in bytes, of the payload (header excluded) for `count` elements of `dtype`.
   virtual size_t max_payload_bytes(DType dtype, size_t count) const = 0;
+  // The payload's size for regular data, when it depends only on dtype and count (casts, quant,
+  // zfp fixed-rate): data the codec takes no special case for (finite values; for quant, blocks
+  // whose range neither overflows nor is below its smallest scale). Other data takes more, up
+  // to max_payload_bytes. nullopt: the size depends on the data.
+  virtual std::optional<size_t> regular_payload_bytes(DType, size_t) const { return std::nullopt; }
   // Writes the payload of `in` into `out` (at least max_payload_bytes long); returns its size.
   virtual size_t encode(ConstTensorView in, std::span<std::byte> out,
                         const CompressOptions& options) const = 0;
@@ -99,6 +105,10 @@ size_t max_compressed_bytes(const CodecConfig& config, DType dtype, size_t count
 inline size_t max_compressed_bytes(const CodecConfig& config, ConstTensorView view) {
   return max_compressed_bytes(config, view.dtype, view.count);
 }
+// Size of a whole stream of regular data (Codec::regular_payload_bytes), nullopt where the
+// codec's size depends on the data.
+std::optional<size_t> regular_compressed_bytes(const CodecConfig& config, DType dtype,
+                                               size_t count);
 
 // Compresses `in` into `out`; returns the stream size in bytes. Throws InvalidArgument if `out`
 // is smaller than max_compressed_bytes(config, in).

@@ -22,6 +22,9 @@ class CastCodec final : public Codec {
   bool lossless() const override { return false; }
   CodecParams params() const override { return {}; }
   size_t max_payload_bytes(DType, size_t count) const override { return count * 2; }
+  std::optional<size_t> regular_payload_bytes(DType, size_t count) const override {
+    return count * 2;
+  }
 
   size_t encode(ConstTensorView in, std::span<std::byte> out,
                 const CompressOptions&) const override {

@@ -16,6 +16,9 @@ class NoneCodec final : public Codec {
   size_t max_payload_bytes(DType dtype, size_t count) const override {
     return count * dtype_size(dtype);
   }
+  std::optional<size_t> regular_payload_bytes(DType dtype, size_t count) const override {
+    return count * dtype_size(dtype);
+  }
   size_t encode(ConstTensorView in, std::span<std::byte> out,
                 const CompressOptions&) const override {
     if (in.count != 0) std::memcpy(out.data(), in.data, in.bytes());

@@ -162,6 +162,10 @@ class QuantCodec final : public Codec {
   size_t max_payload_bytes(DType dtype, size_t count) const override {
     return Layout(count, block_, bits_).raw_at + count * dtype_size(dtype);
   }
+  // The headers and codes, without raw blocks.
+  std::optional<size_t> regular_payload_bytes(DType, size_t count) const override {
+    return Layout(count, block_, bits_).raw_at;
+  }
 
   size_t encode(ConstTensorView in, std::span<std::byte> out,
                 const CompressOptions& options) const override;

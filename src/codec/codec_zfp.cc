@@ -201,6 +201,12 @@ class ZfpCodec final : public Codec {
     return p;
   }
 
+  // Fixed-rate: the bitstream alone (finite data); fixed-accuracy sizes depend on the data.
+  std::optional<size_t> regular_payload_bytes(DType, size_t count) const override {
+    if (mode_ != Mode::kFixedRate) return std::nullopt;
+    return count == 0 ? 0 : static_cast<size_t>(rate_bitstream_bytes(count));
+  }
+
   size_t max_payload_bytes(DType dtype, size_t count) const override {
     if (count == 0) return 0;
     const uint64_t bitstream_max = mode_ == Mode::kFixedRate

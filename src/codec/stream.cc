@@ -137,6 +137,13 @@ size_t max_compressed_bytes(const CodecConfig& config, DType dtype, size_t count
   return kStreamHeaderBytes + config.codec().max_payload_bytes(dtype, count);
 }
 
+std::optional<size_t> regular_compressed_bytes(const CodecConfig& config, DType dtype,
+                                               size_t count) {
+  const std::optional<size_t> payload = config.codec().regular_payload_bytes(dtype, count);
+  if (!payload) return std::nullopt;
+  return kStreamHeaderBytes + *payload;
+}
+
 size_t compress(const CodecConfig& config, ConstTensorView in, std::span<std::byte> out,
                 const CompressOptions& options) {
   const size_t need = max_compressed_bytes(config, in);

@@ -1,8 +1,10 @@
 #include "coll/split_collectives.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <limits>
 
 #include "coll/coll_internal.h"
 #include "hycc/error.h"
@@ -13,6 +15,7 @@ namespace hycc::coll {
 struct SplitBuilder {
   std::unique_ptr<SplitCollective> c{new SplitCollective};
   CodecConfig codec;
+  std::vector<std::byte> scratch;  // a stream that may not fit its slot
   int rank = 0, size = 1;
 
   SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count, size_t sent_slots,
@@ -20,21 +23,38 @@ struct SplitBuilder {
       : codec(config) {
     HYCC_CHECK_MPI(MPI_Comm_rank(comm, &rank));
     HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
-    c->slot_ = slot_bytes(config, count);
+    const std::optional<size_t> slot = slot_bytes(config, count);
+    if (!slot) {
+      throw InvalidArgument(tagged("coll", "split collective with codec ", config.spec(),
+                                   ", whose stream size depends on the data"));
+    }
+    c->slot_ = *slot;
     c->sent_.resize(sent_slots * c->slot_);
     c->received_.resize(received_slots * c->slot_);
     c->stats_.compressed = true;
     c->stats_.message_bytes = count * sizeof(float);
   }
 
-  // Compresses in[0, count) into the slot at `at` (the stream's length, then the stream);
-  // `slot` numbers the streams of this rank (their stochastic rounding seeds).
+  // Compresses in[0, count) into the slot at `at` (the stream's length, then the stream, or
+  // kOverflow when the stream does not fit); `slot` numbers the streams of this rank (their
+  // stochastic rounding seeds).
   void compress_into(std::byte* at, size_t slot, const float* in, size_t count) {
     const auto start = std::chrono::steady_clock::now();
     const CompressOptions options{stream_seed(0, rank, 0, slot)};
-    const uint64_t bytes =
-        compress(codec, ConstTensorView{DType::kF32, count, in},
-                 std::span<std::byte>(at + sizeof(uint64_t), c->slot_ - sizeof(uint64_t)), options);
+    const ConstTensorView view{DType::kF32, count, in};
+    const std::span<std::byte> room(at + sizeof(uint64_t), c->slot_ - sizeof(uint64_t));
+    uint64_t bytes;
+    if (room.size() >= max_compressed_bytes(codec, view)) {
+      bytes = compress(codec, view, room, options);
+    } else {
+      scratch.resize(max_compressed_bytes(codec, view));
+      bytes = compress(codec, view, scratch, options);
+      if (bytes <= room.size()) {
+        std::memcpy(room.data(), scratch.data(), bytes);
+      } else {
+        bytes = kOverflow;
+      }
+    }
     std::memcpy(at, &bytes, sizeof bytes);
     c->stats_.raw_bytes += count * sizeof(float);
     c->stats_.wire_bytes += c->slot_;
@@ -50,10 +70,15 @@ struct SplitBuilder {
 
 namespace {
 
-// Decodes the stream in `slot` (slot_bytes long) into out[0, count).
+// Decodes the stream in `slot` (slot_bytes long) into out[0, count); an overflowed slot
+// decodes as NaN.
 void decode_slot(const std::byte* slot, size_t slot_size, float* out, size_t count) {
   uint64_t bytes = 0;
   std::memcpy(&bytes, slot, sizeof bytes);
+  if (bytes == kOverflow) {
+    std::fill(out, out + count, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   if (bytes > slot_size - sizeof bytes) {
     throw CorruptStream(
         tagged("coll", "a slot of ", slot_size, " bytes says its stream has ", bytes, " bytes"));
@@ -78,13 +103,18 @@ void SplitCollective::finish() {
   stats_.seconds = stats_.codec_seconds;
 }
 
-size_t slot_bytes(const CodecConfig& codec, size_t count) {
-  return sizeof(uint64_t) + max_compressed_bytes(codec, DType::kF32, count);
+std::optional<size_t> slot_bytes(const CodecConfig& codec, size_t count) {
+  const std::optional<size_t> regular = regular_compressed_bytes(codec, DType::kF32, count);
+  if (!regular) return std::nullopt;
+  const size_t room = *regular + (count * sizeof(float) + kSlackDivisor - 1) / kSlackDivisor;
+  return sizeof(uint64_t) + std::min(room, max_compressed_bytes(codec, DType::kF32, count));
 }
 
 bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size) {
   if (size < 2 || count == 0) return false;
-  const size_t slot = slot_bytes(codec, count);
+  const std::optional<size_t> slot_size = slot_bytes(codec, count);
+  if (!slot_size) return false;
+  const size_t slot = *slot_size;
   const auto p = static_cast<size_t>(size);
   if (slot > static_cast<size_t>(INT_MAX) / p) return false;
   const size_t raw = count * sizeof(float);

@@ -4,8 +4,15 @@
 // MPI's own nonblocking collective on the compressed bytes, so progress, ordering and completion
 // are MPI's; once request() has completed, finish() decodes into the output.
 //
-// Every stream travels in a slot of slot_bytes(codec, count) bytes, the same on every rank: the
-// stream's length (u64), the stream, zero padding. float32 data only.
+// Every stream travels in a slot of slot_bytes(codec, count) bytes, the same on every rank, since
+// MPI must know what it receives before any rank has compressed: the stream's length (u64), the
+// stream, padding. A slot has room for the codec's stream of regular data
+// (regular_compressed_bytes: casts, quant, zfp fixed-rate; other codecs cannot take this form)
+// plus 1/16 of the data's bytes for what the codec keeps verbatim (NaN and infinities in a zfp
+// exception list, quant's raw blocks). A stream that does not fit anyway (more than about 1/16 of
+// the data special) is replaced by an overflow mark, and every rank decodes that input as NaN:
+// the result is not finite where it was, as loss scalers expect, but holds none of its values.
+// float32 data only.
 // - allreduce: compress once, MPI_Iallgather of the slots, every rank decodes the p inputs and
 //   sums them in rank order in float32 (bit-identical results; error p eb for an absolute bound
 //   eb). Each rank receives (p - 1) slots: fewer bytes than MPI's 2 (p - 1)/p of the tensor only
@@ -22,6 +29,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "hycc/codec.h"
@@ -62,8 +70,14 @@ class SplitCollective {
   CollectiveStats stats_;
 };
 
-// Bytes of the slot of a stream of `count` float32 values.
-size_t slot_bytes(const CodecConfig& codec, size_t count);
+// The length word of a slot whose stream did not fit.
+inline constexpr uint64_t kOverflow = ~uint64_t{0};
+// A slot's room beyond the regular stream: the data's bytes / kSlackDivisor.
+inline constexpr size_t kSlackDivisor = 16;
+
+// Bytes of the slot of a stream of `count` float32 values; nullopt for codecs whose stream size
+// depends on the data.
+std::optional<size_t> slot_bytes(const CodecConfig& codec, size_t count);
 
 // True when the split form of `op` (allreduce, broadcast, allgather, alltoall) on `count`
 // float32 values per slot, at `size` ranks, makes each rank receive fewer bytes than MPI's

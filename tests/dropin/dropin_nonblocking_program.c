@@ -1,14 +1,18 @@
 /* Nonblocking collectives of an MPI program written without hycc, under libhycc_mpi.so and
- * tests/dropin/nonblocking_policy.toml (quant:bits=8 on dp allreduces, a gradient compressor on
- * zero reductions, bf16 elsewhere), 4 ranks:
- *  - compressed calls: MPI_Iallreduce on tp (2 ranks; in and out of place) within bf16's bound
- *    of the exact sum and not exact, the same bits on both ranks; MPI_Ibcast, MPI_Iallgather (in
- *    and out of place) and MPI_Ialltoall on tp equal to the bf16 rounding of the data, bit for
- *    bit (the own alltoall block exact), and to the blocking calls' results;
- *  - calls left to MPI, exact (integers bf16 and 8-bit quantization cannot hold, whose sums
- *    float32 holds): quant's MPI_Iallreduce on dp (its worst-case stream is larger than the
- *    data), the gradient rule's on zero, and bf16's on the 4-rank "other" communicator (gathering
- *    4 bf16 streams would move more bytes than MPI's allreduce);
+ * tests/dropin/nonblocking_policy.toml (quant:bits=8 on dp allreduces, eb on pp, a gradient
+ * compressor on zero reductions, bf16 elsewhere), 4 ranks:
+ *  - compressed calls: MPI_Iallreduce on dp (quant, 4 ranks) and tp (bf16, 2 ranks; in and out
+ *    of place) within the codec's bound of the exact sum and not exact, the same bits on every
+ *    rank; MPI_Ibcast, MPI_Iallgather (in and out of place) and MPI_Ialltoall on tp equal to the
+ *    bf16 rounding of the data, bit for bit (the own alltoall block exact), and to the blocking
+ *    calls' results;
+ *  - special values: a few infinities and NaN in one rank's dp input come through the quant
+ *    stream's raw blocks (infinite and NaN sums exactly there); an input that is a quarter
+ *    infinities overflows its slot and the sum is NaN everywhere (docs/dropin.md);
+ *  - calls left to MPI, exact (integers that bf16, quant and eb:abs=4 cannot hold, whose sums
+ *    float32 holds): eb's MPI_Iallreduce on pp (its size depends on the data), the gradient
+ *    rule's on zero, and bf16's on the 4-rank "other" communicator (gathering 4 bf16 streams
+ *    would move more bytes than MPI's allreduce);
  *  - MPI's semantics kept: rank 0 receives a large message from rank 1 between initiating and
  *    completing a tp allreduce that rank 1 initiates only after sending (a library that ran the
  *    collective at initiation would hang here); ranks initiate on tp and "other" in opposite
@@ -24,7 +28,7 @@
 enum { N = 200000 }; /* per rank and block */
 
 static int rank, size, failures;
-static MPI_Comm dp, tp, zero, other;
+static MPI_Comm dp, tp, pp, zero, other;
 
 static void fail(const char* what, long i, double got, double want) {
   if (failures++ < 10) {
@@ -34,8 +38,8 @@ static void fail(const char* what, long i, double got, double want) {
 
 static float input(int r, long i) { return (float)(sin(0.001 * (double)i + r) + 0.01 * r); }
 
-/* An integer bf16 cannot hold (more than 8 significant bits) nor 8-bit quantization of its
- * block (a range of 2000); sums of 4 fit float32 exactly. */
+/* An integer bf16 cannot hold (more than 8 significant bits), nor 8-bit quantization of its
+ * block (a range of 126), nor eb:abs=4 (odd); sums of 4 fit float32 exactly. */
 static float integer(int r, long i) { return (float)(1001 + 2 * (i % 1000) + r); }
 
 /* Round to nearest even bf16, back to float32 (finite inputs). */
@@ -69,31 +73,56 @@ static void wait(MPI_Request* r) {
   while (!flag) MPI_Test(r, &flag, MPI_STATUS_IGNORE); /* polling, as overlapping programs do */
 }
 
-/* tp allreduce of input(), out of place and in place: within bf16's bound, not exact. */
-static void check_tp_allreduce(int in_place) {
-  int p, t;
-  MPI_Comm_size(tp, &p);
-  MPI_Comm_rank(tp, &t);
+/* An allreduce of input(), out of place or in place: within `bound` per input of the exact sum,
+ * not exact (so it was compressed), the same bits on every rank. */
+static void check_allreduce(MPI_Comm comm, double bound, int in_place, const char* what) {
+  int p, c;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &c);
   float* send = alloc(N);
   float* recv = alloc(N);
-  for (long i = 0; i < N; ++i) (in_place ? recv : send)[i] = input(t, i);
+  for (long i = 0; i < N; ++i) (in_place ? recv : send)[i] = input(c, i);
   MPI_Request r;
-  MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, tp, &r);
+  MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, comm, &r);
   wait(&r);
-  const char* what = in_place ? "tp Iallreduce in place" : "tp Iallreduce";
   double worst = 0;
   for (long i = 0; i < N; ++i) {
     double exact = 0;
     for (int j = 0; j < p; ++j) exact += input(j, i);
     const double e = fabs(recv[i] - exact);
     if (e > worst) worst = e;
-    /* bf16 keeps 8 significant bits: each input (below 1.1) within 2^-8, p of them. */
-    if (e > p * 1.1 / 256) fail(what, i, recv[i], exact);
+    if (!(e <= p * bound)) fail(what, i, recv[i], exact);
   }
   if (worst < 1e-4) fail(what, -1, worst, 1e-4); /* float32 rounding only: not compressed */
-  same_everywhere(what, recv, N, tp);
+  same_everywhere(what, recv, N, comm);
   free(send);
   free(recv);
+}
+
+/* Special values in rank 2's dp input: a few come through exactly; a quarter of them overflow
+ * the slot, and the sum is NaN everywhere. */
+static void check_special_values(void) {
+  float* x = alloc(N);
+  for (long i = 0; i < N; ++i) x[i] = input(rank, i);
+  if (rank == 2) x[100] = INFINITY, x[5000] = -INFINITY, x[77777] = NAN;
+  MPI_Request r;
+  MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, dp, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  if (!(isinf(x[100]) && x[100] > 0)) fail("dp Iallreduce of an infinity", 100, x[100], INFINITY);
+  if (!(isinf(x[5000]) && x[5000] < 0))
+    fail("dp Iallreduce of -infinity", 5000, x[5000], -INFINITY);
+  if (!isnan(x[77777])) fail("dp Iallreduce of a NaN", 77777, x[77777], NAN);
+  for (long i = 0; i < N; ++i) {
+    if (i != 100 && i != 5000 && i != 77777 && !isfinite(x[i]))
+      fail("dp Iallreduce, finite", i, x[i], 0);
+  }
+  for (long i = 0; i < N; ++i) x[i] = rank == 2 && i % 4 == 0 ? INFINITY : input(rank, i);
+  MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, dp, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  for (long i = 0; i < N; ++i) {
+    if (!isnan(x[i])) fail("dp Iallreduce of an overflowed slot", i, x[i], NAN);
+  }
+  free(x);
 }
 
 /* Allreduces the library must leave to MPI: exact sums of integers bf16 cannot hold. */
@@ -214,13 +243,20 @@ int main(int argc, char** argv) {
   MPI_Comm_set_name(dp, "dp");
   MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &tp);
   MPI_Comm_set_name(tp, "tp");
+  MPI_Comm_dup(MPI_COMM_WORLD, &pp);
+  MPI_Comm_set_name(pp, "pp");
   MPI_Comm_dup(MPI_COMM_WORLD, &zero);
   MPI_Comm_set_name(zero, "zero");
   MPI_Comm_dup(MPI_COMM_WORLD, &other);
 
-  check_tp_allreduce(0);
-  check_tp_allreduce(1);
-  check_exact_allreduce(dp, "dp Iallreduce (quant's worst case exceeds the data: MPI's)");
+  /* 8-bit blocks of a range below 2.1: each input within 2.1/510; bf16 keeps 8 significant
+   * bits, each input (below 1.1) within 2^-8. */
+  check_allreduce(dp, 2.1 / 510, 0, "dp Iallreduce");
+  check_allreduce(dp, 2.1 / 510, 1, "dp Iallreduce in place");
+  check_allreduce(tp, 1.1 / 256, 0, "tp Iallreduce");
+  check_allreduce(tp, 1.1 / 256, 1, "tp Iallreduce in place");
+  check_special_values();
+  check_exact_allreduce(pp, "pp Iallreduce (eb's size depends on the data: MPI's)");
   check_exact_allreduce(zero, "zero Iallreduce (gradient rule: MPI's)");
   check_exact_allreduce(other, "other Iallreduce (bf16 would not pay: MPI's)");
   check_tp();
@@ -231,6 +267,7 @@ int main(int argc, char** argv) {
   if (rank == 0) printf(total == 0 ? "dropin nonblocking: OK\n" : "dropin nonblocking: FAILED\n");
   MPI_Comm_free(&dp);
   MPI_Comm_free(&tp);
+  MPI_Comm_free(&pp);
   MPI_Comm_free(&zero);
   MPI_Comm_free(&other);
   MPI_Finalize();
