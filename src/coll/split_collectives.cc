@@ -18,8 +18,10 @@ struct SplitBuilder {
   std::vector<std::byte> scratch;  // a stream that may not fit its slot
   int rank = 0, size = 1;
 
+  // Slots for `count` values: sent_slots and received_slots of them, in units of the
+  // communicator's size when per_rank.
   SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count, size_t sent_slots,
-               size_t received_slots)
+               size_t received_slots, bool per_rank)
       : codec(config) {
     HYCC_CHECK_MPI(MPI_Comm_rank(comm, &rank));
     HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
@@ -29,8 +31,9 @@ struct SplitBuilder {
                                    ", whose stream size depends on the data"));
     }
     c->slot_ = *slot;
-    c->sent_.resize(sent_slots * c->slot_);
-    c->received_.resize(received_slots * c->slot_);
+    const size_t unit = per_rank ? static_cast<size_t>(size) : 1;
+    c->sent_.resize(sent_slots * unit * c->slot_);
+    c->received_.resize(received_slots * unit * c->slot_);
     c->stats_.compressed = true;
     c->stats_.message_bytes = count * sizeof(float);
   }
@@ -60,6 +63,14 @@ struct SplitBuilder {
     c->stats_.wire_bytes += c->slot_;
     c->stats_.streams += 1;
     c->stats_.codec_seconds += seconds_since(start);
+  }
+
+  // Compresses send[0, count) into the one sent slot and starts MPI_Iallgather of the slots.
+  void gather(MPI_Comm comm, const float* send, size_t count) {
+    compress_into(c->sent_.data(), 0, send, count);
+    HYCC_CHECK_MPI(MPI_Iallgather(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
+                                  c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
+                                  c->request()));
   }
 
   static double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -133,10 +144,8 @@ bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size) 
 
 std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
                                                  size_t count, const CodecConfig& codec) {
-  int size = 1;
-  HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
-  SplitBuilder b(comm, codec, count, 1, static_cast<size_t>(size));
-  b.compress_into(b.c->sent_.data(), 0, send, count);
+  SplitBuilder b(comm, codec, count, 0, 1, true);
+  b.c->sent_.resize(b.c->slot_);
   b.c->stats_.algorithm = Algorithm::kCompressOnce;
   b.c->decode_ = [recv, count](SplitCollective& c) {
     // sum = x_0, then sum += x_j, in rank order on every rank.
@@ -149,15 +158,13 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
       }
     }
   };
-  HYCC_CHECK_MPI(MPI_Iallgather(b.c->sent_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
-                                b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_),
-                                MPI_BYTE, comm, b.c->request()));
+  b.gather(comm, send, count);
   return std::move(b.c);
 }
 
 std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
                                                  const CodecConfig& codec) {
-  SplitBuilder b(comm, codec, count, 0, 1);
+  SplitBuilder b(comm, codec, count, 0, 1, false);
   // MPI_Ibcast's buffer: the root sends from it and decodes it as the others do.
   if (b.rank == root) b.compress_into(b.c->received_.data(), 0, data, count);
   b.c->decode_ = [data, count](SplitCollective& c) {
@@ -170,28 +177,22 @@ std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, siz
 
 std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* send, float* recv,
                                                  size_t count, const CodecConfig& codec) {
-  int size = 1;
-  HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
-  SplitBuilder b(comm, codec, count, 1, static_cast<size_t>(size));
-  b.compress_into(b.c->sent_.data(), 0, send, count);
+  SplitBuilder b(comm, codec, count, 0, 1, true);
+  b.c->sent_.resize(b.c->slot_);
   b.c->decode_ = [recv, count](SplitCollective& c) {
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
       decode_slot(c.received_.data() + j * c.slot_, c.slot_, recv + j * count, count);
     }
   };
-  HYCC_CHECK_MPI(MPI_Iallgather(b.c->sent_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
-                                b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_),
-                                MPI_BYTE, comm, b.c->request()));
+  b.gather(comm, send, count);
   return std::move(b.c);
 }
 
 std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
                                                 size_t count, const CodecConfig& codec) {
-  int size = 1;
-  HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
-  const auto p = static_cast<size_t>(size);
-  SplitBuilder b(comm, codec, count, p, p);
+  SplitBuilder b(comm, codec, count, 1, 1, true);
+  const auto p = static_cast<size_t>(b.size);
   const auto r = static_cast<size_t>(b.rank);
   std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may be recv
   for (size_t j = 0; j < p; ++j) {
