@@ -58,10 +58,11 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
     Pending p;
     p.call = name;
     p.comm = comm;
-    p.complete = [s, op, d, started] {
+    // The communicator by value: MPI lets a program free it before the request completes.
+    p.complete = [comm_copy = s->comm, op, d, started] {
       started.split->finish();
       if (started.out != nullptr) started.out->store();
-      engine()->record(s->comm, op, d, started.split->stats());
+      engine()->record(comm_copy, op, d, started.split->stats());
     };
     track(*request, std::move(p));
   } catch (const std::exception& ex) {

@@ -16,7 +16,8 @@
  *  - MPI's semantics kept: rank 0 receives a large message from rank 1 between initiating and
  *    completing a tp allreduce that rank 1 initiates only after sending (a library that ran the
  *    collective at initiation would hang here); ranks initiate on tp and "other" in opposite
- *    orders; MPI_Test polling, MPI_Waitall over several collectives.
+ *    orders; a communicator freed before its request completes; MPI_Test polling, MPI_Waitall
+ *    over several collectives.
  * Prints "dropin nonblocking: OK" on rank 0; exits with 1 on a difference. */
 #include <math.h>
 #include <mpi.h>
@@ -226,6 +227,19 @@ static void check_semantics(void) {
   for (long i = 0; i < N; ++i) {
     if (b[i] != bf16(input(3, i)))
       fail("other Ibcast in crossed order", i, b[i], bf16(input(3, i)));
+  }
+  /* A communicator freed before its request completes (MPI lets the operation finish). */
+  MPI_Comm tmp;
+  MPI_Comm_dup(tp, &tmp);
+  MPI_Comm_set_name(tmp, "tp");
+  MPI_Iallgather(y, N, MPI_FLOAT, g, N, MPI_FLOAT, tmp, &r[0]);
+  MPI_Comm_free(&tmp);
+  MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+  int t;
+  MPI_Comm_rank(tp, &t);
+  for (long i = 0; i < N; ++i) {
+    const float want = bf16(input(rank - t + 1, i));
+    if (g[N + i] != want) fail("tp Iallgather on a freed communicator", i, g[N + i], want);
   }
   free(big), free(x), free(y), free(b), free(g);
 }
