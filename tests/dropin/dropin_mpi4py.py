@@ -1,7 +1,7 @@
 """An mpi4py program written without hycc: the Python evidence for libhycc_mpi.so.
 
-Names communicators after parallel dimensions, runs buffer-based collectives and point to point
-on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
+Names communicators after parallel dimensions, runs buffer-based collectives (one of them
+nonblocking) and point to point on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
 result to PREFIX.rankR and prints each call's error relative to the exact result (rank 0).
 Exit status 1 if an error exceeds BOUND, or the untouched call is not exact.
 Usage: python3 dropin_mpi4py.py PREFIX BOUND
@@ -64,6 +64,10 @@ per = N // size
 g = np.empty(per * size, dtype=np.float32)
 tp.Allgather(inputs(rank, per), g)
 check("Allgather tp", g, np.concatenate([inputs(r, per) for r in range(size)]).astype(np.float64))
+mine = inputs(rank, per)
+gi = np.empty(per * size, dtype=np.float32)
+tp.Iallgather(mine, gi).Wait()  # hybrid: bf16 slots through MPI's own nonblocking allgather
+check("Iallgather tp", gi, np.concatenate([inputs(r, per) for r in range(size)]).astype(np.float64))
 
 if size > 1:
     nxt, prv = (rank + 1) % size, (rank - 1) % size
