@@ -1,0 +1,137 @@
+// The split collectives of the drop-in library's nonblocking calls (coll/split_collectives.h)
+// against hycc's blocking collectives with the same codec, bit for bit: allreduce against the
+// compress-once algorithm (the same streams summed in the same order), broadcast, allgather and
+// alltoall against the chain, ring and pairwise algorithms (one stream per block at these sizes),
+// with an infinity and a NaN in one rank's input of 100003 values (they fit the slot's room). An
+// input a quarter infinite overflows its slot: that rank's block decodes as NaN on every rank.
+// Slots and split_pays: codecs whose size depends on the data have no slot.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "coll/split_collectives.h"
+#include "coll_test_util.h"
+
+namespace hycc::test {
+namespace {
+
+const char* const kCodecs[] = {"bf16", "quant:bits=4", "quant:bits=8,block=128", "zfp:rate=8"};
+const size_t kCounts[] = {1, 1000, 100003};
+
+std::vector<float> input(size_t n, int rank, bool specials) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = std::sin(0.001f * float(i) + float(rank)) * 3;
+  if (specials && rank == 0) {
+    x[n / 2] = std::numeric_limits<float>::infinity();
+    x[n - 1] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return x;
+}
+
+CollectiveOptions blocking_options(const char* spec, Algorithm algorithm) {
+  CollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.algorithm = algorithm;
+  o.threshold_bytes = 0;
+  return o;
+}
+
+void finish(coll::SplitCollective& s) {
+  MPI_Wait(s.request(), MPI_STATUS_IGNORE);
+  s.finish();
+}
+
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+      << what << " on rank " << world().rank();
+}
+
+TEST(SplitCollectives, EqualTheBlockingCollectivesBitForBit) {
+  const int p = world().size(), r = world().rank();
+  if (p < 2) GTEST_SKIP() << "one rank: the blocking collectives copy, the library does not split";
+  const MPI_Comm comm = world().mpi();
+  for (const char* spec : kCodecs) {
+    const CodecConfig codec = CodecConfig::parse(spec);
+    for (size_t n : kCounts) {
+      for (bool specials : {false, true}) {
+        // Two special values take two raw quant blocks: more than 1/16 of a small tensor.
+        if (specials && n < 10000) continue;
+        const std::string what =
+            std::string(spec) + " n " + std::to_string(n) + (specials ? " with specials" : "");
+        const std::vector<float> x = input(n, r, specials);
+        const auto pn = n * static_cast<size_t>(p);
+
+        std::vector<float> split(n), blocking(n);
+        auto s = coll::start_allreduce(comm, x.data(), split.data(), n, codec);
+        finish(*s);
+        allreduce(world(), ConstTensorView{DType::kF32, n, x.data()},
+                  TensorView{DType::kF32, n, blocking.data()}, ReduceOp::kSum,
+                  blocking_options(spec, Algorithm::kCompressOnce));
+        expect_same_bits(split, blocking, "allreduce " + what);
+
+        std::vector<float> b = x, bb = x;
+        s = coll::start_broadcast(comm, b.data(), n, p - 1, codec);
+        finish(*s);
+        broadcast(world(), TensorView{DType::kF32, n, bb.data()}, p - 1,
+                  blocking_options(spec, Algorithm::kAuto));
+        expect_same_bits(b, bb, "broadcast " + what);
+
+        std::vector<float> g(pn), gb(pn);
+        s = coll::start_allgather(comm, x.data(), g.data(), n, codec);
+        finish(*s);
+        allgather(world(), ConstTensorView{DType::kF32, n, x.data()},
+                  TensorView{DType::kF32, pn, gb.data()}, blocking_options(spec, Algorithm::kAuto));
+        expect_same_bits(g, gb, "allgather " + what);
+
+        std::vector<float> send(pn);
+        for (size_t i = 0; i < pn; ++i) send[i] = x[i % n] + float(i / n);
+        std::vector<float> a(pn), ab(pn);
+        s = coll::start_alltoall(comm, send.data(), a.data(), n, codec);
+        finish(*s);
+        alltoall(world(), ConstTensorView{DType::kF32, pn, send.data()},
+                 TensorView{DType::kF32, pn, ab.data()}, blocking_options(spec, Algorithm::kAuto));
+        expect_same_bits(a, ab, "alltoall " + what);
+      }
+    }
+  }
+}
+
+TEST(SplitCollectives, AnOverflowedSlotDecodesAsNaN) {
+  const int p = world().size(), r = world().rank();
+  if (p < 2) GTEST_SKIP() << "one rank";
+  const size_t n = 4096;
+  std::vector<float> x = input(n, r, false);
+  if (r == 0) {
+    for (size_t i = 0; i < n; i += 4) x[i] = std::numeric_limits<float>::infinity();
+  }
+  std::vector<float> g(n * static_cast<size_t>(p));
+  auto s = coll::start_allgather(world().mpi(), x.data(), g.data(), n,
+                                 CodecConfig::parse("quant:bits=4"));
+  finish(*s);
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(g[i])) << "element " << i;
+  for (size_t i = n; i < g.size(); ++i) ASSERT_TRUE(std::isfinite(g[i])) << "element " << i;
+}
+
+TEST(SplitCollectives, SlotsAndWhereTheyPay) {
+  EXPECT_FALSE(coll::slot_bytes(CodecConfig::parse("eb:abs=1e-3"), 1000));
+  EXPECT_FALSE(coll::slot_bytes(CodecConfig::parse("zfp:accuracy=1e-3"), 1000));
+  const CodecConfig bf16 = CodecConfig::parse("bf16");
+  // bf16: no room beyond its stream (it never takes more); an allreduce pays below 4 ranks.
+  EXPECT_EQ(coll::slot_bytes(bf16, 1000), 8 + max_compressed_bytes(bf16, DType::kF32, 1000));
+  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, bf16, 100000, 3));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, bf16, 100000, 4));
+  EXPECT_TRUE(coll::split_pays(Operation::kAllgather, bf16, 100000, 64));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllgather, CodecConfig::parse("none"), 100000, 2));
+  EXPECT_FALSE(coll::split_pays(Operation::kReduceScatter, bf16, 100000, 2));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, bf16, 100000, 1));
+  // quant:bits=8: 9 bits per value plus 2 of room; an allreduce pays up to 5 ranks.
+  const CodecConfig q8 = CodecConfig::parse("quant:bits=8");
+  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q8, 100000, 5));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q8, 100000, 6));
+}
+
+}  // namespace
+}  // namespace hycc::test
