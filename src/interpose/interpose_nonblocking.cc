@@ -8,8 +8,12 @@
 // arguments. Nothing here blocks: progress, ordering and completion stay MPI's.
 #include <mpi.h>
 
+#include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "coll/split_collectives.h"
 #include "interpose/device_memory.h"
@@ -37,6 +41,37 @@ bool splits(const CommState& s, const PolicyDecision& d, Operation op, size_t by
          coll::split_pays(op, d.options.codec, slot_elems, s.comm.size());
 }
 
+// Why a call whose rule compresses does not take the split form.
+const char* why_not_split(const PolicyDecision& d, size_t slot_elems) {
+  if (d.gradient) return "a gradient compressor needs messages from its peers before it sends";
+  if (adaptive(engine()->policy(), d)) return "an adaptive rule needs measured links to choose";
+  if (!coll::slot_bytes(d.options.codec, slot_elems)) {
+    return "the codec's stream size depends on the data";
+  }
+  return "its fixed-size slots would move more bytes than MPI's collective";
+}
+
+// Says once per call, communicator name, compressor and reason (rank 0 of the communicator)
+// that a nonblocking call the rule would compress goes to MPI uncompressed (HYCC_LOG=off: never).
+void warn_left_to_mpi(const CommState& s, const char* name, const PolicyDecision& d,
+                      const char* why) {
+  const EngineOptions& o = engine()->options();
+  if (!o.log.warnings || s.comm.rank() != 0) return;
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(std::string(name) + "@" + s.name + "@" + d.compressor + "@" + why).second) {
+      return;
+    }
+  }
+  std::fprintf(o.log_file,
+               "[hycc] warning: %s on %s (%d ranks) goes to MPI uncompressed although the rule "
+               "says %s: %s (docs/dropin.md, \"Nonblocking collectives\")\n",
+               name, s.name.empty() ? "an unnamed communicator" : s.name.c_str(), s.comm.size(),
+               d.compressor.c_str(), why);
+}
+
 // What every routed nonblocking collective does: MPI's own call when the call is not routed (s
 // null) or does not take the split form, otherwise start(codec), tracked under MPI's request so
 // that its completion decodes it and records the call. `elems`: the message size the policy
@@ -49,7 +84,12 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
   PolicyEngine& e = *engine();
   const size_t bytes = elems * sizeof(float);
   const PolicyDecision d = e.decide(s->comm, op, bytes);
-  if (!splits(*s, d, op, bytes, slot_elems)) return run_native(*s, op, bytes, d, native);
+  if (!splits(*s, d, op, bytes, slot_elems)) {
+    if (compresses(*s, e.policy(), d, bytes)) {
+      warn_left_to_mpi(*s, name, d, why_not_split(d, slot_elems));
+    }
+    return run_native(*s, op, bytes, d, native);
+  }
   const Inside guard;
   try {
     e.log_decision(s->comm, op, bytes, d);
