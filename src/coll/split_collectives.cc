@@ -73,6 +73,19 @@ struct SplitBuilder {
                                   c->request()));
   }
 
+  // Compresses the blocks send[j count, (j + 1) count) for every j but this rank into sent slot
+  // j and starts MPI_Ialltoall of the slots.
+  void scatter(MPI_Comm comm, const float* send, size_t count) {
+    for (size_t j = 0; j < static_cast<size_t>(size); ++j) {
+      if (j != static_cast<size_t>(rank)) {
+        compress_into(c->sent_.data() + j * c->slot_, j, send + j * count, count);
+      }
+    }
+    HYCC_CHECK_MPI(MPI_Ialltoall(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
+                                 c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
+                                 c->request()));
+  }
+
   static double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -136,6 +149,7 @@ bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size) 
     case Operation::kBroadcast:
     case Operation::kAllgather:
     case Operation::kAlltoall:
+    case Operation::kReduceScatter:
       return slot < raw;
     default:
       return false;
@@ -192,12 +206,8 @@ std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* sen
 std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
                                                 size_t count, const CodecConfig& codec) {
   SplitBuilder b(comm, codec, count, 1, 1, true);
-  const auto p = static_cast<size_t>(b.size);
   const auto r = static_cast<size_t>(b.rank);
   std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may be recv
-  for (size_t j = 0; j < p; ++j) {
-    if (j != r) b.compress_into(b.c->sent_.data() + j * b.c->slot_, j, send + j * count, count);
-  }
   b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
@@ -208,9 +218,29 @@ std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send
       }
     }
   };
-  HYCC_CHECK_MPI(MPI_Ialltoall(b.c->sent_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
-                               b.c->received_.data(), SplitBuilder::mpi_bytes(b.c->slot_), MPI_BYTE,
-                               comm, b.c->request()));
+  b.scatter(comm, send, count);
+  return std::move(b.c);
+}
+
+std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float* send, float* recv,
+                                                      size_t count, const CodecConfig& codec) {
+  SplitBuilder b(comm, codec, count, 1, 1, true);
+  const auto r = static_cast<size_t>(b.rank);
+  std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may hold recv
+  b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
+    // sum = x_0, then sum += x_j, in rank order; this rank's own contribution exact.
+    std::vector<float> part(count);
+    const size_t ranks = c.received_.size() / c.slot_;
+    for (size_t j = 0; j < ranks; ++j) {
+      const float* x = own.data();
+      if (j != r) {
+        decode_slot(c.received_.data() + j * c.slot_, c.slot_, part.data(), count);
+        x = part.data();
+      }
+      for (size_t i = 0; i < count; ++i) recv[i] = j == 0 ? x[i] : recv[i] + x[i];
+    }
+  };
+  b.scatter(comm, send, count);
   return std::move(b.c);
 }
 

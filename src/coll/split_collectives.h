@@ -1,8 +1,9 @@
 // Compressed collectives in two phases, for callers that must not block: the drop-in library's
-// MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather and MPI_Ialltoall (docs/dropin.md, "Nonblocking
-// collectives"). start_*() compresses this rank's input (local work, no message) and starts
-// MPI's own nonblocking collective on the compressed bytes, so progress, ordering and completion
-// are MPI's; once request() has completed, finish() decodes into the output.
+// MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather, MPI_Ialltoall and MPI_Ireduce_scatter_block
+// (docs/dropin.md, "Nonblocking collectives"). start_*() compresses this rank's input (local work,
+// no message) and starts MPI's own nonblocking collective on the compressed bytes, so progress,
+// ordering and completion are MPI's; once request() has completed, finish() decodes into the
+// output.
 //
 // Every stream travels in a slot of slot_bytes(codec, count) bytes, the same on every rank, since
 // MPI must know what it receives before any rank has compressed: the stream's length (u64), the
@@ -20,6 +21,8 @@
 // - broadcast: the root's slot through MPI_Ibcast; the root keeps what the others decode.
 // - allgather: MPI_Iallgather of the slots; the own block is what the others decode.
 // - alltoall: block j's slot to rank j through MPI_Ialltoall; the own block is copied exactly.
+// - reduce_scatter: chunk j's slot to rank j through MPI_Ialltoall; each rank sums the p
+//   contributions to its chunk in rank order in float32, its own exact (error (p - 1) eb).
 // As in the blocking collectives, each rank decodes what it received; a malformed slot throws
 // CorruptStream on the ranks that decode it.
 #pragma once
@@ -61,6 +64,8 @@ class SplitCollective {
                                                           const CodecConfig&);
   friend std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm, const float*, float*, size_t,
                                                          const CodecConfig&);
+  friend std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm, const float*, float*,
+                                                               size_t, const CodecConfig&);
   SplitCollective() = default;
 
   MPI_Request request_ = MPI_REQUEST_NULL;
@@ -79,13 +84,15 @@ inline constexpr size_t kSlackDivisor = 16;
 // depends on the data.
 std::optional<size_t> slot_bytes(const CodecConfig& codec, size_t count);
 
-// True when the split form of `op` (allreduce, broadcast, allgather, alltoall) on `count`
+// True when the split form of `op` (allreduce, broadcast, allgather, alltoall, reduce_scatter) on
+// `count`
 // float32 values per slot, at `size` ranks, makes each rank receive fewer bytes than MPI's
 // uncompressed collective, and its slots fit MPI's int counts.
 bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size);
 
 // count: elements of the whole tensor (allreduce, broadcast), of each rank's block (allgather,
-// alltoall). send may equal recv (the input is compressed before start returns).
+// alltoall), of each rank's chunk of the result (reduce_scatter: send holds size chunks). send
+// may overlap recv (the input is compressed, and the own block copied, before start returns).
 std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
                                                  size_t count, const CodecConfig& codec);
 std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
@@ -94,5 +101,7 @@ std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* sen
                                                  size_t count, const CodecConfig& codec);
 std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
                                                 size_t count, const CodecConfig& codec);
+std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float* send, float* recv,
+                                                      size_t count, const CodecConfig& codec);
 
 }  // namespace hycc::coll

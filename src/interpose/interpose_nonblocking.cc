@@ -1,9 +1,9 @@
-// Nonblocking collectives of libhycc_mpi.so: MPI_Iallreduce (MPI_SUM), MPI_Ibcast,
-// MPI_Iallgather and MPI_Ialltoall on contiguous float data. A call whose policy rule is a
-// codec that compresses, and whose split form makes each rank receive fewer bytes than MPI's
-// collective (coll/split_collectives.h), is compressed at initiation and handed to MPI's own
-// nonblocking collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it when
-// MPI completes it. Every other call (gradient compressors and adaptive rules included, which
+// Nonblocking collectives of libhycc_mpi.so: MPI_Iallreduce and MPI_Ireduce_scatter_block
+// (MPI_SUM), MPI_Ibcast, MPI_Iallgather and MPI_Ialltoall on contiguous float data. A call whose
+// policy rule is a codec that compresses, and whose split form makes each rank receive fewer bytes
+// than MPI's collective (coll/split_collectives.h), is compressed at initiation and handed to MPI's
+// own nonblocking collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it
+// when MPI completes it. Every other call (gradient compressors and adaptive rules included, which
 // need messages between ranks before anything can be sent) is MPI's own call with the program's
 // arguments. Nothing here blocks: progress, ordering and completion stay MPI's.
 #include <mpi.h>
@@ -174,6 +174,29 @@ int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
         return Started{
             coll::start_allgather(s->collective_shadow, send.floats(), out->floats(), n, codec),
             out};
+      });
+}
+
+int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request* request) {
+  CommState* s = op == MPI_SUM && recvcount >= 0 ? ip::route(comm, datatype) : nullptr;
+  const size_t n = size_t(recvcount);
+  const size_t total = s == nullptr ? 0 : n * ip::comm_size(comm);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kReduceScatter, total, n, "MPI_Ireduce_scatter_block", request,
+      [&] {
+        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+      },
+      [&](const hycc::CodecConfig& codec) {
+        // In place, the input is all of recvbuf and the result goes to its start.
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        auto out = std::make_shared<HostStaging>(recvbuf, (in_place ? total : n) * sizeof(float),
+                                                 in_place);
+        HostStaging send(in_place ? out->data() : sendbuf, total * sizeof(float));
+        return Started{coll::start_reduce_scatter(s->collective_shadow, send.floats(),
+                                                  out->floats(), n, codec),
+                       out};
       });
 }
 

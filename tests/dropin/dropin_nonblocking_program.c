@@ -5,7 +5,8 @@
  *    of place) within the codec's bound of the exact sum and not exact, the same bits on every
  *    rank; MPI_Ibcast, MPI_Iallgather (in and out of place) and MPI_Ialltoall on tp equal to the
  *    bf16 rounding of the data, bit for bit (the own alltoall block exact), and to the blocking
- *    calls' results;
+ *    calls' results; MPI_Ireduce_scatter_block on zero (bf16: the gradient rule covers only
+ *    allreduces) equal to the sum of the others' bf16 roundings and the own exact contribution;
  *  - special values: a few infinities and NaN in one rank's dp input come through the quant
  *    stream's raw blocks (infinite and NaN sums exactly there); an input that is a quarter
  *    infinities overflows its slot and the sum is NaN everywhere (docs/dropin.md);
@@ -190,6 +191,32 @@ static void check_tp(void) {
   free(b), free(g), free(gi), free(a), free(a_send), free(blocking), free(mine);
 }
 
+/* zero reduce-scatter (bf16, the default rule: zero's gradient rule covers allreduces only):
+ * the contributions of the other ranks bf16-rounded, this rank's own exact, summed in rank
+ * order; out of place and in place. */
+static void check_zero_reduce_scatter(int in_place) {
+  float* send = alloc(4L * N);
+  float* recv = alloc(in_place ? 4L * N : N);
+  float* x = in_place ? recv : send;
+  for (long i = 0; i < 4L * N; ++i) x[i] = input(rank, i);
+  MPI_Request r;
+  MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, zero, &r);
+  wait(&r);
+  const char* what =
+      in_place ? "zero Ireduce_scatter_block in place" : "zero Ireduce_scatter_block";
+  for (long i = 0; i < N; ++i) {
+    float want = 0;
+    for (int j = 0; j < 4; ++j) {
+      const float v = input(j, (long)rank * N + i);
+      const float c = j == rank ? v : bf16(v);
+      want = j == 0 ? c : want + c;
+    }
+    if (recv[i] != want) fail(what, i, recv[i], want);
+  }
+  free(send);
+  free(recv);
+}
+
 /* Rank 0 waits for a large message from rank 1 between initiating and completing a tp
  * allreduce; rank 1 initiates it only after sending. Ranks initiate on tp and "other" in
  * opposite orders. */
@@ -274,6 +301,8 @@ int main(int argc, char** argv) {
   check_exact_allreduce(zero, "zero Iallreduce (gradient rule: MPI's)");
   check_exact_allreduce(other, "other Iallreduce (bf16 would not pay: MPI's)");
   check_tp();
+  check_zero_reduce_scatter(0);
+  check_zero_reduce_scatter(1);
   check_semantics();
 
   int total = 0;

@@ -2,6 +2,7 @@
 // against hycc's blocking collectives with the same codec, bit for bit: allreduce against the
 // compress-once algorithm (the same streams summed in the same order), broadcast, allgather and
 // alltoall against the chain, ring and pairwise algorithms (one stream per block at these sizes),
+// reduce_scatter against its definition (each contribution compressed once, the own exact),
 // with an infinity and a NaN in one rank's input of 100003 values (they fit the slot's room). An
 // input a quarter infinite overflows its slot: that rank's block decodes as NaN on every rank.
 // Slots and split_pays: codecs whose size depends on the data have no slot.
@@ -94,6 +95,24 @@ TEST(SplitCollectives, EqualTheBlockingCollectivesBitForBit) {
         alltoall(world(), ConstTensorView{DType::kF32, pn, send.data()},
                  TensorView{DType::kF32, pn, ab.data()}, blocking_options(spec, Algorithm::kAuto));
         expect_same_bits(a, ab, "alltoall " + what);
+
+        // reduce_scatter: the chunks of every rank's input compressed once, summed in rank order,
+        // this rank's own exact.
+        const std::vector<float> mine = input(pn, r, specials);
+        std::vector<float> rs(n), want(n), part(n);
+        s = coll::start_reduce_scatter(comm, mine.data(), rs.data(), n, codec);
+        finish(*s);
+        for (int j = 0; j < p; ++j) {
+          const std::vector<float> theirs = input(pn, j, specials);
+          const ConstTensorView chunk{DType::kF32, n, theirs.data() + size_t(r) * n};
+          if (j == r) {
+            std::memcpy(part.data(), chunk.data, n * sizeof(float));
+          } else {
+            decompress(compress(codec, chunk), TensorView{DType::kF32, n, part.data()});
+          }
+          for (size_t i = 0; i < n; ++i) want[i] = j == 0 ? part[i] : want[i] + part[i];
+        }
+        expect_same_bits(rs, want, "reduce_scatter " + what);
       }
     }
   }
@@ -125,7 +144,8 @@ TEST(SplitCollectives, SlotsAndWhereTheyPay) {
   EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, bf16, 100000, 4));
   EXPECT_TRUE(coll::split_pays(Operation::kAllgather, bf16, 100000, 64));
   EXPECT_FALSE(coll::split_pays(Operation::kAllgather, CodecConfig::parse("none"), 100000, 2));
-  EXPECT_FALSE(coll::split_pays(Operation::kReduceScatter, bf16, 100000, 2));
+  EXPECT_TRUE(coll::split_pays(Operation::kReduceScatter, bf16, 100000, 64));
+  EXPECT_FALSE(coll::split_pays(Operation::kSendRecv, bf16, 100000, 2));
   EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, bf16, 100000, 1));
   // quant:bits=8: 9 bits per value plus 2 of room; an allreduce pays up to 5 ranks.
   const CodecConfig q8 = CodecConfig::parse("quant:bits=8");
