@@ -97,7 +97,6 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
     *request = *started.split->request();
     Pending p;
     p.call = name;
-    p.comm = comm;
     // The communicator by value: MPI lets a program free it before the request completes.
     p.complete = [comm_copy = s->comm, op, d, started] {
       started.split->finish();

@@ -53,7 +53,7 @@ int finish(MPI_Request handle, MPI_Status* status) {
     try {
       p.complete();
     } catch (const std::exception& e) {
-      return fail(p.comm, p.call, e.what());
+      return fail(MPI_COMM_WORLD, p.call, e.what());
     }
     return MPI_SUCCESS;
   }

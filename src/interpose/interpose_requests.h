@@ -21,10 +21,10 @@ struct Pending {
   std::unique_ptr<HostStaging> out;
   size_t capacity = 0;  // elements the receive buffer holds
   // A nonblocking collective (interpose_nonblocking.cc): decodes into the program's buffers
-  // once MPI has completed the request; a failure is reported as `call` on `comm`.
+  // once MPI has completed the request; a failure is reported as `call` on MPI_COMM_WORLD, as
+  // for receives (the program may have freed the collective's communicator by then).
   std::function<void()> complete;
   const char* call = nullptr;
-  MPI_Comm comm = MPI_COMM_WORLD;
 };
 
 void track(MPI_Request request, Pending p);
