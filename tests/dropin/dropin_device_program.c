@@ -5,7 +5,8 @@
  * CPU cannot touch (mapped PROT_NONE): a library that read or wrote it directly would end this
  * program with SIGSEGV. The gradient allreduce runs two steps on the same buffers (its
  * error-feedback residual must follow the device buffer as it follows the host buffer), and a
- * short message into a longer device buffer must leave the rest of it as it was.
+ * short message into a longer device buffer must leave the rest of it as it was. The nonblocking
+ * collectives hybrid compresses (bf16 allgather, alltoall, bcast) run on both kinds too.
  * Prints "dropin device: OK" on rank 0; exits with 1 on a difference.
  * Usage: mpirun -n 4 -x LD_PRELOAD=libhycc_mpi.so -x HYCC_POLICY=hybrid dropin_device_program */
 #include <math.h>
@@ -138,6 +139,40 @@ static void collectives(void) {
   release(&broadcast);
 }
 
+/* The nonblocking collectives hybrid compresses at 4 ranks (bf16 slots: allgather, bcast,
+ * alltoall; its allreduces would go to MPI, which cannot read this device memory). */
+static void nonblocking_collectives(void) {
+  const long chunk = N / size;
+  struct Buffer mine = buffer(chunk, 3), all = buffer(chunk * size, 8), b = buffer(N, 4);
+  MPI_Request r[2];
+  MPI_Iallgather(mine.host, (int)chunk, MPI_FLOAT, all.host, (int)chunk, MPI_FLOAT, zero, &r[0]);
+  MPI_Iallgather(mine.device, (int)chunk, MPI_FLOAT, all.device, (int)chunk, MPI_FLOAT, zero,
+                 &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("zero Iallgather", &all);
+  MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.host, (int)chunk, MPI_FLOAT, zero, &r[0]);
+  MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.device, (int)chunk, MPI_FLOAT, zero,
+                 &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("zero Iallgather, in place", &all);
+
+  struct Buffer exchanged = buffer(chunk * size, 9);
+  MPI_Ialltoall(all.host, (int)chunk, MPI_FLOAT, exchanged.host, (int)chunk, MPI_FLOAT, tp, &r[0]);
+  MPI_Ialltoall(all.device, (int)chunk, MPI_FLOAT, exchanged.device, (int)chunk, MPI_FLOAT, tp,
+                &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("tp Ialltoall", &exchanged);
+
+  MPI_Ibcast(b.host, N, MPI_FLOAT, size - 1, pp, &r[0]);
+  MPI_Ibcast(b.device, N, MPI_FLOAT, size - 1, pp, &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("pp Ibcast", &b);
+  release(&exchanged);
+  release(&mine);
+  release(&all);
+  release(&b);
+}
+
 static void point_to_point(void) {
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   struct Buffer out = buffer(N, 0), in = buffer(N, 6);
@@ -194,6 +229,7 @@ int main(int argc, char** argv) {
   pp = named_dup("pp");
   zero = named_dup("zero");
   collectives();
+  nonblocking_collectives();
   point_to_point();
   MPI_Comm_free(&dp);
   MPI_Comm_free(&tp);
