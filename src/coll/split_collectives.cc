@@ -31,6 +31,10 @@ struct SplitBuilder {
                                    ", whose stream size depends on the data"));
     }
     c->slot_ = *slot;
+    if (c->slot_ > static_cast<size_t>(INT_MAX) / static_cast<size_t>(size)) {
+      throw InvalidArgument(tagged("coll", "split collective: ", size, " slots of ", c->slot_,
+                                   " bytes exceed MPI's int counts"));
+    }
     const size_t unit = per_rank ? static_cast<size_t>(size) : 1;
     c->sent_.resize(sent_slots * unit * c->slot_);
     c->received_.resize(received_slots * unit * c->slot_);
@@ -89,7 +93,7 @@ struct SplitBuilder {
   static double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  static int mpi_bytes(size_t n) { return static_cast<int>(n); }  // split_pays bounds them
+  static int mpi_bytes(size_t n) { return static_cast<int>(n); }  // bounded by the constructor
 };
 
 namespace {
