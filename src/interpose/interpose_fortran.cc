@@ -165,6 +165,55 @@ void alltoall(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, 
                            *recvcount, type_of(recvtype), comm_of(comm)));
 }
 
+// A nonblocking call: the C call with a C request, which the Fortran one receives.
+template <typename Call>
+void started(Fint* request, Fint* ierror, Call&& call) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  put(ierror, call(&r));
+  *request = MPI_Request_c2f(r);
+}
+
+void iallreduce(const void* sendbuf, void* recvbuf, const Fint* count, const Fint* type,
+                const Fint* op, const Fint* comm, Fint* request, Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Iallreduce(c_buffer(sendbuf), c_buffer(recvbuf), *count, type_of(type),
+                          MPI_Op_f2c(*op), comm_of(comm), r);
+  });
+}
+
+void ireduce_scatter_block(const void* sendbuf, void* recvbuf, const Fint* count, const Fint* type,
+                           const Fint* op, const Fint* comm, Fint* request, Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Ireduce_scatter_block(c_buffer(sendbuf), c_buffer(recvbuf), *count, type_of(type),
+                                     MPI_Op_f2c(*op), comm_of(comm), r);
+  });
+}
+
+void iallgather(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
+                const Fint* recvcount, const Fint* recvtype, const Fint* comm, Fint* request,
+                Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Iallgather(c_buffer(sendbuf), *sendcount, type_of(sendtype), c_buffer(recvbuf),
+                          *recvcount, type_of(recvtype), comm_of(comm), r);
+  });
+}
+
+void ibcast(void* buffer, const Fint* count, const Fint* type, const Fint* root, const Fint* comm,
+            Fint* request, Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Ibcast(c_buffer(buffer), *count, type_of(type), *root, comm_of(comm), r);
+  });
+}
+
+void ialltoall(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
+               const Fint* recvcount, const Fint* recvtype, const Fint* comm, Fint* request,
+               Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Ialltoall(c_buffer(sendbuf), *sendcount, type_of(sendtype), c_buffer(recvbuf),
+                         *recvcount, type_of(recvtype), comm_of(comm), r);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -218,6 +267,30 @@ void mpi_bcast_(void* buffer, const Fint* count, const Fint* type, const Fint* r
 void mpi_alltoall_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
                    const Fint* recvcount, const Fint* recvtype, const Fint* comm, Fint* ierror) {
   alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror);
+}
+
+void mpi_iallreduce_(const void* sendbuf, void* recvbuf, const Fint* count, const Fint* type,
+                     const Fint* op, const Fint* comm, Fint* request, Fint* ierror) {
+  iallreduce(sendbuf, recvbuf, count, type, op, comm, request, ierror);
+}
+void mpi_ireduce_scatter_block_(const void* sendbuf, void* recvbuf, const Fint* count,
+                                const Fint* type, const Fint* op, const Fint* comm, Fint* request,
+                                Fint* ierror) {
+  ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request, ierror);
+}
+void mpi_iallgather_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                     void* recvbuf, const Fint* recvcount, const Fint* recvtype, const Fint* comm,
+                     Fint* request, Fint* ierror) {
+  iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierror);
+}
+void mpi_ibcast_(void* buffer, const Fint* count, const Fint* type, const Fint* root,
+                 const Fint* comm, Fint* request, Fint* ierror) {
+  ibcast(buffer, count, type, root, comm, request, ierror);
+}
+void mpi_ialltoall_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
+                    const Fint* recvcount, const Fint* recvtype, const Fint* comm, Fint* request,
+                    Fint* ierror) {
+  ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierror);
 }
 
 void mpi_send_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
@@ -378,6 +451,30 @@ void mpi_alltoall_f08_(const void* sendbuf, const Fint* sendcount, const Fint* s
                        void* recvbuf, const Fint* recvcount, const Fint* recvtype, const Fint* comm,
                        Fint* ierror) {
   alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror);
+}
+
+void mpi_iallreduce_f08_(const void* sendbuf, void* recvbuf, const Fint* count, const Fint* type,
+                         const Fint* op, const Fint* comm, Fint* request, Fint* ierror) {
+  iallreduce(sendbuf, recvbuf, count, type, op, comm, request, ierror);
+}
+void mpi_ireduce_scatter_block_f08_(const void* sendbuf, void* recvbuf, const Fint* count,
+                                    const Fint* type, const Fint* op, const Fint* comm,
+                                    Fint* request, Fint* ierror) {
+  ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request, ierror);
+}
+void mpi_iallgather_f08_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                         void* recvbuf, const Fint* recvcount, const Fint* recvtype,
+                         const Fint* comm, Fint* request, Fint* ierror) {
+  iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierror);
+}
+void mpi_ibcast_f08_(void* buffer, const Fint* count, const Fint* type, const Fint* root,
+                     const Fint* comm, Fint* request, Fint* ierror) {
+  ibcast(buffer, count, type, root, comm, request, ierror);
+}
+void mpi_ialltoall_f08_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                        void* recvbuf, const Fint* recvcount, const Fint* recvtype,
+                        const Fint* comm, Fint* request, Fint* ierror) {
+  ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierror);
 }
 
 void mpi_send_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,

@@ -1,7 +1,8 @@
 ! An ordinary Fortran MPI program, written without hycc: the Fortran evidence for libhycc_mpi.so.
 ! Built twice: with `use mpi` (mpif.h's bindings) and, with -DHYCC_F08, with `use mpi_f08`. It
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
-! REAL data (in place and out of place) and point-to-point messages (blocking and nonblocking),
+! REAL data (in place and out of place; an allgather nonblocking) and point-to-point messages
+! (blocking and nonblocking),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
 !   - prints, on rank 0, the largest error of each call against the exact result (computed in
@@ -118,6 +119,10 @@ program dropin_program_fortran
   all(rank * per + 1:(rank + 1) * per) = x(1:per)
   call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, per, MPI_REAL, zero, ierr)
   call check('allgather zero in place', all, e, per * nranks, .false.)
+  all = 0
+  call MPI_Iallgather(x, per, MPI_REAL, all, per, MPI_REAL, zero, requests(1), ierr)
+  call MPI_Wait(requests(1), MPI_STATUS_IGNORE, ierr)
+  call check('iallgather zero', all, e, per * nranks, .false.)
 
   root = mod(1, nranks)
   if (rank == root) then
