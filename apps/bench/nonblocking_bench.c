@@ -44,6 +44,21 @@ int main(int argc, char** argv) {
   int rounds = 5;
   double compute_ms = 0;
   const char* name = "dp";
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf(
+          "usage: hycc-nonblocking-bench [--count N] [--rounds R] [--compute-ms C] [--name NAME]\n"
+          "Times MPI_Iallreduce of N float32 (default 4194304) on a communicator named NAME\n"
+          "(default dp), overlapped with C ms of computation (default 0) that polls MPI_Test\n"
+          "every millisecond, against MPI_Allreduce followed by the same computation; prints the\n"
+          "median of R rounds (default 5). Run under mpirun, with or without libhycc_mpi.so.\n");
+      return 0;
+    }
+  }
+  if (argc % 2 == 0) {
+    fprintf(stderr, "%s needs a value (--help)\n", argv[argc - 1]);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--count") == 0)
       count = atol(argv[i + 1]);
@@ -54,7 +69,7 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--name") == 0)
       name = argv[i + 1];
     else {
-      fprintf(stderr, "unknown option %s (--count, --rounds, --compute-ms, --name)\n", argv[i]);
+      fprintf(stderr, "unknown option %s (--help)\n", argv[i]);
       return 2;
     }
   }
