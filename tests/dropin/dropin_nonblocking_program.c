@@ -13,7 +13,8 @@
  *  - calls left to MPI, exact (integers that bf16, quant and eb:abs=4 cannot hold, whose sums
  *    float32 holds): eb's MPI_Iallreduce on pp (its size depends on the data), the gradient
  *    rule's on zero, and bf16's on the 4-rank "other" communicator (gathering 4 bf16 streams
- *    would move more bytes than MPI's allreduce);
+ *    would move more bytes than MPI's allreduce), each said once on rank 0's stderr with its
+ *    reason;
  *  - MPI's semantics kept: rank 0 receives a large message from rank 1 between initiating and
  *    completing a tp allreduce that rank 1 initiates only after sending (a library that ran the
  *    collective at initiation would hang here); ranks initiate on tp and "other" in opposite
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { N = 200000 }; /* per rank and block */
 
@@ -143,6 +145,45 @@ static void check_exact_allreduce(MPI_Comm comm, const char* what) {
     if (x[i] != exact) fail(what, i, x[i], exact);
   }
   free(x);
+}
+
+/* Rank 0's stderr goes to a file between capture_stderr() and the returned text of
+ * captured_stderr() (what the library said meanwhile). */
+static int saved_stderr = -1;
+static FILE* capture;
+
+static void capture_stderr(void) {
+  if (rank != 0) return;
+  fflush(stderr);
+  capture = tmpfile();
+  if (capture == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  saved_stderr = dup(2);
+  dup2(fileno(capture), 2);
+}
+
+static char* captured_stderr(void) {
+  static char text[8192];
+  text[0] = 0;
+  if (rank != 0) return text;
+  fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  rewind(capture);
+  const size_t n = fread(text, 1, sizeof text - 1, capture);
+  text[n] = 0;
+  fclose(capture);
+  fputs(text, stderr);
+  return text;
+}
+
+/* Rank 0 was told, once, why a nonblocking call its rule would compress went to MPI. */
+static void expect_warning(const char* text, const char* call_on, const char* reason) {
+  if (rank != 0) return;
+  const char* at = strstr(text, call_on);
+  if (at == NULL || strstr(at, reason) == NULL || strstr(at + 1, call_on) != NULL) {
+    fprintf(stderr, "rank 0: expected one warning \"%s ... %s\"\n", call_on, reason);
+    ++failures;
+  }
 }
 
 /* tp broadcast, allgather (both ways) and alltoall: bf16 roundings, bit for bit, as the
@@ -297,9 +338,16 @@ int main(int argc, char** argv) {
   check_allreduce(tp, 1.1 / 256, 0, "tp Iallreduce");
   check_allreduce(tp, 1.1 / 256, 1, "tp Iallreduce in place");
   check_special_values();
-  check_exact_allreduce(pp, "pp Iallreduce (eb's size depends on the data: MPI's)");
-  check_exact_allreduce(zero, "zero Iallreduce (gradient rule: MPI's)");
-  check_exact_allreduce(other, "other Iallreduce (bf16 would not pay: MPI's)");
+  capture_stderr();
+  for (int twice = 0; twice < 2; ++twice) { /* the library says it once */
+    check_exact_allreduce(pp, "pp Iallreduce (eb's size depends on the data: MPI's)");
+    check_exact_allreduce(zero, "zero Iallreduce (gradient rule: MPI's)");
+    check_exact_allreduce(other, "other Iallreduce (bf16 would not pay: MPI's)");
+  }
+  const char* said = captured_stderr();
+  expect_warning(said, "MPI_Iallreduce on pp", "stream size depends on the data");
+  expect_warning(said, "MPI_Iallreduce on zero", "gradient compressor");
+  expect_warning(said, "MPI_Iallreduce on an unnamed communicator", "more bytes than MPI's");
   check_tp();
   check_zero_reduce_scatter(0);
   check_zero_reduce_scatter(1);
