@@ -246,9 +246,7 @@ class ZfpCodec final : public Codec {
           chunk[i] = 0.0f;
         }
       }
-      const size_t whole = n / kBlockValues * kBlockValues;
-      writer.write_blocks(chunk.data(), whole / kBlockValues);
-      if (whole < n) writer.write(chunk.data() + whole, n - whole);
+      writer.write(chunk.data(), n);
     }
     const size_t zfp_bytes = writer.finish();
     if (positions.empty()) return zfp_bytes;
@@ -367,9 +365,7 @@ class ZfpCodec final : public Codec {
       const size_t n = std::min(kChunkValues, out.count - begin);
       float* values =
           out.dtype == DType::kF32 ? static_cast<float*>(out.data) + begin : chunk.data();
-      const size_t whole = n / kBlockValues * kBlockValues;
-      reader.read_blocks(values, whole / kBlockValues);
-      if (whole < n) reader.read(values + whole, n - whole);
+      reader.read(values, n);
       if (out.dtype != DType::kF32) store_from_float(chunk.data(), n, out, begin);
     }
     const uint64_t consumed = reader.consumed_bytes();

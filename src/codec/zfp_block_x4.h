@@ -3,10 +3,11 @@
 // registers (value i of every block in register i), in the same integer and float arithmetic,
 // so the results are the same bits (cvttps2dq is truncate_like_x86, cvtdq2ps the int-to-float
 // conversion). The bit planes stay one block at a time. Without SSE2 the scalar functions run.
-// tests/unit/zfp_block_x4_test.cc compares both. put_blocks / take_blocks run a stream's whole
-// blocks through them for the fixed-rate and fixed-accuracy writers and readers.
+// tests/unit/zfp_block_x4_test.cc compares both. put_values / take_values run a stream's
+// values through them for the fixed-rate and fixed-accuracy writers and readers.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -179,17 +180,18 @@ void put_block(const float* values, size_t n, Put&& put) {
   put(emax, u);
 }
 
-// The `blocks` whole blocks of values[0, 4 blocks), four at a time, handed to put(emax, u) in
-// order.
+// The blocks of values[0, n), in order, handed to put(emax, u): whole blocks four at a time, a
+// partial last block padded.
 template <class Put>
-void put_blocks(const float* values, size_t blocks, Put&& put) {
-  size_t b = 0;
-  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
+void put_values(const float* values, size_t n, Put&& put) {
+  size_t i = 0;
+  for (; i + kGroupBlocks * kBlockValues <= n; i += kGroupBlocks * kBlockValues) {
     BlockGroup g;
-    group_integers(values + b * kBlockValues, g);
+    group_integers(values + i, g);
     for (uint32_t j = 0; j < kGroupBlocks; ++j) put(g.emax[j], g.u[j]);
   }
-  for (; b < blocks; ++b) put_block(values + b * kBlockValues, kBlockValues, put);
+  for (; i < n; i += kBlockValues)
+    put_block(values + i, std::min<size_t>(kBlockValues, n - i), put);
 }
 
 // n (1..4) values of the block that take(u) reads (returning its emax).
@@ -202,16 +204,18 @@ void take_block(float* values, size_t n, Take&& take) {
   if (n < kBlockValues) std::memcpy(values, block, n * sizeof(float));
 }
 
-// The next `blocks` blocks that take(u) reads into values[0, 4 blocks), four at a time.
+// The blocks that take(u) reads into values[0, n): whole blocks four at a time, then the values
+// of a partial last block.
 template <class Take>
-void take_blocks(float* values, size_t blocks, Take&& take) {
-  size_t b = 0;
-  for (; b + kGroupBlocks <= blocks; b += kGroupBlocks) {
+void take_values(float* values, size_t n, Take&& take) {
+  size_t i = 0;
+  for (; i + kGroupBlocks * kBlockValues <= n; i += kGroupBlocks * kBlockValues) {
     BlockGroup g;
     for (uint32_t j = 0; j < kGroupBlocks; ++j) g.emax[j] = take(g.u[j]);
-    group_floats(g, values + b * kBlockValues);
+    group_floats(g, values + i);
   }
-  for (; b < blocks; ++b) take_block(values + b * kBlockValues, kBlockValues, take);
+  for (; i < n; i += kBlockValues)
+    take_block(values + i, std::min<size_t>(kBlockValues, n - i), take);
 }
 
 }  // namespace hycc::codec::zfp

@@ -13,11 +13,7 @@ void FixedAccuracyWriter::put(int emax, const uint32_t* u) {
 }
 
 void FixedAccuracyWriter::write(const float* values, size_t n) {
-  put_block(values, n, [this](int emax, const uint32_t* u) { put(emax, u); });
-}
-
-void FixedAccuracyWriter::write_blocks(const float* values, size_t blocks) {
-  put_blocks(values, blocks, [this](int emax, const uint32_t* u) { put(emax, u); });
+  put_values(values, n, [this](int emax, const uint32_t* u) { put(emax, u); });
 }
 
 int FixedAccuracyReader::take(uint32_t* u) {
@@ -29,11 +25,7 @@ int FixedAccuracyReader::take(uint32_t* u) {
 }
 
 void FixedAccuracyReader::read(float* values, size_t n) {
-  take_block(values, n, [this](uint32_t* u) { return take(u); });
-}
-
-void FixedAccuracyReader::read_blocks(float* values, size_t blocks) {
-  take_blocks(values, blocks, [this](uint32_t* u) { return take(u); });
+  take_values(values, n, [this](uint32_t* u) { return take(u); });
 }
 
 }  // namespace hycc::codec::zfp

@@ -20,10 +20,9 @@ class FixedAccuracyWriter {
  public:
   FixedAccuracyWriter(std::byte* out, int minexp) : bits_(out), minexp_(minexp) {}
 
-  // Encodes n (1..4) finite values; fewer than 4 are padded as zfp pads a partial block.
+  // Encodes n finite values, in blocks of 4; a partial last block (n not a multiple of 4) is
+  // padded as zfp pads it, so only the stream's last call may end with one.
   void write(const float* values, size_t n);
-  // Encodes `blocks` whole blocks of finite values, values[0, 4 blocks).
-  void write_blocks(const float* values, size_t blocks);
   // Flushes the last bits; returns the stream length in bytes.
   size_t finish() { return bits_.finish(); }
 
@@ -43,10 +42,9 @@ class FixedAccuracyReader {
   FixedAccuracyReader(const std::byte* in, size_t bytes, int minexp)
       : in_(reinterpret_cast<const uint8_t*>(in)), bytes_(bytes), minexp_(minexp) {}
 
-  // Decodes the next block into n (1..4) values.
+  // Decodes the next blocks into n values (the last block partial when n is not a multiple
+  // of 4, so only the stream's last call may end with one).
   void read(float* values, size_t n);
-  // Decodes the next `blocks` blocks into values[0, 4 blocks).
-  void read_blocks(float* values, size_t blocks);
   // Bytes up to the end of the last block read.
   uint64_t consumed_bytes() const { return (pos_ + 7) / 8; }
 

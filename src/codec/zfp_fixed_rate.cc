@@ -12,11 +12,7 @@ void FixedRateWriter::put(int emax, const uint32_t* u) {
 }
 
 void FixedRateWriter::write(const float* values, size_t n) {
-  put_block(values, n, [this](int emax, const uint32_t* u) { put(emax, u); });
-}
-
-void FixedRateWriter::write_blocks(const float* values, size_t blocks) {
-  put_blocks(values, blocks, [this](int emax, const uint32_t* u) { put(emax, u); });
+  put_values(values, n, [this](int emax, const uint32_t* u) { put(emax, u); });
 }
 
 void StreamBitWriter::append(uint64_t bits, uint32_t n) {
@@ -61,11 +57,7 @@ int FixedRateReader::take(uint32_t* u) {
 }
 
 void FixedRateReader::read(float* values, size_t n) {
-  take_block(values, n, [this](uint32_t* u) { return take(u); });
-}
-
-void FixedRateReader::read_blocks(float* values, size_t blocks) {
-  take_blocks(values, blocks, [this](uint32_t* u) { return take(u); });
+  take_values(values, n, [this](uint32_t* u) { return take(u); });
 }
 
 }  // namespace hycc::codec::zfp
