@@ -18,11 +18,8 @@ struct SplitBuilder {
   std::vector<std::byte> scratch;  // a stream that may not fit its slot
   int rank = 0, size = 1;
 
-  // Slots for `count` values: sent_slots and received_slots of them, in units of the
-  // communicator's size when per_rank.
-  SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count, size_t sent_slots,
-               size_t received_slots, bool per_rank)
-      : codec(config) {
+  // Slots for `count` values; gather() and scatter() allocate them (a broadcast its one).
+  SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count) : codec(config) {
     HYCC_CHECK_MPI(MPI_Comm_rank(comm, &rank));
     HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
     const std::optional<size_t> slot = slot_bytes(config, count);
@@ -35,9 +32,6 @@ struct SplitBuilder {
       throw InvalidArgument(tagged("coll", "split collective: ", size, " slots of ", c->slot_,
                                    " bytes exceed MPI's int counts"));
     }
-    const size_t unit = per_rank ? static_cast<size_t>(size) : 1;
-    c->sent_.resize(sent_slots * unit * c->slot_);
-    c->received_.resize(received_slots * unit * c->slot_);
     c->stats_.compressed = true;
     c->stats_.message_bytes = count * sizeof(float);
   }
@@ -71,6 +65,8 @@ struct SplitBuilder {
 
   // Compresses send[0, count) into the one sent slot and starts MPI_Iallgather of the slots.
   void gather(MPI_Comm comm, const float* send, size_t count) {
+    c->sent_.resize(c->slot_);
+    c->received_.resize(static_cast<size_t>(size) * c->slot_);
     compress_into(c->sent_.data(), 0, send, count);
     HYCC_CHECK_MPI(MPI_Iallgather(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
                                   c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
@@ -80,6 +76,8 @@ struct SplitBuilder {
   // Compresses the blocks send[j count, (j + 1) count) for every j but this rank into sent slot
   // j and starts MPI_Ialltoall of the slots.
   void scatter(MPI_Comm comm, const float* send, size_t count) {
+    c->sent_.resize(static_cast<size_t>(size) * c->slot_);
+    c->received_.resize(static_cast<size_t>(size) * c->slot_);
     for (size_t j = 0; j < static_cast<size_t>(size); ++j) {
       if (j != static_cast<size_t>(rank)) {
         compress_into(c->sent_.data() + j * c->slot_, j, send + j * count, count);
@@ -162,8 +160,7 @@ bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size) 
 
 std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
                                                  size_t count, const CodecConfig& codec) {
-  SplitBuilder b(comm, codec, count, 0, 1, true);
-  b.c->sent_.resize(b.c->slot_);
+  SplitBuilder b(comm, codec, count);
   b.c->stats_.algorithm = Algorithm::kCompressOnce;
   b.c->decode_ = [recv, count](SplitCollective& c) {
     // sum = x_0, then sum += x_j, in rank order on every rank.
@@ -182,7 +179,8 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
 
 std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
                                                  const CodecConfig& codec) {
-  SplitBuilder b(comm, codec, count, 0, 1, false);
+  SplitBuilder b(comm, codec, count);
+  b.c->received_.resize(b.c->slot_);
   // MPI_Ibcast's buffer: the root sends from it and decodes it as the others do.
   if (b.rank == root) b.compress_into(b.c->received_.data(), 0, data, count);
   b.c->decode_ = [data, count](SplitCollective& c) {
@@ -195,8 +193,7 @@ std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, siz
 
 std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* send, float* recv,
                                                  size_t count, const CodecConfig& codec) {
-  SplitBuilder b(comm, codec, count, 0, 1, true);
-  b.c->sent_.resize(b.c->slot_);
+  SplitBuilder b(comm, codec, count);
   b.c->decode_ = [recv, count](SplitCollective& c) {
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
@@ -209,7 +206,7 @@ std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* sen
 
 std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
                                                 size_t count, const CodecConfig& codec) {
-  SplitBuilder b(comm, codec, count, 1, 1, true);
+  SplitBuilder b(comm, codec, count);
   const auto r = static_cast<size_t>(b.rank);
   std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may be recv
   b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
@@ -228,7 +225,7 @@ std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send
 
 std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float* send, float* recv,
                                                       size_t count, const CodecConfig& codec) {
-  SplitBuilder b(comm, codec, count, 1, 1, true);
+  SplitBuilder b(comm, codec, count);
   const auto r = static_cast<size_t>(b.rank);
   std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may hold recv
   b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
