@@ -31,24 +31,19 @@ struct Started {
   std::shared_ptr<HostStaging> out;
 };
 
-// True when the decision takes the split form: a codec rule that compresses this call (not a
-// gradient compressor, not adaptive) and whose split form pays at this size.
-bool splits(const CommState& s, const PolicyDecision& d, Operation op, size_t bytes,
-            size_t slot_elems) {
-  const Policy& policy = engine()->policy();
-  return compresses(s, policy, d, bytes) && !d.gradient && !adaptive(policy, d) &&
-         d.options.codec.id() != CodecId::kNone &&
-         coll::split_pays(op, d.options.codec, slot_elems, s.comm.size());
-}
-
-// Why a call whose rule compresses does not take the split form.
-const char* why_not_split(const PolicyDecision& d, size_t slot_elems) {
+// Why a call whose rule compresses cannot take the split form, or nullptr when it can: a codec
+// rule (not a gradient compressor, not adaptive) whose fixed-size slots pay at this size.
+const char* why_not_split(const CommState& s, const PolicyDecision& d, Operation op,
+                          size_t slot_elems) {
   if (d.gradient) return "a gradient compressor needs messages from its peers before it sends";
   if (adaptive(engine()->policy(), d)) return "an adaptive rule needs measured links to choose";
   if (!coll::slot_bytes(d.options.codec, slot_elems)) {
     return "the codec's stream size depends on the data";
   }
-  return "its fixed-size slots would move more bytes than MPI's collective";
+  if (!coll::split_pays(op, d.options.codec, slot_elems, s.comm.size())) {
+    return "its fixed-size slots would move more bytes than MPI's collective";
+  }
+  return nullptr;
 }
 
 // Says once per call, communicator name, compressor and reason (rank 0 of the communicator)
@@ -84,10 +79,9 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
   PolicyEngine& e = *engine();
   const size_t bytes = elems * sizeof(float);
   const PolicyDecision d = e.decide(s->comm, op, bytes);
-  if (!splits(*s, d, op, bytes, slot_elems)) {
-    if (compresses(*s, e.policy(), d, bytes)) {
-      warn_left_to_mpi(*s, name, d, why_not_split(d, slot_elems));
-    }
+  if (!compresses(*s, e.policy(), d, bytes)) return run_native(*s, op, bytes, d, native);
+  if (const char* why = why_not_split(*s, d, op, slot_elems)) {
+    warn_left_to_mpi(*s, name, d, why);
     return run_native(*s, op, bytes, d, native);
   }
   const Inside guard;
