@@ -80,6 +80,7 @@ GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<con
   const auto t0 = std::chrono::steady_clock::now();
   try {
     method_->step({ex, op, tensor, grad, out, shard_only}, state, stats);
+    method_->restart_nonfinite(state);
   } catch (...) {
     states_.erase(tensor.key);  // a half-updated state must not be used again
     throw;

@@ -1,5 +1,6 @@
 // Helpers shared by the gradient compression methods, and the method without compression.
 #include <algorithm>
+#include <cmath>
 
 #include "common/synthetic_data.h"
 #include "grad/method.h"
@@ -12,6 +13,22 @@ std::span<const float> accumulate(bool error_feedback, std::vector<float>& resid
   if (residual.size() != grad.size()) residual.assign(grad.size(), 0.0f);
   for (size_t i = 0; i < grad.size(); ++i) residual[i] += grad[i];
   return residual;
+}
+
+bool zero_nonfinite(std::span<float> v) {
+  bool any = false;
+  for (float& x : v) {
+    if (!std::isfinite(x)) {
+      x = 0.0f;
+      any = true;
+    }
+  }
+  return any;
+}
+
+void Method::restart_nonfinite(TensorState& state) const {
+  zero_nonfinite(state.residual);
+  zero_nonfinite(state.aux);
 }
 
 void finish_op(std::span<float> out, ReduceOp op, int size) {

@@ -13,6 +13,7 @@
 // tensor with no compressed matrix, and the first `start` steps of every tensor, go through one
 // plain allreduce.
 #include <algorithm>
+#include <cmath>
 
 #include "grad/low_rank.h"
 #include "grad/method.h"
@@ -23,6 +24,16 @@ namespace {
 class PowerSgdMethod : public Method {
  public:
   explicit PowerSgdMethod(const GradSpec& spec) : spec_(spec) {}
+
+  // Q (aux) is the warm start: one value that is not finite spreads through every product,
+  // so a Q that holds one is dropped, and the next step starts Q afresh as the first did.
+  void restart_nonfinite(TensorState& state) const override {
+    zero_nonfinite(state.residual);
+    if (!std::all_of(state.aux.begin(), state.aux.end(),
+                     [](float x) { return std::isfinite(x); })) {
+      state.aux.clear();
+    }
+  }
 
   void step(const StepArgs& a, TensorState& state, GradStepStats& stats) override {
     const size_t n = a.grad.size();

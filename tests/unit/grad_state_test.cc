@@ -2,6 +2,7 @@
 // save/load round trip, determinism, and bit-identical results on every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -315,6 +316,68 @@ TEST(GradState, CompressorLifecycle) {
   d.reset();
   d.reset(3);
   EXPECT_EQ(d.tensors(), 0u);
+}
+
+}  // namespace
+}  // namespace hycc::grad
+
+namespace hycc::grad {
+namespace {
+
+// A step with an overflowed gradient (as under fp16 loss scaling) shows the overflow on every
+// rank, so that the loss scaler skips it, and does not poison the steps after it.
+TEST_P(GradAllSpecs, NonFiniteStepDoesNotPoisonTheNext) {
+  const int p = 2;
+  std::vector<Engine> engines = make_engines(GetParam(), p);
+  std::vector<std::vector<float>> overflowed(p), next(p);
+  ThreadGroup group(p);
+  group.run([&](int rank) {
+    ThreadExchange ex(group, rank);
+    for (int s = 0; s < 2; ++s) {
+      for (const GradTensor* t : {&kMatrix, &kVector}) {
+        std::vector<float> g = gradient(*t, rank, s);
+        if (s == 0 && rank == 0) {
+          g[3] = INFINITY;
+          g[5] = NAN;
+        }
+        engines[size_t(rank)].allreduce(ex, *t, {DType::kF32, g.size(), g.data()},
+                                        ReduceOp::kAverage);
+        if (t == &kMatrix) (s == 0 ? overflowed : next)[size_t(rank)] = g;
+      }
+    }
+  });
+  for (int r = 0; r < p; ++r) {
+    const std::vector<float>& o = overflowed[size_t(r)];
+    EXPECT_FALSE(std::all_of(o.begin(), o.end(), [](float x) { return std::isfinite(x); }))
+        << GetParam() << " rank " << r;
+    for (size_t i = 0; i < next[size_t(r)].size(); ++i) {
+      ASSERT_TRUE(std::isfinite(next[size_t(r)][i])) << GetParam() << " rank " << r << " i " << i;
+    }
+  }
+}
+
+// PowerSGD after an overflowed step starts again as a fresh compressor: the residual of a
+// compressed matrix is all non-finite (one value spreads through the products), and Q, not
+// finite either, is drawn again as on the first step, not left at zero.
+TEST(GradState, PowerSgdAfterAnOverflowStartsAfresh) {
+  const int p = 2;
+  std::vector<Engine> overflowed = make_engines("powersgd:rank=4", p);
+  std::vector<Engine> fresh = make_engines("powersgd:rank=4", p);
+  std::vector<std::vector<float>> a(p), b(p);
+  ThreadGroup group(p);
+  group.run([&](int rank) {
+    ThreadExchange ex(group, rank);
+    std::vector<float> g = gradient(kMatrix, rank, 0);
+    g[7] = INFINITY;
+    overflowed[size_t(rank)].allreduce(ex, kMatrix, {DType::kF32, g.size(), g.data()},
+                                       ReduceOp::kAverage);
+    a[size_t(rank)] = b[size_t(rank)] = gradient(kMatrix, rank, 1);
+    overflowed[size_t(rank)].allreduce(ex, kMatrix, {DType::kF32, g.size(), a[size_t(rank)].data()},
+                                       ReduceOp::kAverage);
+    fresh[size_t(rank)].allreduce(ex, kMatrix, {DType::kF32, g.size(), b[size_t(rank)].data()},
+                                  ReduceOp::kAverage);
+  });
+  for (int r = 0; r < p; ++r) EXPECT_TRUE(same_bits(a[size_t(r)], b[size_t(r)])) << r;
 }
 
 }  // namespace
