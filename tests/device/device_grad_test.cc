@@ -3,6 +3,8 @@
 // both transports; the specs staged through the host (powersgd, topk, sign) and error feedback
 // around codecs without kernels likewise; the policy path (hybrid's ef+quant on dp)
 // bit-identical to the host policy path; bad specs and stale states rejected.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -331,6 +333,41 @@ TEST(DeviceGrad, EverySpecMatchesTheHostCompressorStepAfterStep) {
   EXPECT_TRUE(same_bits(host.residual(8), device.residual(8)));
   device.reset(8);
   EXPECT_TRUE(device.residual(8).empty());
+}
+
+// A step whose gradient overflowed on one rank (fp16 loss scaling): the device compressor
+// restarts the state values that are not finite as the host's does (grad/method.h), so the
+// overflowed step and the next have the host's bits, residuals and saved state, and the next
+// step is finite.
+TEST(DeviceGrad, AnOverflowedStepRestartsTheStateAsOnTheHost) {
+  const struct {
+    const char* spec;
+    std::vector<size_t> shape;
+  } cases[] = {{"ef+quant:bits=4", {}},       {"ef2+quant:bits=6", {}},
+               {"powersgd:rank=2", {61, 37}}, {"sign", {}},
+               {"topk:ratio=0.05", {}},       {"ef+zfp:rate=8", {}}};
+  for (const auto& c : cases) {
+    const size_t n = c.shape.empty() ? 2257 : c.shape[0] * c.shape[1];
+    GradCompressor host(c.spec);
+    DeviceGradCompressor device(c.spec);
+    for (int step = 0; step < 3; ++step) {
+      const std::string what = std::string(c.spec) + " step " + std::to_string(step);
+      std::vector<float> values = gradient(DType::kF32, n, step).to_floats();
+      if (step == 0 && world().rank() == 0) values[5] = INFINITY;
+      const Buffer g = Buffer::from_floats(DType::kF32, values);
+      Buffer want = clone(g), got(DType::kF32, n);
+      const GradTensor tensor{3, c.shape};
+      grad_allreduce(world(), host, tensor, want.view(), GradOptions{ReduceOp::kSum, 0});
+      device.allreduce(world(), tensor, g.view(), got.view(), ReduceOp::kSum, emulated());
+      expect_bits_equal(got, want, what);
+      EXPECT_TRUE(same_bits(device.residual(3), host.residual(3))) << what << ": residuals";
+      EXPECT_TRUE(device.save() == host.save()) << what << ": saved states differ";
+      const std::vector<float> out = got.to_floats();
+      const bool finite =
+          std::all_of(out.begin(), out.end(), [](float x) { return std::isfinite(x); });
+      EXPECT_EQ(finite, step != 0) << what;
+    }
+  }
 }
 
 // As on the host: ranks that pass other layouts (the same count) or specs all throw CommError

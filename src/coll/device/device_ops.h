@@ -123,6 +123,10 @@ class DeviceOps {
   virtual void subtract(const float* a, const float* b, float* out, size_t n) = 0;
   // out[i] = a[i] + b[i] in float32, n elements (out may be a or b).
   virtual void add(const float* a, const float* b, float* out, size_t n) = 0;
+  // Sets the values of data[0, n) that are not finite to +0 (an error-feedback state after an
+  // overflowed step, grad/method.h's restart_nonfinite); returns whether there were any, which
+  // it waits for.
+  virtual bool zero_nonfinite(float* data, size_t n) = 0;
   // payload_checksum() (payload_checksum.h) of `bytes` bytes of device memory; waits for it.
   virtual uint64_t checksum(const void* data, size_t bytes) = 0;
 

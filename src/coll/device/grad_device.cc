@@ -100,6 +100,17 @@ dev::Memory to_device(dev::DeviceOps& ops, const std::vector<float>& values) {
   return m;
 }
 
+// grad/method.h's restart_nonfinite on the device state: residuals (worker and server) from
+// zero where they are not finite; PowerSGD's Q, if any of it is not, drawn again on the next step.
+void restart_nonfinite(dev::DeviceOps& ops, grad::Kind kind, dev::GradState& state) {
+  ops.zero_nonfinite(static_cast<float*>(state.residual.data()), state.residual_count);
+  if (state.aux_count == 0) return;
+  if (ops.zero_nonfinite(static_cast<float*>(state.aux.data()), state.aux_count) &&
+      kind == grad::Kind::kPowerSgd) {
+    state.aux_count = 0;
+  }
+}
+
 // "none": a plain uncompressed allreduce, or reduce-scatter (shard_only; out is this rank's
 // chunk); its state only counts the steps, as the host's.
 GradStepStats plain_step(const dev::DeviceStep& step) {
@@ -257,6 +268,7 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
         case grad::Kind::kSign:
           stats = dev::sign_device_step(step, parsed_->error_feedback, state);
       }
+      restart_nonfinite(*ops, parsed_->kind, state);
     } catch (...) {
       states_.erase(key);  // a half-updated state must not be used again
       throw;

@@ -92,6 +92,8 @@ class HostEmulatedOps final : public DeviceOps {
     for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
   }
 
+  bool zero_nonfinite(float* data, size_t n) override { return grad::zero_nonfinite({data, n}); }
+
   uint64_t checksum(const void* data, size_t bytes) override {
     return payload_checksum(data, bytes);
   }

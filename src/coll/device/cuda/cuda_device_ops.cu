@@ -14,6 +14,7 @@
 #include <map>
 
 #include "codec/cuda/device_util.cuh"
+#include "codec/float_convert.h"
 #include "coll/device/cuda/low_rank_kernels.h"
 #include "coll/device/cuda/sign_kernels.h"
 #include "coll/device/cuda/topk_kernels.h"
@@ -105,6 +106,16 @@ __global__ void subtract_kernel(const float* a, const float* b, float* out, uint
   const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= n) return;
   out[i] = sum ? a[i] + b[i] : a[i] - b[i];
+}
+
+// Sets the values that are not finite to +0 and *found to 1 if there were any.
+__global__ void zero_nonfinite_kernel(float* data, uint64_t n, uint32_t* found) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if ((codec::f32_to_bits(data[i]) & 0x7f800000u) == 0x7f800000u) {
+    data[i] = 0.0f;
+    *found = 1;
+  }
 }
 
 // *sum += the checksum terms of the payload's words (payload_checksum.h); grid-stride, one atomic
@@ -262,6 +273,19 @@ class CudaOps final : public DeviceOps {
                                  static_cast<uint32_t*>(flag_.data()), stream_);
   }
 
+  bool zero_nonfinite(float* data, size_t n) override {
+    if (n == 0) return false;
+    grow(flag_, 4);
+    auto* flag = static_cast<uint32_t*>(flag_.data());
+    HYCC_CUDA_CHECK(cudaMemsetAsync(flag, 0, 4, stream_));
+    zero_nonfinite_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(data, n, flag);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+    uint32_t found = 0;
+    copy_to_host(&found, flag, 4);
+    synchronize();
+    return found != 0;
+  }
+
   void subtract(const float* a, const float* b, float* out, size_t n) override {
     elementwise(a, b, out, n, false);
   }
@@ -296,7 +320,7 @@ class CudaOps final : public DeviceOps {
   Memory low_rank_;  // multiply_mtp's block sums
   Memory sign_;      // sign_encode's tile sums
   Memory topk_;      // topk_encode's histogram, flags, scans and indices
-  Memory flag_;      // topk_accumulate's index check
+  Memory flag_;      // topk_accumulate's index check, zero_nonfinite's answer
 };
 
 }  // namespace
