@@ -46,6 +46,7 @@ namespace hycc {
 
 namespace grad {
 class Engine;
+struct EngineAccess;
 }  // namespace grad
 
 // One gradient tensor (or bucket): a stable key and its shape. PowerSGD views it as a matrix of
@@ -127,6 +128,7 @@ class GradCompressor {
                                       TensorView, const GradOptions&);
   friend GradStepStats grad_reduce_scatter(const Communicator&, GradCompressor&, const GradTensor&,
                                            ConstTensorView, TensorView, const GradOptions&);
+  friend struct grad::EngineAccess;  // the library's own callers of the engine (grad/engine.h)
   std::unique_ptr<grad::Engine> engine_;
 };
 

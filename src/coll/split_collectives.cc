@@ -17,6 +17,7 @@ struct SplitBuilder {
   CodecConfig codec;
   std::vector<std::byte> scratch;  // a stream that may not fit its slot
   int rank = 0, size = 1;
+  std::optional<uint64_t> seed;  // error feedback's seed of the step (Feedback)
 
   // Slots for `count` values; gather() and scatter() allocate them (a broadcast its one).
   SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count) : codec(config) {
@@ -41,7 +42,7 @@ struct SplitBuilder {
   // stochastic rounding seeds).
   void compress_into(std::byte* at, size_t slot, const float* in, size_t count) {
     const auto start = std::chrono::steady_clock::now();
-    const CompressOptions options{stream_seed(0, rank, 0, slot)};
+    const CompressOptions options{seed ? *seed + slot : stream_seed(0, rank, 0, slot)};
     const ConstTensorView view{DType::kF32, count, in};
     const std::span<std::byte> room(at + sizeof(uint64_t), c->slot_ - sizeof(uint64_t));
     uint64_t bytes;
@@ -119,6 +120,17 @@ void decode_slot(const std::byte* slot, size_t slot_size, float* out, size_t cou
   decompress(stream, TensorView{DType::kF32, count, out});
 }
 
+// send[0, count) + the residual of feedback (which holds count values).
+std::vector<float> accumulate(const Feedback& feedback, const float* send, size_t count) {
+  if (feedback.residual.size() != count) {
+    throw InvalidArgument(tagged("coll", "split collective: a residual of ",
+                                 feedback.residual.size(), " values for ", count, " inputs"));
+  }
+  std::vector<float> acc(count);
+  for (size_t i = 0; i < count; ++i) acc[i] = send[i] + feedback.residual[i];
+  return acc;
+}
+
 }  // namespace
 
 void SplitCollective::finish() {
@@ -159,21 +171,39 @@ bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size) 
 }
 
 std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
-                                                 size_t count, const CodecConfig& codec) {
+                                                 size_t count, const CodecConfig& codec,
+                                                 const Feedback* feedback) {
   SplitBuilder b(comm, codec, count);
   b.c->stats_.algorithm = Algorithm::kCompressOnce;
-  b.c->decode_ = [recv, count](SplitCollective& c) {
-    // sum = x_0, then sum += x_j, in rank order on every rank.
+  std::vector<float> acc, own;  // with feedback: send + residual, and what the peers decode of it
+  if (feedback != nullptr) {
+    acc = accumulate(*feedback, send, count);
+    b.seed = feedback->seed;
+  }
+  b.gather(comm, feedback != nullptr ? acc.data() : send, count);
+  if (feedback != nullptr) {
+    own.resize(count);
+    decode_slot(b.c->sent_.data(), b.c->slot_, own.data(), count);
+    for (size_t i = 0; i < count; ++i) feedback->residual[i] = acc[i] - own[i];
+  }
+  b.c->decode_ = [recv, count, r = static_cast<size_t>(b.rank),
+                  own = std::move(own)](SplitCollective& c) {
+    // sum = x_0, then sum += x_j, in rank order on every rank (this rank's x decoded already
+    // when there is feedback).
     std::vector<float> part(count);
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
-      decode_slot(c.received_.data() + j * c.slot_, c.slot_, j == 0 ? recv : part.data(), count);
+      float* x = j == 0 ? recv : part.data();
+      if (j == r && !own.empty()) {
+        std::memcpy(x, own.data(), count * sizeof(float));
+      } else {
+        decode_slot(c.received_.data() + j * c.slot_, c.slot_, x, count);
+      }
       if (j != 0) {
         for (size_t i = 0; i < count; ++i) recv[i] += part[i];
       }
     }
   };
-  b.gather(comm, send, count);
   return std::move(b.c);
 }
 
@@ -224,11 +254,19 @@ std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send
 }
 
 std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float* send, float* recv,
-                                                      size_t count, const CodecConfig& codec) {
+                                                      size_t count, const CodecConfig& codec,
+                                                      const Feedback* feedback) {
   SplitBuilder b(comm, codec, count);
   const auto r = static_cast<size_t>(b.rank);
+  const size_t total = count * static_cast<size_t>(b.size);
+  std::vector<float> acc;  // with feedback: send + residual
+  if (feedback != nullptr) {
+    acc = accumulate(*feedback, send, total);
+    b.seed = feedback->seed;
+    send = acc.data();
+  }
   std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may hold recv
-  b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
+  b.c->decode_ = [recv, count, r, own](SplitCollective& c) {
     // sum = x_0, then sum += x_j, in rank order; this rank's own contribution exact.
     std::vector<float> part(count);
     const size_t ranks = c.received_.size() / c.slot_;
@@ -242,6 +280,18 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
     }
   };
   b.scatter(comm, send, count);
+  if (feedback != nullptr) {
+    // What chunk j's owner decodes is lost from acc; the own chunk is summed exactly.
+    for (size_t j = 0; j < static_cast<size_t>(b.size); ++j) {
+      float* residual = feedback->residual.data() + j * count;
+      if (j == r) {
+        std::fill(residual, residual + count, 0.0f);
+        continue;
+      }
+      decode_slot(b.c->sent_.data() + j * b.c->slot_, b.c->slot_, residual, count);
+      for (size_t i = 0; i < count; ++i) residual[i] = acc[j * count + i] - residual[i];
+    }
+  }
   return std::move(b.c);
 }
 

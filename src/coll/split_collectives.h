@@ -25,6 +25,11 @@
 //   contributions to its chunk in rank order in float32, its own exact (error (p - 1) eb).
 // As in the blocking collectives, each rank decodes what it received; a malformed slot throws
 // CorruptStream on the ranks that decode it.
+// Error feedback (Feedback, for ef+CODEC and ef2+CODEC gradients): allreduce and reduce_scatter
+// compress acc = send + residual instead of send, and replace the residual by what the peers do
+// not receive of it, acc minus the decoding of this rank's streams (zero on a reduce-scatter's
+// own chunk, which is summed exactly), before start returns. An allreduce with feedback is then
+// ef+CODEC's step bit for bit (the same stream and seed, the same sum).
 #pragma once
 
 #include <mpi.h>
@@ -33,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "hycc/codec.h"
@@ -40,6 +46,13 @@
 #include "hycc/policy.h"
 
 namespace hycc::coll {
+
+// The residual of error feedback (count values: the whole input) and the seed of the step; the
+// stream of slot j is compressed with seed + j.
+struct Feedback {
+  std::span<float> residual;
+  uint64_t seed = 0;
+};
 
 class SplitCollective {
  public:
@@ -57,7 +70,7 @@ class SplitCollective {
  private:
   friend struct SplitBuilder;
   friend std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm, const float*, float*, size_t,
-                                                          const CodecConfig&);
+                                                          const CodecConfig&, const Feedback*);
   friend std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm, float*, size_t, int,
                                                           const CodecConfig&);
   friend std::unique_ptr<SplitCollective> start_allgather(MPI_Comm, const float*, float*, size_t,
@@ -65,7 +78,8 @@ class SplitCollective {
   friend std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm, const float*, float*, size_t,
                                                          const CodecConfig&);
   friend std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm, const float*, float*,
-                                                               size_t, const CodecConfig&);
+                                                               size_t, const CodecConfig&,
+                                                               const Feedback*);
   SplitCollective() = default;
 
   MPI_Request request_ = MPI_REQUEST_NULL;
@@ -93,8 +107,10 @@ bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size);
 // count: elements of the whole tensor (allreduce, broadcast), of each rank's block (allgather,
 // alltoall), of each rank's chunk of the result (reduce_scatter: send holds size chunks). send
 // may overlap recv (the input is compressed, and the own block copied, before start returns).
+// feedback: error feedback (allreduce, reduce_scatter), or null.
 std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
-                                                 size_t count, const CodecConfig& codec);
+                                                 size_t count, const CodecConfig& codec,
+                                                 const Feedback* feedback = nullptr);
 std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
                                                  const CodecConfig& codec);
 std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* send, float* recv,
@@ -102,6 +118,7 @@ std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* sen
 std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
                                                 size_t count, const CodecConfig& codec);
 std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float* send, float* recv,
-                                                      size_t count, const CodecConfig& codec);
+                                                      size_t count, const CodecConfig& codec,
+                                                      const Feedback* feedback = nullptr);
 
 }  // namespace hycc::coll

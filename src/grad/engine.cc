@@ -96,6 +96,28 @@ GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<con
   return stats;
 }
 
+void Engine::feedback_step(const GradTensor& tensor, ConstTensorView grad, int rank, int size,
+                           const std::function<void(std::span<float>, uint64_t)>& run) {
+  if (!wraps_codec(spec_.kind)) {
+    throw InvalidArgument(tagged("grad", spec_.canonical, " has no error feedback around a codec"));
+  }
+  const std::string error = call_error("grad_allreduce", tensor, grad, nullptr, rank, size);
+  if (!error.empty()) throw InvalidArgument(error);
+  TensorState& state = states_[tensor.key];
+  try {
+    state.residual.resize(grad.count, 0.0f);
+    run(state.residual, step_seed(tensor.key, state.steps, rank));
+    method_->restart_nonfinite(state);
+  } catch (...) {
+    states_.erase(tensor.key);  // a half-updated state must not be used again
+    throw;
+  }
+  state.steps += 1;
+  state.rank = rank;
+  state.size = size;
+  state.count = grad.count;
+}
+
 GradStepStats Engine::allreduce(Exchange& ex, const GradTensor& tensor, TensorView grad,
                                 ReduceOp op) {
   const std::string error =

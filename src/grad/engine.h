@@ -4,6 +4,7 @@
 // Communicator (exchange.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -29,6 +30,15 @@ class Engine {
   GradStepStats reduce_scatter(Exchange& ex, const GradTensor& tensor, ConstTensorView grad,
                                TensorView shard, ReduceOp op);
 
+  // One step of ef+CODEC or ef2+CODEC whose compression and exchange run elsewhere: the
+  // drop-in library's nonblocking allreduce and reduce-scatter (coll/split_collectives.h, as
+  // error feedback around one split collective). Checks the call as allreduce() does (throws
+  // InvalidArgument), runs run(residual, seed) with the key's residual (count values, zeros at
+  // first) and the step's seed (ef+CODEC's: step_seed(key, step, rank)); run replaces the
+  // residual. The step counts once run returns; if run throws, the key's state is dropped.
+  void feedback_step(const GradTensor& tensor, ConstTensorView grad, int rank, int size,
+                     const std::function<void(std::span<float>, uint64_t)>& run);
+
   StateTable& states() { return states_; }
   const StateTable& states() const { return states_; }
 
@@ -49,6 +59,12 @@ class Engine {
   std::unique_ptr<Method> method_;
   StateTable states_;
   std::vector<float> scratch_;  // float32 copy of 16-bit gradients
+};
+
+// The engine of a GradCompressor, for the library's own callers (the drop-in library's
+// nonblocking calls).
+struct EngineAccess {
+  static Engine& engine(GradCompressor& c) { return *c.engine_; }
 };
 
 }  // namespace hycc::grad

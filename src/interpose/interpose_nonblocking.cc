@@ -1,10 +1,12 @@
 // Nonblocking collectives of libhycc_mpi.so: MPI_Iallreduce and MPI_Ireduce_scatter_block
 // (MPI_SUM), MPI_Ibcast, MPI_Iallgather and MPI_Ialltoall on contiguous float data. A call whose
-// policy rule is a codec that compresses, and whose split form makes each rank receive fewer bytes
-// than MPI's collective (coll/split_collectives.h), is compressed at initiation and handed to MPI's
-// own nonblocking collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it
-// when MPI completes it. Every other call (gradient compressors and adaptive rules included, which
-// need messages between ranks before anything can be sent) is MPI's own call with the program's
+// policy rule is a codec that compresses, or error feedback around one (ef+CODEC, ef2+CODEC on
+// the reductions: the residual is local, so it is applied and updated at initiation), and whose
+// split form makes each rank receive fewer bytes than MPI's collective
+// (coll/split_collectives.h), is compressed at initiation and handed to MPI's own nonblocking
+// collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it when MPI
+// completes it. Every other call (the other gradient compressors and adaptive rules, which need
+// messages between ranks before anything can be sent) is MPI's own call with the program's
 // arguments. Nothing here blocks: progress, ordering and completion stay MPI's.
 #include <mpi.h>
 
@@ -16,10 +18,12 @@
 #include <string>
 
 #include "coll/split_collectives.h"
+#include "grad/engine.h"
 #include "interpose/device_memory.h"
 #include "interpose/interpose_requests.h"
 #include "interpose/interpose_routing.h"
 #include "interpose/interpose_state.h"
+#include "policy/policy_calls.h"
 
 namespace hycc::interpose {
 namespace {
@@ -31,19 +35,49 @@ struct Started {
   std::shared_ptr<HostStaging> out;
 };
 
-// Why a call whose rule compresses cannot take the split form, or nullptr when it can: a codec
-// rule (not a gradient compressor, not adaptive) whose fixed-size slots pay at this size.
+// The codec a split call runs: the rule's, or the one error feedback wraps (ef+CODEC, ef2+CODEC;
+// none for the other gradient compressors).
+const CodecConfig& split_codec(const PolicyDecision& d) {
+  return d.gradient ? d.gradient_codec : d.options.codec;
+}
+
+// Why a call whose rule compresses cannot take the split form, or nullptr when it can: a codec,
+// or error feedback around one (not another gradient compressor, not an adaptive rule), whose
+// fixed-size slots pay at this size.
 const char* why_not_split(const CommState& s, const PolicyDecision& d, Operation op,
                           size_t slot_elems) {
-  if (d.gradient) return "a gradient compressor needs messages from its peers before it sends";
+  if (d.gradient && split_codec(d).id() == CodecId::kNone) {
+    return "a low-rank, top-k or sign compressor needs messages from its peers before it sends";
+  }
   if (adaptive(engine()->policy(), d)) return "an adaptive rule needs measured links to choose";
-  if (!coll::slot_bytes(d.options.codec, slot_elems)) {
+  if (!coll::slot_bytes(split_codec(d), slot_elems)) {
     return "the codec's stream size depends on the data";
   }
-  if (!coll::split_pays(op, d.options.codec, slot_elems, s.comm.size())) {
+  if (!coll::split_pays(op, split_codec(d), slot_elems, s.comm.size())) {
     return "its fixed-size slots would move more bytes than MPI's collective";
   }
   return nullptr;
+}
+
+// Runs start(feedback) for a split allreduce or reduce-scatter: with the error feedback of the
+// gradient compressor the rule names (ef+CODEC, ef2+CODEC: the state of `key`, the program's
+// buffer as the blocking calls key it, so that both share one residual), under the engine's
+// gradient lock; with none for a codec rule.
+template <typename Start>
+auto with_feedback(const CommState& s, const PolicyDecision& d, const void* key_buffer,
+                   const float* input, size_t count, Start&& start) {
+  if (!d.gradient) return start(nullptr);
+  PolicyEngine& e = *engine();
+  const std::lock_guard<std::mutex> lock(e.grad_mutex());
+  grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
+  decltype(start(nullptr)) started;
+  g.feedback_step(GradTensor(policy::buffer_key(key_buffer, count)),
+                  ConstTensorView{DType::kF32, count, input}, s.comm.rank(), s.comm.size(),
+                  [&](std::span<float> residual, uint64_t seed) {
+                    const coll::Feedback feedback{residual, seed};
+                    started = start(&feedback);
+                  });
+  return started;
 }
 
 // Says once per call, communicator name, compressor and reason (rank 0 of the communicator)
@@ -87,7 +121,7 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
   const Inside guard;
   try {
     e.log_decision(s->comm, op, bytes, d);
-    Started started = start(d.options.codec);
+    Started started = start(d);
     *request = *started.split->request();
     Pending p;
     p.call = name;
@@ -123,13 +157,17 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
   return ip::intercept_nonblocking(
       s, comm, Operation::kAllreduce, n, n, "MPI_Iallreduce", request,
       [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request); },
-      [&](const hycc::CodecConfig& codec) {
+      [&](const hycc::PolicyDecision& d) {
         const bool in_place = sendbuf == MPI_IN_PLACE;
         auto out = std::make_shared<HostStaging>(recvbuf, n * sizeof(float), in_place);
         HostStaging send(in_place ? out->data() : sendbuf, n * sizeof(float));
-        return Started{
-            coll::start_allreduce(s->collective_shadow, send.floats(), out->floats(), n, codec),
-            out};
+        return Started{ip::with_feedback(*s, d, recvbuf, send.floats(), n,
+                                         [&](const coll::Feedback* feedback) {
+                                           return coll::start_allreduce(
+                                               s->collective_shadow, send.floats(), out->floats(),
+                                               n, ip::split_codec(d), feedback);
+                                         }),
+                       out};
       });
 }
 
@@ -140,10 +178,11 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
   return ip::intercept_nonblocking(
       s, comm, Operation::kBroadcast, n, n, "MPI_Ibcast", request,
       [&] { return PMPI_Ibcast(buffer, count, datatype, root, comm, request); },
-      [&](const hycc::CodecConfig& codec) {
+      [&](const hycc::PolicyDecision& d) {
         auto data =
             std::make_shared<HostStaging>(buffer, n * sizeof(float), s->comm.rank() == root);
-        return Started{coll::start_broadcast(s->collective_shadow, data->floats(), n, root, codec),
+        return Started{coll::start_broadcast(s->collective_shadow, data->floats(), n, root,
+                                             ip::split_codec(d)),
                        data};
       });
 }
@@ -159,14 +198,14 @@ int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                request);
       },
-      [&](const hycc::CodecConfig& codec) {
+      [&](const hycc::PolicyDecision& d) {
         const bool in_place = sendbuf == MPI_IN_PLACE;
         auto out = std::make_shared<HostStaging>(recvbuf, total * sizeof(float), in_place);
         HostStaging send(in_place ? out->floats() + n * size_t(s->comm.rank()) : sendbuf,
                          n * sizeof(float));
-        return Started{
-            coll::start_allgather(s->collective_shadow, send.floats(), out->floats(), n, codec),
-            out};
+        return Started{coll::start_allgather(s->collective_shadow, send.floats(), out->floats(), n,
+                                             ip::split_codec(d)),
+                       out};
       });
 }
 
@@ -181,14 +220,18 @@ int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
       [&] {
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
       },
-      [&](const hycc::CodecConfig& codec) {
+      [&](const hycc::PolicyDecision& d) {
         // In place, the input is all of recvbuf and the result goes to its start.
         const bool in_place = sendbuf == MPI_IN_PLACE;
         auto out = std::make_shared<HostStaging>(recvbuf, (in_place ? total : n) * sizeof(float),
                                                  in_place);
         HostStaging send(in_place ? out->data() : sendbuf, total * sizeof(float));
-        return Started{coll::start_reduce_scatter(s->collective_shadow, send.floats(),
-                                                  out->floats(), n, codec),
+        return Started{ip::with_feedback(*s, d, in_place ? recvbuf : sendbuf, send.floats(), total,
+                                         [&](const coll::Feedback* feedback) {
+                                           return coll::start_reduce_scatter(
+                                               s->collective_shadow, send.floats(), out->floats(),
+                                               n, ip::split_codec(d), feedback);
+                                         }),
                        out};
       });
 }
@@ -204,13 +247,13 @@ int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                               request);
       },
-      [&](const hycc::CodecConfig& codec) {
+      [&](const hycc::PolicyDecision& d) {
         const bool in_place = sendbuf == MPI_IN_PLACE;
         auto out = std::make_shared<HostStaging>(recvbuf, total * sizeof(float), in_place);
         HostStaging send(in_place ? out->data() : sendbuf, total * sizeof(float));
-        return Started{
-            coll::start_alltoall(s->collective_shadow, send.floats(), out->floats(), n, codec),
-            out};
+        return Started{coll::start_alltoall(s->collective_shadow, send.floats(), out->floats(), n,
+                                            ip::split_codec(d)),
+                       out};
       });
 }
 

@@ -1,18 +1,24 @@
 /* Nonblocking collectives of an MPI program written without hycc, under libhycc_mpi.so and
- * tests/dropin/nonblocking_policy.toml (quant:bits=8 on dp allreduces, eb on pp, a gradient
- * compressor on zero reductions, bf16 elsewhere), 4 ranks:
+ * tests/dropin/nonblocking_policy.toml (quant:bits=8 on dp allreduces, error feedback on zero
+ * reductions, eb on pp, top-k on embedding, bf16 elsewhere), 4 ranks:
  *  - compressed calls: MPI_Iallreduce on dp (quant, 4 ranks) and tp (bf16, 2 ranks; in and out
  *    of place) within the codec's bound of the exact sum and not exact, the same bits on every
  *    rank; MPI_Ibcast, MPI_Iallgather (in and out of place) and MPI_Ialltoall on tp equal to the
  *    bf16 rounding of the data, bit for bit (the own alltoall block exact), and to the blocking
- *    calls' results; MPI_Ireduce_scatter_block on zero (bf16: the gradient rule covers only
- *    allreduces) equal to the sum of the others' bf16 roundings and the own exact contribution;
+ *    calls' results; MPI_Ireduce_scatter_block on the unnamed 4-rank communicator (bf16) equal
+ *    to the sum of the others' bf16 roundings and the own exact contribution;
+ *  - error feedback (ef+quant:bits=4 on zero allreduces, ef2+quant:bits=8 on zero
+ *    reduce-scatters): MPI_Iallreduce gives MPI_Allreduce's bits (ef+'s compress-once step)
+ *    step after step, with buffers of their own (residuals kept per buffer); over 16 steps of
+ *    the same input the mean result of an allreduce and of a reduce-scatter (in and out of
+ *    place) is at least 4x closer to the exact sum than one step's (what error feedback is
+ *    for: without it every step repeats the same error);
  *  - special values: a few infinities and NaN in one rank's dp input come through the quant
  *    stream's raw blocks (infinite and NaN sums exactly there); an input that is a quarter
  *    infinities overflows its slot and the sum is NaN everywhere (docs/dropin.md);
  *  - calls left to MPI, exact (integers that bf16, quant and eb:abs=4 cannot hold, whose sums
- *    float32 holds): eb's MPI_Iallreduce on pp (its size depends on the data), the gradient
- *    rule's on zero, and bf16's on the 4-rank "other" communicator (gathering 4 bf16 streams
+ *    float32 holds): eb's MPI_Iallreduce on pp (its size depends on the data), top-k's on
+ *    embedding, and bf16's on the 4-rank "other" communicator (gathering 4 bf16 streams
  *    would move more bytes than MPI's allreduce), each said once on rank 0's stderr with its
  *    reason;
  *  - MPI's semantics kept: rank 0 receives a large message from rank 1 between initiating and
@@ -32,7 +38,7 @@
 enum { N = 200000 }; /* per rank and block */
 
 static int rank, size, failures;
-static MPI_Comm dp, tp, pp, zero, other;
+static MPI_Comm dp, tp, pp, zero, embedding, other;
 
 static void fail(const char* what, long i, double got, double want) {
   if (failures++ < 10) {
@@ -232,19 +238,18 @@ static void check_tp(void) {
   free(b), free(g), free(gi), free(a), free(a_send), free(blocking), free(mine);
 }
 
-/* zero reduce-scatter (bf16, the default rule: zero's gradient rule covers allreduces only):
- * the contributions of the other ranks bf16-rounded, this rank's own exact, summed in rank
- * order; out of place and in place. */
-static void check_zero_reduce_scatter(int in_place) {
+/* Reduce-scatter on the unnamed communicator (bf16, the default rule): the contributions of the
+ * other ranks bf16-rounded, this rank's own exact, summed in rank order; out of place and in
+ * place. */
+static void check_reduce_scatter(int in_place) {
   float* send = alloc(4L * N);
   float* recv = alloc(in_place ? 4L * N : N);
   float* x = in_place ? recv : send;
   for (long i = 0; i < 4L * N; ++i) x[i] = input(rank, i);
   MPI_Request r;
-  MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, zero, &r);
+  MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, other, &r);
   wait(&r);
-  const char* what =
-      in_place ? "zero Ireduce_scatter_block in place" : "zero Ireduce_scatter_block";
+  const char* what = in_place ? "Ireduce_scatter_block in place" : "Ireduce_scatter_block";
   for (long i = 0; i < N; ++i) {
     float want = 0;
     for (int j = 0; j < 4; ++j) {
@@ -256,6 +261,68 @@ static void check_zero_reduce_scatter(int in_place) {
   }
   free(send);
   free(recv);
+}
+
+/* zero allreduces under ef+quant:bits=4: MPI_Iallreduce (out of place) and MPI_Allreduce (in
+ * place) on buffers of their own, the same inputs step after step: the same bits (the
+ * nonblocking call runs ef+'s compress-once step, and each buffer keeps its own residual). */
+static void check_feedback_like_blocking(void) {
+  float* send = alloc(N);
+  float* recv = alloc(N);
+  float* blocking = alloc(N);
+  for (int step = 0; step < 4; ++step) {
+    for (long i = 0; i < N; ++i) send[i] = blocking[i] = input(rank, i) * (float)(1 + step);
+    MPI_Request r;
+    MPI_Iallreduce(send, recv, N, MPI_FLOAT, MPI_SUM, zero, &r);
+    wait(&r);
+    MPI_Allreduce(MPI_IN_PLACE, blocking, N, MPI_FLOAT, MPI_SUM, zero);
+    if (memcmp(recv, blocking, sizeof(float) * N) != 0)
+      fail("zero Iallreduce (ef+) vs MPI_Allreduce", step, 0, 0);
+    same_everywhere("zero Iallreduce (ef+)", recv, N, zero);
+  }
+  free(send), free(recv), free(blocking);
+}
+
+/* The same input for 16 steps of a zero allreduce (ef+quant:bits=4) or reduce-scatter
+ * (ef2+quant:bits=8, in or out of place): the result is compressed (not exact) and the mean of
+ * the results is at least 4x closer to the exact sum than the first step's result: the residual
+ * carries what a step lost into the next, so the errors cancel (sum of results = 16 x the exact
+ * sum - the last residuals, within p half quantization steps / 16 on average). */
+static void check_feedback_averages_out(int reduce_scatter, int in_place) {
+  enum { kSteps = 16 };
+  const long total = reduce_scatter ? 4L * N : N;
+  float* send = alloc(total);
+  float* recv = alloc(total);
+  double* sum = calloc((size_t)N, sizeof(double));
+  if (sum == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  const long first = reduce_scatter ? (long)rank * N : 0; /* this rank's part of the result */
+  double first_error = 0, mean_error = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    float* x = in_place ? recv : send;
+    for (long i = 0; i < total; ++i) x[i] = input(rank, i);
+    MPI_Request r;
+    if (reduce_scatter) {
+      MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, zero,
+                                &r);
+    } else {
+      MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, N, MPI_FLOAT, MPI_SUM, zero, &r);
+    }
+    wait(&r);
+    for (long i = 0; i < N; ++i) {
+      double exact = 0;
+      for (int j = 0; j < 4; ++j) exact += input(j, first + i);
+      sum[i] += recv[i];
+      if (step == 0 && fabs(recv[i] - exact) > first_error) first_error = fabs(recv[i] - exact);
+      if (step == kSteps - 1 && fabs(sum[i] / kSteps - exact) > mean_error)
+        mean_error = fabs(sum[i] / kSteps - exact);
+    }
+  }
+  const char* what = reduce_scatter ? (in_place ? "zero Ireduce_scatter_block (ef2+) in place"
+                                                : "zero Ireduce_scatter_block (ef2+)")
+                                    : "zero Iallreduce (ef+)";
+  if (first_error < 1e-4) fail(what, -1, first_error, 1e-4); /* not compressed */
+  if (!(mean_error * 4 <= first_error)) fail(what, -1, mean_error, first_error / 4);
+  free(send), free(recv), free(sum);
 }
 
 /* Rank 0 waits for a large message from rank 1 between initiating and completing a tp
@@ -320,7 +387,7 @@ int main(int argc, char** argv) {
     if (rank == 0) fprintf(stderr, "run on 4 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  /* dp: all 4 ranks; tp: pairs {0,1} and {2,3}; zero and other: all 4 ranks. */
+  /* dp: all 4 ranks; tp: pairs {0,1} and {2,3}; zero, embedding and other: all 4 ranks. */
   MPI_Comm_dup(MPI_COMM_WORLD, &dp);
   MPI_Comm_set_name(dp, "dp");
   MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &tp);
@@ -329,6 +396,8 @@ int main(int argc, char** argv) {
   MPI_Comm_set_name(pp, "pp");
   MPI_Comm_dup(MPI_COMM_WORLD, &zero);
   MPI_Comm_set_name(zero, "zero");
+  MPI_Comm_dup(MPI_COMM_WORLD, &embedding);
+  MPI_Comm_set_name(embedding, "embedding");
   MPI_Comm_dup(MPI_COMM_WORLD, &other);
 
   /* 8-bit blocks of a range below 2.1: each input within 2.1/510; bf16 keeps 8 significant
@@ -341,16 +410,20 @@ int main(int argc, char** argv) {
   capture_stderr();
   for (int twice = 0; twice < 2; ++twice) { /* the library says it once */
     check_exact_allreduce(pp, "pp Iallreduce (eb's size depends on the data: MPI's)");
-    check_exact_allreduce(zero, "zero Iallreduce (gradient rule: MPI's)");
+    check_exact_allreduce(embedding, "embedding Iallreduce (top-k: MPI's)");
     check_exact_allreduce(other, "other Iallreduce (bf16 would not pay: MPI's)");
   }
   const char* said = captured_stderr();
   expect_warning(said, "MPI_Iallreduce on pp", "stream size depends on the data");
-  expect_warning(said, "MPI_Iallreduce on zero", "gradient compressor");
+  expect_warning(said, "MPI_Iallreduce on embedding", "top-k");
   expect_warning(said, "MPI_Iallreduce on an unnamed communicator", "more bytes than MPI's");
   check_tp();
-  check_zero_reduce_scatter(0);
-  check_zero_reduce_scatter(1);
+  check_reduce_scatter(0);
+  check_reduce_scatter(1);
+  check_feedback_like_blocking();
+  check_feedback_averages_out(0, 0);
+  check_feedback_averages_out(1, 0);
+  check_feedback_averages_out(1, 1);
   check_semantics();
 
   int total = 0;
@@ -360,6 +433,7 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&tp);
   MPI_Comm_free(&pp);
   MPI_Comm_free(&zero);
+  MPI_Comm_free(&embedding);
   MPI_Comm_free(&other);
   MPI_Finalize();
   return total == 0 ? 0 : 1;

@@ -6,13 +6,17 @@
 // with an infinity and a NaN in one rank's input of 100003 values (they fit the slot's room). An
 // input a quarter infinite overflows its slot: that rank's block decodes as NaN on every rank.
 // Slots and split_pays: codecs whose size depends on the data have no slot.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "coll/split_collectives.h"
 #include "coll_test_util.h"
+#include "grad/engine.h"
 
 namespace hycc::test {
 namespace {
@@ -134,6 +138,81 @@ TEST(SplitCollectives, AnOverflowedSlotDecodesAsNaN) {
   for (size_t i = n; i < g.size(); ++i) ASSERT_TRUE(std::isfinite(g[i])) << "element " << i;
 }
 
+// Error feedback (the drop-in's nonblocking gradient calls): an allreduce started through the
+// engine's feedback_step is ef+CODEC's step, bit for bit: results, residuals and saved states
+// equal those of grad_allreduce with a compressor of the same spec, step after step (the same
+// seeds: stochastic rounding included).
+TEST(SplitCollectives, AllreduceWithFeedbackIsTheErrorFeedbackStep) {
+  const int p = world().size(), r = world().rank();
+  const uint64_t key = 5;
+  for (const char* spec : {"ef+quant:bits=4", "ef+quant:bits=2,round=stochastic", "ef+zfp:rate=8",
+                           "ef2+quant:bits=6"}) {
+    GradCompressor blocking(spec), split(spec);
+    const std::string ef_spec = "ef+" + std::string(std::strchr(spec, '+') + 1);
+    GradCompressor reference(ef_spec);  // ef2+'s split form is ef+'s step
+    const CodecConfig codec = CodecConfig::parse(std::strchr(spec, '+') + 1);
+    for (int step = 0; step < 3; ++step) {
+      const std::string what = std::string(spec) + " step " + std::to_string(step);
+      const size_t n = 100003;
+      std::vector<float> x = input(n, r + 3 * step, false), want = x, got(n);
+      grad_allreduce(world(), reference, GradTensor(key), TensorView{DType::kF32, n, want.data()},
+                     GradOptions{ReduceOp::kSum, 0});
+      std::unique_ptr<coll::SplitCollective> s;
+      grad::EngineAccess::engine(split).feedback_step(
+          GradTensor(key), ConstTensorView{DType::kF32, n, x.data()}, r, p,
+          [&](std::span<float> residual, uint64_t seed) {
+            const coll::Feedback feedback{residual, seed};
+            s = coll::start_allreduce(world().mpi(), x.data(), got.data(), n, codec, &feedback);
+          });
+      finish(*s);
+      expect_same_bits(got, want, what);
+      expect_same_bits(split.residual(key), reference.residual(key), what + " residual");
+      if (p > 1) {
+        EXPECT_NE(split.residual(key), std::vector<float>(n, 0.0f)) << what;
+      }
+    }
+    if (std::string(spec) == ef_spec) {
+      EXPECT_EQ(split.save(), reference.save()) << spec;
+    }
+  }
+}
+
+// A reduce-scatter with error feedback keeps what each rank's streams lose: per step, this rank's
+// chunk of the result plus every rank's residual on that chunk is the sum of every rank's input
+// plus its residual before the step (within float32 rounding), and the residual of the own chunk,
+// summed exactly, is zero.
+TEST(SplitCollectives, ReduceScatterWithFeedbackKeepsWhatItLoses) {
+  const int p = world().size(), r = world().rank();
+  const auto pz = static_cast<size_t>(p), rz = static_cast<size_t>(r);
+  const size_t n = 20011, total = n * pz;
+  const CodecConfig codec = CodecConfig::parse("quant:bits=4");
+  std::vector<float> residual(total, 0.0f);
+  for (int step = 0; step < 3; ++step) {
+    const std::string what = "step " + std::to_string(step);
+    std::vector<float> x = input(total, r + 5 * step, false), got(n);
+    // Every rank's input + residual on this rank's chunk, summed in double.
+    std::vector<double> acc(n), kept(n);
+    std::vector<double> mine(total);
+    for (size_t i = 0; i < total; ++i) mine[i] = double(x[i]) + double(residual[i]);
+    MPI_Reduce_scatter_block(mine.data(), acc.data(), int(n), MPI_DOUBLE, MPI_SUM, world().mpi());
+    const coll::Feedback feedback{residual, 1234 + uint64_t(step)};
+    auto s = coll::start_reduce_scatter(world().mpi(), x.data(), got.data(), n, codec, &feedback);
+    finish(*s);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(residual[rz * n + i], 0.0f) << what << " " << i;
+    std::vector<double> after(residual.begin(), residual.end());
+    MPI_Reduce_scatter_block(after.data(), kept.data(), int(n), MPI_DOUBLE, MPI_SUM, world().mpi());
+    double worst = 0, lost = 0;
+    for (size_t i = 0; i < n; ++i) {
+      worst = std::max(worst, std::fabs(double(got[i]) + kept[i] - acc[i]));
+      lost = std::max(lost, std::fabs(kept[i]));
+    }
+    EXPECT_LE(worst, 1e-5 * p) << what;
+    if (p > 1) {
+      EXPECT_GT(lost, 1e-3) << what << ": nothing was lost, so nothing was compressed";
+    }
+  }
+}
+
 TEST(SplitCollectives, SlotsAndWhereTheyPay) {
   EXPECT_FALSE(coll::slot_bytes(CodecConfig::parse("eb:abs=1e-3"), 1000));
   EXPECT_FALSE(coll::slot_bytes(CodecConfig::parse("zfp:accuracy=1e-3"), 1000));
@@ -151,6 +230,11 @@ TEST(SplitCollectives, SlotsAndWhereTheyPay) {
   const CodecConfig q8 = CodecConfig::parse("quant:bits=8");
   EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q8, 100000, 5));
   EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q8, 100000, 6));
+  // hybrid's ef2+quant:bits=6 (docs/dropin.md): 56 bytes per block of 64 plus 1/16 of room, a
+  // nonblocking gradient allreduce pays up to 7 ranks.
+  const CodecConfig q6 = CodecConfig::parse("quant:bits=6");
+  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q6, 100000, 7));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q6, 100000, 8));
 }
 
 }  // namespace
