@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -216,6 +217,43 @@ TEST(GpuDeviceCollectives, ErrorFeedbackCudaEqualsHostEmulation) {
         EXPECT_TRUE(cuda_rs.residual(1) == emulated_rs.residual(1))
             << what << ": reduce_scatter residuals";
       }
+    }
+  }
+}
+
+// A step whose gradient overflowed on rank 0, then two finite steps: the CUDA zero_nonfinite
+// kernel restarts the state as the emulated device (and the host compressor) does; results,
+// residuals and saved states bit for bit.
+TEST(GpuDeviceCollectives, OverflowedStepCudaEqualsHostEmulation) {
+  const Communicator world = Communicator::world();
+  const struct {
+    const char* spec;
+    std::vector<size_t> shape;
+  } cases[] = {{"ef+quant:bits=4", {}},
+               {"ef2+quant:bits=6", {}},
+               {"sign", {}},
+               {"powersgd:rank=2", {61, 37}}};
+  for (const auto& c : cases) {
+    const size_t n = c.shape.empty() ? 40009 : c.shape[0] * c.shape[1];
+    DeviceGradCompressor emulated(c.spec), cuda(c.spec);
+    DeviceCollectiveOptions o;
+    o.transport = DeviceTransport::kStagedMpi;
+    const GradTensor tensor{6, c.shape};
+    for (int step = 0; step < 3; ++step) {
+      std::vector<float> v =
+          input(DType::kF32, n, 700 + static_cast<uint64_t>(world.rank() + 7 * step)).to_floats();
+      if (step == 0 && world.rank() == 0) v[n / 3] = INFINITY;
+      const Buffer g = Buffer::from_floats(DType::kF32, v);
+      Buffer want(DType::kF32, n);
+      o.backend = DeviceBackend::kHostEmulation;
+      emulated.allreduce(world, tensor, g.view(), want.view(), ReduceOp::kSum, o);
+      OnDevice got(g);
+      o.backend = DeviceBackend::kCuda;
+      cuda.allreduce(world, tensor, got.view(), got.view(), ReduceOp::kSum, o);
+      const std::string what = std::string(c.spec) + " step " + std::to_string(step);
+      EXPECT_TRUE(got.to_host().bits_equal(want)) << what;
+      EXPECT_TRUE(cuda.residual(6) == emulated.residual(6)) << what << ": residuals";
+      EXPECT_TRUE(cuda.save() == emulated.save()) << what << ": saved states";
     }
   }
 }
