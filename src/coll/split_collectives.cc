@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "coll/coll_internal.h"
+#include "common/finite.h"
 #include "hycc/error.h"
 
 namespace hycc::coll {
@@ -184,7 +185,7 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
   if (feedback != nullptr) {
     own.resize(count);
     decode_slot(b.c->sent_.data(), b.c->slot_, own.data(), count);
-    for (size_t i = 0; i < count; ++i) feedback->residual[i] = acc[i] - own[i];
+    for (size_t i = 0; i < count; ++i) feedback->residual[i] = finite_or_zero(acc[i] - own[i]);
   }
   b.c->decode_ = [recv, count, r = static_cast<size_t>(b.rank),
                   own = std::move(own)](SplitCollective& c) {
@@ -289,7 +290,9 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
         continue;
       }
       decode_slot(b.c->sent_.data() + j * b.c->slot_, b.c->slot_, residual, count);
-      for (size_t i = 0; i < count; ++i) residual[i] = acc[j * count + i] - residual[i];
+      for (size_t i = 0; i < count; ++i) {
+        residual[i] = finite_or_zero(acc[j * count + i] - residual[i]);
+      }
     }
   }
   return std::move(b.c);

@@ -28,7 +28,8 @@
 // Error feedback (Feedback, for ef+CODEC and ef2+CODEC gradients): allreduce and reduce_scatter
 // compress acc = send + residual instead of send, and replace the residual by what the peers do
 // not receive of it, acc minus the decoding of this rank's streams (zero on a reduce-scatter's
-// own chunk, which is summed exactly), before start returns. An allreduce with feedback is then
+// own chunk, which is summed exactly, and where it is not finite: common/finite.h), before start
+// returns. An allreduce with feedback is then
 // ef+CODEC's step bit for bit (the same stream and seed, the same sum).
 #pragma once
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "common/finite.h"
 #include "grad/exchange.h"
 #include "grad/grad_spec.h"
 #include "grad/low_rank_plan.h"
@@ -40,9 +41,10 @@ class Method {
   virtual void step(const StepArgs& a, TensorState& state, GradStepStats& stats) = 0;
 
   // After a step: a state value that is not finite (the step's gradient overflowed, as under
-  // fp16 loss scaling, and its step is skipped) must not make every later step NaN. Residual
-  // elements restart from zero; the method's aux likewise, unless the method overrides this.
-  virtual void restart_nonfinite(TensorState& state) const;
+  // fp16 loss scaling, and its step is skipped) must not make every later step NaN. The methods
+  // store residuals through finite_or_zero (common/finite.h), element by element; this is for
+  // state that cannot restart so (PowerSGD's Q). Nothing by default.
+  virtual void restart_nonfinite(TensorState& /*state*/) const {}
 };
 
 std::unique_ptr<Method> make_none_method();
@@ -59,9 +61,6 @@ std::unique_ptr<Method> make_sign_method(const GradSpec& spec);
 // span over the residual vector. Without error feedback, grad itself.
 std::span<const float> accumulate(bool error_feedback, std::vector<float>& residual,
                                   std::span<const float> grad);
-
-// Sets the values of v that are not finite to zero; returns whether there were any.
-bool zero_nonfinite(std::span<float> v);
 
 // out /= p in float32 for an average (the sum was formed in rank order).
 void finish_op(std::span<float> out, ReduceOp op, int size);

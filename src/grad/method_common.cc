@@ -15,22 +15,6 @@ std::span<const float> accumulate(bool error_feedback, std::vector<float>& resid
   return residual;
 }
 
-bool zero_nonfinite(std::span<float> v) {
-  bool any = false;
-  for (float& x : v) {
-    if (!std::isfinite(x)) {
-      x = 0.0f;
-      any = true;
-    }
-  }
-  return any;
-}
-
-void Method::restart_nonfinite(TensorState& state) const {
-  zero_nonfinite(state.residual);
-  zero_nonfinite(state.aux);
-}
-
 void finish_op(std::span<float> out, ReduceOp op, int size) {
   if (op != ReduceOp::kAverage) return;
   const float p = static_cast<float>(size);

@@ -64,7 +64,7 @@ class EfMethod : public Method {
       const auto* stream = reinterpret_cast<const std::byte*>(all_.data() + words * size_t(j));
       coll::decode_peer_stream({stream, stream_size(j)}, TensorView{DType::kF32, n, target});
       if (j == me) {
-        for (size_t i = 0; i < n; ++i) state.residual[i] = acc[i] - target[i];
+        for (size_t i = 0; i < n; ++i) state.residual[i] = finite_or_zero(acc[i] - target[i]);
       }
       if (j > 0) {
         for (size_t i = 0; i < n; ++i) a.out[i] += decoded_[i];

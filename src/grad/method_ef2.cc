@@ -122,7 +122,7 @@ class Ef2Method : public Method {
                           std::span<float> residual, std::vector<float>& decoded) {
     decoded.resize(from.size());
     decode_block(words, decoded);
-    for (size_t i = 0; i < from.size(); ++i) residual[i] = from[i] - decoded[i];
+    for (size_t i = 0; i < from.size(); ++i) residual[i] = finite_or_zero(from[i] - decoded[i]);
   }
 
   static void decode_block(std::span<const uint32_t> block, std::span<float> out) {

@@ -28,7 +28,6 @@ class PowerSgdMethod : public Method {
   // Q (aux) is the warm start: one value that is not finite spreads through every product,
   // so a Q that holds one is dropped, and the next step starts Q afresh as the first did.
   void restart_nonfinite(TensorState& state) const override {
-    zero_nonfinite(state.residual);
     if (!std::all_of(state.aux.begin(), state.aux.end(),
                      [](float x) { return std::isfinite(x); })) {
       state.aux.clear();
@@ -96,7 +95,7 @@ class PowerSgdMethod : public Method {
       if (spec_.error_feedback) {
         // e = M - average approximation; M lives in the residual.
         float* e = state.residual.data() + piece.offset;
-        for (size_t i = 0; i < piece.count; ++i) e[i] -= out[i] / scale;
+        for (size_t i = 0; i < piece.count; ++i) e[i] = finite_or_zero(e[i] - out[i] / scale);
       }
     }
     stats.payload_bytes = (plan.p_total + plan.q_total + plan.plain_total) * sizeof(float);

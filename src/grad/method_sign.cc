@@ -45,7 +45,7 @@ class SignMethod : public Method {
         const std::span<float> dec(decoded_.data(), c.count);
         decode_sign(out, dec);
         for (size_t i = 0; i < c.count; ++i) {
-          state.residual[c.offset + i] = acc[c.offset + i] - dec[i];
+          state.residual[c.offset + i] = finite_or_zero(acc[c.offset + i] - dec[i]);
         }
       }
     }
@@ -76,7 +76,7 @@ class SignMethod : public Method {
     encode_sign(sum_, own_);
     if (ef_) {
       decode_sign(own_, dec);
-      for (size_t i = 0; i < mine.count; ++i) state.aux[i] = sum_[i] - dec[i];
+      for (size_t i = 0; i < mine.count; ++i) state.aux[i] = finite_or_zero(sum_[i] - dec[i]);
     }
 
     // Everyone decodes every server's chunk.

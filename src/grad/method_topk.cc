@@ -31,6 +31,11 @@ class TopKMethod : public Method {
     pack_indices(idx, bits, std::span<uint32_t>(mine_).subspan(k));
     if (spec_.error_feedback) {
       for (const uint64_t i : idx) state.residual[i] = 0.0f;
+      // Values that are not finite rank above every finite one, so they were all sent, and the
+      // residual is finite, unless every chosen value was not finite: then some may be left.
+      size_t sent_nonfinite = 0;
+      for (size_t t = 0; t < k; ++t) sent_nonfinite += nonfinite_mask(mine_[t]) & 1u;
+      if (k > 0 && sent_nonfinite == k) zero_nonfinite(state.residual);
     }
 
     all_.resize(words * static_cast<size_t>(p));

@@ -356,6 +356,29 @@ TEST_P(GradAllSpecs, NonFiniteStepDoesNotPoisonTheNext) {
   }
 }
 
+// Top-k sends the values that are not finite first (they rank above every finite one); with more
+// of them than it sends, those left must not stay in the residual.
+TEST(GradState, TopKWithMoreNonFiniteValuesThanItSends) {
+  std::vector<Engine> engines = make_engines("topk:count=5", 2);
+  std::vector<float> next;
+  ThreadGroup group(2);
+  group.run([&](int rank) {
+    ThreadExchange ex(group, rank);
+    for (int s = 0; s < 2; ++s) {
+      std::vector<float> g = gradient(kVector, rank, s);
+      if (s == 0 && rank == 1) {
+        for (size_t i = 10; i < 20; ++i) g[i] = i % 2 ? INFINITY : -NAN;
+      }
+      engines[size_t(rank)].allreduce(ex, kVector, {DType::kF32, g.size(), g.data()},
+                                      ReduceOp::kSum);
+      if (s == 1 && rank == 1) next = g;
+    }
+  });
+  for (size_t i = 0; i < next.size(); ++i) EXPECT_TRUE(std::isfinite(next[i])) << i;
+  const std::vector<float>& r = engines[1].states().at(kVector.key).residual;
+  EXPECT_TRUE(std::all_of(r.begin(), r.end(), [](float x) { return std::isfinite(x); }));
+}
+
 // PowerSGD after an overflowed step starts again as a fresh compressor: the residual of a
 // compressed matrix is all non-finite (one value spreads through the products), and Q, not
 // finite either, is drawn again as on the first step, not left at zero.

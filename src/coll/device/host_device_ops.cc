@@ -11,6 +11,7 @@
 #include "coll/coll_internal.h"
 #include "coll/device/device_ops.h"
 #include "coll/device/payload_checksum.h"
+#include "common/finite.h"
 #include "grad/low_rank.h"
 #include "grad/method.h"
 #include "grad/sign_codec.h"
@@ -92,7 +93,7 @@ class HostEmulatedOps final : public DeviceOps {
     for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
   }
 
-  bool zero_nonfinite(float* data, size_t n) override { return grad::zero_nonfinite({data, n}); }
+  bool zero_nonfinite(float* data, size_t n) override { return hycc::zero_nonfinite({data, n}); }
 
   uint64_t checksum(const void* data, size_t bytes) override {
     return payload_checksum(data, bytes);
