@@ -16,8 +16,10 @@ void store_from_float(const float* in, size_t n, TensorView out, size_t begin);
 // Converts a whole tensor between dtypes (round to nearest even), sizes must match.
 void convert(ConstTensorView in, TensorView out);
 
-// Largest |a - b| over two tensors of equal count (any dtypes), in float; NaN anywhere gives
-// infinity.
+// Largest |a - b| over two tensors of equal count (any dtypes), in float. Equal values
+// (infinities of one sign included) and NaN against NaN differ by 0, so that the sampled error of
+// a call whose input held them (an overflowed fp16 step) is its error on the rest; NaN against a
+// number, or an infinity against anything else, gives infinity.
 double max_abs_difference(ConstTensorView a, ConstTensorView b);
 
 }  // namespace hycc::codec
