@@ -1,6 +1,6 @@
 """An mpi4py program written without hycc: the Python evidence for libhycc_mpi.so.
 
-Names communicators after parallel dimensions, runs buffer-based collectives (one of them
+Names communicators after parallel dimensions, runs buffer-based collectives (two of them
 nonblocking) and point to point on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
 result to PREFIX.rankR and prints each call's error relative to the exact result (rank 0).
 Exit status 1 if an error exceeds BOUND, or the untouched call is not exact.
@@ -52,6 +52,9 @@ check("Allreduce world", y, exact)
 y[:] = x
 dp.Allreduce(MPI.IN_PLACE, y, op=MPI.SUM)
 check("Allreduce dp in place", y, exact)
+y[:] = x
+dp.Iallreduce(MPI.IN_PLACE, y, op=MPI.SUM).Wait()  # hybrid: ef2+'s error feedback at initiation
+check("Iallreduce dp in place", y, exact)
 tp.Allreduce(x, y, op=MPI.SUM)
 check("Allreduce tp", y, exact)
 

@@ -39,8 +39,9 @@ assert dp["compressed_calls"] > 0 and dp["wire_bytes"] * 4 < dp["raw_bytes"], dp
 pp = rows[("pp", "sendrecv")]
 assert pp["compressed_calls"] > 0 and pp["wire_bytes"] < pp["raw_bytes"], pp
 assert s["statistics"]["total"]["wire_bytes"] < s["statistics"]["total"]["raw_bytes"]
-# HYCC_SAMPLE_ERROR=1: every compressed collective was also run uncompressed; lossy ones differ.
-assert dp["error_samples"] == dp["compressed_calls"] and 0 < dp["max_error"] < 1, dp
+# HYCC_SAMPLE_ERROR=1: every compressed blocking collective was also run uncompressed (the
+# nonblocking ones cannot be: mpi4py's Iallreduce); lossy ones differ.
+assert 0 < dp["error_samples"] <= dp["compressed_calls"] and 0 < dp["max_error"] < 1, dp
 PY
 }
 
