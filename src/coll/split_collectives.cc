@@ -180,8 +180,9 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
   if (feedback != nullptr) {
     acc = accumulate(*feedback, send, count);
     b.seed = feedback->seed;
+    send = acc.data();
   }
-  b.gather(comm, feedback != nullptr ? acc.data() : send, count);
+  b.gather(comm, send, count);
   if (feedback != nullptr) {
     own.resize(count);
     decode_slot(b.c->sent_.data(), b.c->slot_, own.data(), count);

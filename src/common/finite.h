@@ -27,16 +27,13 @@ inline float finite_or_zero(float x) {
 
 // Sets the values of v that are not finite to +0; returns whether there were any.
 inline bool zero_nonfinite(std::span<float> v) {
-  uint32_t any = 0;
+  bool any = false;
   for (float& x : v) {
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    const uint32_t bad = nonfinite_mask(bits);
-    any |= bad;
-    bits &= ~bad;
-    std::memcpy(&x, &bits, sizeof bits);
+    const float y = finite_or_zero(x);
+    any |= y != x;  // only a value that is not finite changes (NaN compares unequal)
+    x = y;
   }
-  return any != 0;
+  return any;
 }
 
 }  // namespace hycc

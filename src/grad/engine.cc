@@ -107,7 +107,6 @@ void Engine::feedback_step(const GradTensor& tensor, ConstTensorView grad, int r
   try {
     state.residual.resize(grad.count, 0.0f);
     run(state.residual, step_seed(tensor.key, state.steps, rank));
-    method_->restart_nonfinite(state);
   } catch (...) {
     states_.erase(tensor.key);  // a half-updated state must not be used again
     throw;
