@@ -17,7 +17,7 @@
 //                                          alltoall'ed, summed by their server rank,
 //                                          recompressed and allgathered; worker and server
 //                                          residuals; 2 (p-1)/p of the stream on the wire
-//   powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0
+//   powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0,flat=square
 //                                          low-rank P Q^T through plain allreduces
 //   topk:ratio=0.01,ef=on  or  topk:count=1000,ef=on
 //                                          largest magnitudes, (index, value) pairs allgathered
@@ -50,7 +50,10 @@ struct EngineAccess;
 }  // namespace grad
 
 // One gradient tensor (or bucket): a stable key and its shape. PowerSGD views it as a matrix of
-// shape[0] rows and product(shape[1..]) columns; an empty shape means a 1-D tensor.
+// shape[0] rows and product(shape[1..]) columns; a shape of one dimension is a vector (sent
+// uncompressed). A tensor without shape or pieces is a flat buffer of unknown layout: PowerSGD
+// views it as its most square matrix (flat=square, the default) or sends it uncompressed
+// (flat=plain).
 //
 // A bucket of several tensors laid end to end (a DDP bucket, a slice of a flat gradient buffer)
 // gives the shape of each in `pieces` instead, in order; their elements add up to the bucket's.

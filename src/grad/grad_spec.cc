@@ -19,7 +19,8 @@ constexpr std::string_view kEf2Prefix = "ef2+";
 constexpr std::string_view kPowerSgdHelp =
     "rank=1..256 (default 4), min_compression=1..1e6 (default 2), warm_start=on|off (default "
     "on), ef=on|off (default on), seed=0..2147483647 (default 0), start=0..2147483647 (default 0: "
-    "steps of each tensor sent uncompressed first)";
+    "steps of each tensor sent uncompressed first), flat=square|plain (default square: a tensor "
+    "given without shape or pieces is viewed as a near-square matrix; plain: sent uncompressed)";
 constexpr std::string_view kTopKHelp =
     "ratio=(0, 1] or count=1..2^40 (default ratio=0.01), ef=on|off (default on)";
 constexpr std::string_view kSignHelp = "ef=on|off (default on)";
@@ -55,11 +56,12 @@ GradSpec parse_powersgd(codec::SpecArgs& args) {
   s.error_feedback = get_switch(args, "ef", true);
   s.seed = static_cast<uint32_t>(args.get_int("seed", 0, 0, 2147483647));
   s.start = static_cast<uint64_t>(args.get_int("start", 0, 0, 2147483647));
+  s.flat_square = args.get_choice("flat", "square", {"square", "plain"}) == "square";
   args.finish(kPowerSgdHelp);
-  s.canonical =
-      detail::concat("powersgd:rank=", s.rank, ",min_compression=", shortest(s.min_compression),
-                     ",warm_start=", on_off(s.warm_start), ",ef=", on_off(s.error_feedback),
-                     ",seed=", s.seed, ",start=", s.start);
+  s.canonical = detail::concat(
+      "powersgd:rank=", s.rank, ",min_compression=", shortest(s.min_compression),
+      ",warm_start=", on_off(s.warm_start), ",ef=", on_off(s.error_feedback), ",seed=", s.seed,
+      ",start=", s.start, ",flat=", s.flat_square ? "square" : "plain");
   return s;
 }
 

@@ -44,6 +44,7 @@ struct GradSpec {
   bool warm_start = true;      // powersgd: keep Q from the previous step
   uint32_t seed = 0;           // powersgd: seed of the initial Q
   uint64_t start = 0;          // powersgd: steps of each key sent uncompressed first
+  bool flat_square = true;     // powersgd: a tensor without shape or pieces as a square matrix
   double ratio = 0;            // topk: fraction of the elements (0 when count is given)
   size_t count = 0;            // topk: number of elements (0 when ratio is given)
 };

@@ -1,9 +1,11 @@
 #include "grad/low_rank_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "common/checksum.h"
+#include "grad/method.h"
 #include "hycc/error.h"
 
 namespace hycc::grad {
@@ -19,7 +21,27 @@ size_t elements_of(const std::vector<size_t>& shape) {
   return product;
 }
 
+// The smallest c with c * c >= n.
+size_t ceil_sqrt(size_t n) {
+  auto c = static_cast<size_t>(std::sqrt(static_cast<double>(n)));
+  while (c * c < n) ++c;
+  while (c > 0 && (c - 1) * (c - 1) >= n) --c;
+  return c;
+}
+
 }  // namespace
+
+std::vector<std::vector<size_t>> square_view(size_t n) {
+  if (n == 0) return {};
+  const size_t cols = ceil_sqrt(n), rows = n / cols;
+  std::vector<std::vector<size_t>> pieces{{rows, cols}};
+  if (rows * cols < n) pieces.push_back({n - rows * cols});
+  return pieces;
+}
+
+uint64_t first_q_seed(const GradSpec& spec, uint64_t stream, size_t piece) {
+  return step_seed(spec.seed, stream, static_cast<int>(piece));
+}
 
 LowRankShape low_rank_shape(const GradSpec& spec, const std::vector<size_t>& shape, size_t n) {
   LowRankShape s;
@@ -47,12 +69,14 @@ LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t
     }
     plan.pieces.push_back(piece);
   };
-  if (tensor.pieces.empty()) {
+  const bool square = spec.flat_square && tensor.shape.empty() && tensor.pieces.empty() && n > 0;
+  if (tensor.pieces.empty() && !square) {
     add(tensor.shape, 0, n);
     return plan;
   }
+  const std::vector<std::vector<size_t>> view = square ? square_view(n) : decltype(view){};
   size_t offset = 0;
-  for (const std::vector<size_t>& shape : tensor.pieces) {
+  for (const std::vector<size_t>& shape : square ? view : tensor.pieces) {
     const size_t count = elements_of(shape);
     add(shape, offset, count);
     offset += count;

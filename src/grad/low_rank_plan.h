@@ -1,5 +1,6 @@
 // How PowerSGD cuts a gradient into matrices: one tensor viewed as rows = shape[0] by the product
-// of the other dimensions, or a bucket of pieces (GradTensor::pieces), each viewed so. A matrix
+// of the other dimensions, or a bucket of pieces (GradTensor::pieces), each viewed so, or a tensor
+// given without either (a flat buffer, as the drop-in library sees) as its square view. A matrix
 // is compressed when rows x cols >= min_compression x r (rows + cols); the rest (vectors, small
 // matrices) travels uncompressed. The host method and the device step follow the same plan, so
 // that they exchange the same factors in the same order.
@@ -36,6 +37,18 @@ struct LowRankPlan {
   size_t p_total = 0, q_total = 0, plain_total = 0;
   bool compresses() const { return p_total > 0; }
 };
+
+// The pieces of a flat tensor of n > 0 elements under flat=square: one matrix of cols =
+// ceil(sqrt(n)) columns and rows = floor(n / cols) rows, then the n - rows x cols < cols values
+// left over as a vector (uncompressed). Square maximizes the compression of a rank-r
+// approximation, rows x cols / (r (rows + cols)), for the elements given.
+std::vector<std::vector<size_t>> square_view(size_t n);
+
+// The seed of the first Q of the plan's piece `piece` (and of every Q without warm start: `stream`
+// is then the step): the spec's seed, not the tensor's key, so that every rank draws the same Q
+// whatever key it gave (the policy collectives and the drop-in library derive keys from buffer
+// addresses, which differ between ranks and runs).
+uint64_t first_q_seed(const GradSpec& spec, uint64_t stream, size_t piece);
 
 // The plan for a tensor of n elements (its shape or pieces: a valid layout, see layout_error).
 LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t n);

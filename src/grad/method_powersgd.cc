@@ -63,7 +63,7 @@ class PowerSgdMethod : public Method {
       for (size_t i = 0; i < plan.pieces.size(); ++i) {
         const LowRankPiece& piece = plan.pieces[i];
         if (piece.shape.compresses) {
-          fill_normal(q_of(qt, piece), step_seed(a.tensor.key ^ spec_.seed, stream, int(i)));
+          fill_normal(q_of(qt, piece), first_q_seed(spec_, stream, i));
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/checksum.h"
+#include "grad/grad_spec.h"
 #include "hycc/error.h"
 
 namespace hycc::grad {
@@ -62,6 +63,16 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// The canonical form of a spec saved by an earlier version (whose canonical form may lack a
+// parameter added since, with its default), or "" if this version does not take it.
+std::string canonical_or_empty(const std::string& saved) {
+  try {
+    return parse_grad_spec(saved).canonical;
+  } catch (const InvalidArgument&) {
+    return {};
+  }
+}
+
 }  // namespace
 
 std::vector<std::byte> serialize_state(const std::string& spec, const StateTable& table) {
@@ -98,7 +109,7 @@ StateTable deserialize_state(const std::string& spec, std::span<const std::byte>
   const auto spec_bytes = r.get<uint32_t>();
   const std::byte* spec_data = r.take(spec_bytes);
   const std::string saved(reinterpret_cast<const char*>(spec_data), spec_bytes);
-  if (saved != spec) {
+  if (saved != spec && canonical_or_empty(saved) != spec) {
     throw InvalidArgument(
         tagged("grad", "state saved by '", saved, "' cannot be loaded into '", spec, "'"));
   }

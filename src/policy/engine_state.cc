@@ -128,18 +128,24 @@ void PolicyEngine::load_state(std::span<const std::byte> blob,
   // that references from grad_compressor() stay valid.
   std::map<std::string, std::unique_ptr<GradCompressor>> host;
   std::map<std::string, std::unique_ptr<DeviceGradCompressor>> on_device;
-  for (const Entry& e : parse(blob)) {
-    if (e.device ? on_device.contains(e.spec) : host.contains(e.spec)) {
-      corrupt(detail::concat("compressor '", e.spec, "' appears twice"));
+  // Keyed by the compressor's canonical spec, as the policies name them: a spec saved by an
+  // earlier version, whose canonical form lacked a parameter added since, lands where this
+  // version's policies look for it.
+  const auto add = [](auto& loaded, auto compressor) {
+    const std::string spec = compressor->spec();
+    if (!loaded.emplace(spec, std::move(compressor)).second) {
+      corrupt(detail::concat("compressor '", spec, "' appears twice"));
     }
+  };
+  for (const Entry& e : parse(blob)) {
     if (e.device) {
       auto c = std::make_unique<DeviceGradCompressor>(e.spec);
       c->load(e.state, device);
-      on_device.emplace(e.spec, std::move(c));
+      add(on_device, std::move(c));
     } else {
       auto c = std::make_unique<GradCompressor>(e.spec);
       c->load(e.state);
-      host.emplace(e.spec, std::move(c));
+      add(host, std::move(c));
     }
   }
   const std::lock_guard<std::mutex> calls(*grad_mutex_);  // no compressor mid-step

@@ -41,6 +41,24 @@ uint64_t parse_count(const char* name, const char* text) {
   return v;
 }
 
+// The entry of `spec` in a map of compressors keyed by canonical spec (as the policies name
+// them, and as load_state keys what it loads), made if missing. Another spelling of a spec
+// finds the same compressor.
+template <typename Compressor>
+Compressor& find_or_make(std::map<std::string, std::unique_ptr<Compressor>>& compressors,
+                         const std::string& spec) {
+  auto it = compressors.find(spec);
+  if (it != compressors.end()) return *it->second;
+  // Made before it is inserted: a bad spec throws and leaves no empty entry behind.
+  auto made = std::make_unique<Compressor>(spec);
+  it = compressors.find(made->spec());
+  if (it == compressors.end()) {
+    const std::string canonical = made->spec();
+    it = compressors.emplace(canonical, std::move(made)).first;
+  }
+  return *it->second;
+}
+
 }  // namespace
 
 LogOptions LogOptions::parse(std::string_view spec) {
@@ -174,21 +192,12 @@ void PolicyEngine::finish(const Communicator& comm) const {
 
 GradCompressor& PolicyEngine::grad_compressor(const std::string& spec) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  auto it = compressors_.find(spec);
-  // Made before it is inserted: a bad spec throws and leaves no empty entry behind.
-  if (it == compressors_.end()) {
-    it = compressors_.emplace(spec, std::make_unique<GradCompressor>(spec)).first;
-  }
-  return *it->second;
+  return find_or_make(compressors_, spec);
 }
 
 DeviceGradCompressor& PolicyEngine::device_grad_compressor(const std::string& spec) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  auto it = device_compressors_.find(spec);
-  if (it == device_compressors_.end()) {
-    it = device_compressors_.emplace(spec, std::make_unique<DeviceGradCompressor>(spec)).first;
-  }
-  return *it->second;
+  return find_or_make(device_compressors_, spec);
 }
 
 void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDecision& decision,

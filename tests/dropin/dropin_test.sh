@@ -5,6 +5,8 @@
 #  2. with HYCC_POLICY=hybrid every result is within the bound, calls the library must leave
 #     alone are exact, and the statistics (HYCC_LOG json) show compressed bytes;
 #  3. with HYCC_POLICY=auto every result is within hybrid's bound and the links were measured.
+# Then PowerSGD on the flat gradient buffer of an mpi4py training loop (dropin_powersgd.py): it
+# compresses, and ends at the uncompressed run's loss; without error feedback it does not.
 # Usage: dropin_test.sh LIBHYCC_MPI DROPIN_PROGRAM SCRIPT_DIR [RANKS]
 set -euo pipefail
 lib=$1 program=$2 dir=$3 ranks=${4:-4}
@@ -92,4 +94,27 @@ else
   echo "FAIL: python3-mpi4py and python3-numpy are needed (scripts/setup-deps installs them)"
   exit 1
 fi
+
+powersgd_loss() {  # name compressor: runs dropin_powersgd.py under that dp rule, prints the loss
+  printf 'name = "dp-%s"\nthreshold = 0\n[[rule]]\ndimension = "dp"\noperation = "allreduce"\ncompressor = "%s"\n' \
+    "$1" "$2" >"$work/$1.toml"
+  "${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_POLICY="$work/$1.toml" \
+    -x HYCC_LOG="summary,json=$work/$1.json" /usr/bin/python3 "$dir/dropin_powersgd.py" |
+    sed -n 's/^loss //p'
+}
+echo "== powersgd on a flat gradient buffer (mpi4py training loop)"
+exact=$("${mpi[@]}" /usr/bin/python3 "$dir/dropin_powersgd.py" | sed -n 's/^loss //p')
+lowrank=$(powersgd_loss powersgd "powersgd:rank=4")
+no_ef=$(powersgd_loss powersgd-no-ef "powersgd:rank=4,ef=off")
+echo "   final loss: uncompressed $exact, powersgd:rank=4 $lowrank, without error feedback $no_ef"
+/usr/bin/python3 - "$exact" "$lowrank" "$no_ef" "$work/powersgd.json" <<'PY'
+import json, sys
+exact, lowrank, no_ef = (float(v) for v in sys.argv[1:4])
+assert lowrank <= 1.01 * exact, f"powersgd ends at {lowrank}, uncompressed {exact}"
+assert no_ef > 1.01 * exact, f"without error feedback it ends at {no_ef}: the check cannot fail"
+s = json.load(open(sys.argv[4]))
+dp = {(e["dimension"], e["operation"]): e for e in s["statistics"]["entries"]}[("dp", "allreduce")]
+assert dp["compressed_calls"] == dp["calls"] > 0 and dp["wire_bytes"] * 4 < dp["raw_bytes"], dp
+print(f"   compressed {dp['raw_bytes'] / dp['wire_bytes']:.2f}x")
+PY
 echo "dropin: OK"

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "common/checksum.h"
+#include "grad/state.h"
 #include "hycc/collectives.h"
 #include "hycc/collectives_device.h"
 #include "hycc/error.h"
+#include "hycc/grad.h"
 #include "hycc/grad_device.h"
 #include "hycc/policy_engine.h"
 
@@ -121,6 +123,53 @@ TEST(PolicyEngineState, DamagedBlobsAreRefusedWhole) {
   // An engine without compressors saves and loads an empty state.
   PolicyEngine none(Policy::preset("baseline"));
   none.load_state(none.save_state());
+}
+
+// An engine blob of one host entry (the format of engine_state.cc), as an earlier version wrote
+// it: the spec in the entry and in the compressor's own state.
+std::vector<std::byte> engine_blob(const std::string& spec, const std::vector<std::byte>& state) {
+  std::vector<std::byte> out;
+  const auto put = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out.insert(out.end(), b, b + n);
+  };
+  const uint32_t version = 1, entries = 1, spec_size = uint32_t(spec.size());
+  const uint64_t state_size = state.size();
+  const uint8_t host = 0;
+  put("HYES", 4);
+  put(&version, 4);
+  put(&entries, 4);
+  put(&host, 1);
+  put(&spec_size, 4);
+  put(spec.data(), spec.size());
+  put(&state_size, 8);
+  put(state.data(), state.size());
+  const uint64_t sum = checksum64(out.data(), out.size());
+  put(&sum, 8);
+  return out;
+}
+
+// The engine keeps one compressor per canonical spec: another spelling finds it, and a blob
+// saved when the canonical form lacked a parameter added since (powersgd's flat) loads into
+// the compressor the policies name now, instead of one no call ever reaches.
+TEST(PolicyEngineState, SpellingsAndOlderCanonicalSpecsFindTheSameCompressor) {
+  const Communicator dp = Communicator::world().dup("dp");
+  PolicyEngine engine(Policy::preset("hybrid"));
+  EXPECT_EQ(&engine.grad_compressor("ef+quant:bits=4"),
+            &engine.grad_compressor("ef+quant:bits=4,block=64,round=nearest"));
+  EXPECT_EQ(&engine.device_grad_compressor("sign"), &engine.device_grad_compressor("sign:ef=on"));
+
+  GradCompressor& powersgd = engine.grad_compressor("powersgd:rank=2");
+  const std::string now = powersgd.spec();
+  const std::string before = "powersgd:rank=2,min_compression=2,warm_start=on,ef=on,seed=0,start=0";
+  ASSERT_NE(now, before);
+  std::vector<float> g = gradient(64 * 48, dp.rank(), 0);
+  grad_allreduce(dp, powersgd, {9, {64, 48}}, view(g));
+  const grad::StateTable states = grad::deserialize_state(now, powersgd.save());
+  PolicyEngine resumed(Policy::preset("hybrid"));
+  resumed.load_state(engine_blob(before, grad::serialize_state(before, states)));
+  EXPECT_FALSE(resumed.grad_compressor(now).residual(9).empty());
+  EXPECT_EQ(resumed.grad_compressor(now).residual(9), powersgd.residual(9));
 }
 
 }  // namespace

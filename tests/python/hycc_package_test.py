@@ -188,24 +188,31 @@ with hycc.Engine("auto") as engine:
     expect(raises(hycc.InvalidArgument, lambda: engine.set_link(-1, 1e9, comm=tp), "negative"),
            "negative link figures are refused")
 tp.Free()
-# A bucket of tensors (pieces=): PowerSGD compresses each matrix among them; a flat bucket goes
-# uncompressed.
+# A bucket of tensors (pieces=): PowerSGD compresses each matrix among them; a flat bucket is
+# compressed as its square view (51 x 50 and 7 values plain), or goes uncompressed under
+# flat=plain.
 dp = world.Dup()
 dp.Set_name("dp")
-with hycc.Engine(dp_policy_file("powersgd:rank=2")) as engine:
+with hycc.Engine(dp_policy_file("powersgd:rank=2")) as engine, \
+        hycc.Engine(dp_policy_file("powersgd:rank=2,flat=plain")) as plain_engine:
     shapes = [(48, 40), (37,), (30, 2, 10)]
     bucket = np.random.default_rng(rank).standard_normal(1920 + 37 + 600).astype(np.float32)
-    flat, pieces = bucket.copy(), bucket.copy()
-    flat_stats, piece_stats = hycc.CallStats(), hycc.CallStats()
+    flat, pieces, plain = bucket.copy(), bucket.copy(), bucket.copy()
+    flat_stats, piece_stats, plain_stats = hycc.CallStats(), hycc.CallStats(), hycc.CallStats()
     hycc.allreduce(flat, op="avg", engine=engine, comm=dp, key=1, stats=flat_stats)
     hycc.allreduce(pieces, op="avg", engine=engine, comm=dp, key=2, pieces=shapes,
                    stats=piece_stats)
+    hycc.allreduce(plain, op="avg", engine=plain_engine, comm=dp, key=1, stats=plain_stats)
     expect(identical_on_every_rank(pieces), "PowerSGD bucket identical on every rank")
-    # P: (48 + 30) x 2, Q: 2 x (40 + 20), plain: 37 floats, against 2557 floats.
-    expect(not flat_stats.compressed and bool(piece_stats.compressed) and
-           (size == 1 or 4 * piece_stats.wire_bytes < flat_stats.wire_bytes),
-           f"flat {flat_stats}, pieces {piece_stats}")
-    expect(np.allclose(pieces[1920:1957], flat[1920:1957], rtol=0, atol=1e-6),
+    expect(identical_on_every_rank(flat), "PowerSGD flat bucket identical on every rank")
+    # P: (48 + 30) x 2, Q: 2 x (40 + 20), plain: 37 floats; flat: P 50 x 2, Q 2 x 51, 7 plain;
+    # against 2557 floats.
+    expect(bool(flat_stats.compressed) and bool(piece_stats.compressed) and
+           not plain_stats.compressed and
+           (size == 1 or (4 * piece_stats.wire_bytes < plain_stats.wire_bytes and
+                          4 * flat_stats.wire_bytes < plain_stats.wire_bytes)),
+           f"flat {flat_stats}, pieces {piece_stats}, plain {plain_stats}")
+    expect(np.allclose(pieces[1920:1957], plain[1920:1957], rtol=0, atol=1e-6),
            "the vector among the pieces is allreduced plainly")
     expect(raises(hycc.InvalidArgument, lambda: hycc.allreduce(
         bucket.copy(), engine=engine, comm=dp, key=3, pieces=[(48, 40)]),

@@ -1,7 +1,8 @@
 // PowerSGD on a bucket of tensors (GradTensor::pieces), on thread "ranks": every matrix of the
 // bucket compressed on its own and the rest allreduced plainly, as a plain model written out
 // below computes it; a bucket of one piece is the tensor of that shape; the other compressors
-// see the flat bucket; bad layouts are invalid arguments.
+// see the flat bucket; a tensor given without shape or pieces is its square view (flat=square) or
+// one plain allreduce (flat=plain); bad layouts are invalid arguments.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "common/synthetic_data.h"
 #include "grad/engine.h"
 #include "grad/low_rank.h"
+#include "grad/low_rank_plan.h"
 #include "grad/method.h"
 #include "grad/thread_exchange.h"
 #include "hycc/error.h"
@@ -66,7 +68,7 @@ Steps run_steps(const std::string& spec, const GradTensor& tensor, int p, int st
 }
 
 // powersgd:rank=4 (warm start, error feedback) on kPieces, every rank at once, written out
-// piece by piece: M_j = e_j + g_j; for each compressed piece i (seed step_seed(key, 0, i) for
+// piece by piece: M_j = e_j + g_j; for each compressed piece i (seed step_seed(0, 0, i) for
 // its first Q), P = sum_j M_j Q in rank order, orthonormalized, Q = op_j M_j^T P in rank
 // order, out = P Q^T, e_j = M_j - out / (p for a sum); each other piece: out = op_j g_j, e_j = 0.
 class BucketModel {
@@ -108,7 +110,7 @@ class BucketModel {
       std::vector<float>& q = q_[i];
       if (q.empty()) {
         q.resize(x.r * x.cols);
-        fill_normal(q, step_seed(kKey, 0, int(i)));
+        fill_normal(q, step_seed(0, 0, int(i)));  // the spec's seed, 0
       }
       std::vector<float> pm(x.rows * x.r), part(pm.size());
       for (int j = 0; j < p_; ++j) {
@@ -208,6 +210,80 @@ TEST(GradBucket, ABucketOfOnePieceIsTheTensorOfThatShape) {
   for (const std::string spec : {"ef+quant:bits=4", "ef2+quant:bits=6", "topk:ratio=0.1", "sign"}) {
     EXPECT_TRUE(same_bits(flat(spec, GradTensor::bucket(3, {{10, 30}, {300}})), flat(spec, {3})))
         << spec;
+  }
+}
+
+TEST(GradBucket, SquareViewIsTheMostSquareMatrixAndARemainder) {
+  EXPECT_EQ(square_view(0), Shapes{});
+  EXPECT_EQ(square_view(1), (Shapes{{1, 1}}));
+  EXPECT_EQ(square_view(3), (Shapes{{1, 2}, {1}}));
+  EXPECT_EQ(square_view(2304), (Shapes{{48, 48}}));
+  EXPECT_EQ(square_view(2257), (Shapes{{47, 48}, {1}}));
+  EXPECT_EQ(square_view(kCount), (Shapes{{36, 37}, {14}}));
+  for (size_t n = 1; n < 5000; n += 7) {
+    const Shapes v = square_view(n);
+    const size_t rows = v[0][0], cols = v[0][1];
+    const size_t rest = v.size() == 2 ? v[1][0] : 0;
+    EXPECT_EQ(rows * cols + rest, n) << n;
+    EXPECT_TRUE(cols * cols >= n && (cols - 1) * (cols - 1) < n) << n << ": cols " << cols;
+    EXPECT_LT(rest, cols) << n;
+    EXPECT_EQ(v.size() == 2, rest > 0) << n;  // no empty remainder
+  }
+}
+
+TEST(GradBucket, AFlatTensorIsItsSquareViewOrPlain) {
+  for (const int p : {1, 2, 3}) {
+    const GradTensor flat(kKey), vector(kKey, {kCount});
+    const Steps got = run_steps("powersgd:rank=4", flat, p, 3, ReduceOp::kAverage);
+    const Steps want = run_steps("powersgd:rank=4", GradTensor::bucket(kKey, square_view(kCount)),
+                                 p, 3, ReduceOp::kAverage);
+    for (int r = 0; r < p; ++r) {
+      for (int s = 0; s < 3; ++s) {
+        EXPECT_TRUE(same_bits(got.out[size_t(r)][size_t(s)], want.out[size_t(r)][size_t(s)]))
+            << p << " ranks, step " << s << ", rank " << r;
+      }
+      EXPECT_TRUE(same_bits(got.residual[size_t(r)], want.residual[size_t(r)])) << p << " ranks";
+    }
+    // P: 36 x 4, Q: 4 x 37, the 14 values left over plain: 306 floats for 1346.
+    EXPECT_TRUE(got.stats[0].compressed);
+    EXPECT_EQ(got.stats[0].payload_bytes, (144u + 148u + 14u) * 4u);
+    // flat=plain, and a tensor whose shape says it is a vector: one plain allreduce, no state.
+    for (const auto& [spec, tensor] :
+         {std::pair{"powersgd:rank=4,flat=plain", flat}, std::pair{"powersgd:rank=4", vector}}) {
+      const Steps plain = run_steps(spec, tensor, p, 2, ReduceOp::kAverage);
+      const Steps none = run_steps("none", tensor, p, 2, ReduceOp::kAverage);
+      EXPECT_FALSE(plain.stats[0].compressed) << spec;
+      EXPECT_TRUE(plain.residual[0].empty()) << spec;
+      EXPECT_TRUE(same_bits(plain.out[0][1], none.out[0][1])) << spec;
+    }
+  }
+}
+
+// The first Q comes from the spec's seed, not from the key: ranks that give different keys for
+// the same tensor (the policy path and the drop-in library key by buffer address) still draw
+// the same Q, and get the results of a common key bit for bit.
+TEST(GradBucket, RanksWithDifferentKeysDrawTheSameQ) {
+  for (const std::string spec : {"powersgd:rank=4", "powersgd:rank=2,warm_start=off"}) {
+    std::vector<std::vector<float>> common(2), own_keys(2);
+    for (const bool differ : {false, true}) {
+      std::vector<Engine> engines;
+      engines.emplace_back(spec);
+      engines.emplace_back(spec);
+      ThreadGroup group(2);
+      group.run([&](int rank) {
+        ThreadExchange ex(group, rank);
+        const uint64_t key = differ ? 1000 + 77 * uint64_t(rank) : kKey;
+        std::vector<float>& out = (differ ? own_keys : common)[size_t(rank)];
+        for (int s = 0; s < 3; ++s) {
+          out = gradient(rank, s);
+          engines[size_t(rank)].allreduce(ex, GradTensor::bucket(key, kPieces),
+                                          {DType::kF32, out.size(), out.data()},
+                                          ReduceOp::kAverage);
+        }
+      });
+    }
+    EXPECT_TRUE(same_bits(own_keys[0], common[0])) << spec;
+    EXPECT_TRUE(same_bits(own_keys[1], own_keys[0])) << spec;
   }
 }
 

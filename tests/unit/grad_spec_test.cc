@@ -28,9 +28,9 @@ TEST(GradSpec, CanonicalForms) {
   EXPECT_THROW(GradCompressor("ef2+quant:bits=9"), InvalidArgument);
   EXPECT_THROW(GradCompressor("ef3+quant:bits=4"), InvalidArgument);
   EXPECT_EQ(GradCompressor("powersgd:rank=4").spec(),
-            "powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0");
-  EXPECT_EQ(GradCompressor("powersgd:rank=2,warm_start=0,min_compression=1.5").spec(),
-            "powersgd:rank=2,min_compression=1.5,warm_start=off,ef=on,seed=0,start=0");
+            "powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0,flat=square");
+  EXPECT_EQ(GradCompressor("powersgd:rank=2,warm_start=0,min_compression=1.5,flat=plain").spec(),
+            "powersgd:rank=2,min_compression=1.5,warm_start=off,ef=on,seed=0,start=0,flat=plain");
   EXPECT_EQ(GradCompressor("topk").spec(), "topk:ratio=0.01,ef=on");
   EXPECT_EQ(GradCompressor("topk:ratio=0.25").spec(), "topk:ratio=0.25,ef=on");
   EXPECT_EQ(GradCompressor("topk:count=1000,ef=off").spec(), "topk:count=1000,ef=off");
@@ -51,6 +51,8 @@ TEST(GradSpec, ResolvedParameters) {
   EXPECT_FALSE(p.warm_start);
   EXPECT_FALSE(p.error_feedback);
   EXPECT_EQ(p.start, 0u);
+  EXPECT_TRUE(p.flat_square);
+  EXPECT_FALSE(grad::parse_grad_spec("powersgd:flat=plain").flat_square);
   EXPECT_EQ(grad::parse_grad_spec("powersgd:start=1000").start, 1000u);
   const grad::GradSpec t = grad::parse_grad_spec("topk:ratio=0.1");
   EXPECT_EQ(grad::topk_count(t, 0), 0u);
@@ -75,6 +77,7 @@ TEST(GradSpec, ErrorsNameTheSpecAndWhatIsAccepted) {
       {"powersgd:rank=4,rnak=2", "rank=1..256"},
       {"powersgd:min_compression=0.5", "min_compression"},
       {"powersgd:warm_start=maybe", "on|off"},
+      {"powersgd:flat=round", "square|plain"},
       {"topk:ratio=0", "(0, 1]"},
       {"topk:ratio=1.5", "ratio"},
       {"topk:count=0", "count"},

@@ -21,8 +21,8 @@ namespace {
 // Two tensors per step: a 32 x 20 matrix (PowerSGD compresses it: 640 >= 2 x 4 x 52) and a
 // 1-D tensor of 37 elements.
 const GradTensor kMatrix{11, {32, 20}};
-const GradTensor kVector{12, {}};
-size_t count_of(const GradTensor& t) { return t.shape.empty() ? 37 : t.shape[0] * t.shape[1]; }
+const GradTensor kVector{12, {37}};
+size_t count_of(const GradTensor& t) { return t.shape.size() == 1 ? 37 : t.shape[0] * t.shape[1]; }
 
 // Gradient of `rank` at `step`: gaussian with a rank-dependent offset.
 std::vector<float> gradient(const GradTensor& t, int rank, int step) {
@@ -304,6 +304,23 @@ TEST(GradState, CorruptBlobsAreRejected) {
     bad[at] ^= std::byte{0x10};
     EXPECT_ANY_THROW(deserialize_state(spec, bad)) << at;
   }
+}
+
+// A state saved under the canonical spec of a version before a parameter was added (powersgd's
+// flat) loads into the compressor that spec names now; another compressor's does not.
+TEST(GradState, StateSavedUnderAnOlderCanonicalSpecLoads) {
+  std::vector<Engine> e = make_engines("powersgd:rank=4", 1);
+  run(e, 0, 2, ReduceOp::kAverage);
+  const std::vector<std::byte> old = serialize_state(
+      "powersgd:rank=4,min_compression=2,warm_start=on,ef=on,seed=0,start=0", e[0].states());
+  const std::string now = e[0].spec().canonical;
+  EXPECT_EQ(serialize_state(now, deserialize_state(now, old)), serialize_state(now, e[0].states()));
+  GradCompressor c("powersgd:rank=4");
+  c.load(old);
+  EXPECT_EQ(c.tensors(), e[0].states().size());
+  EXPECT_EQ(c.residual(kMatrix.key), e[0].states().at(kMatrix.key).residual);
+  EXPECT_THROW(GradCompressor("powersgd:rank=4,flat=plain").load(old), InvalidArgument);
+  EXPECT_THROW(GradCompressor("powersgd:rank=2").load(old), InvalidArgument);
 }
 
 TEST(GradState, CompressorLifecycle) {

@@ -107,7 +107,7 @@ GradStepStats powersgd_device_step(const DeviceStep& s, const grad::GradSpec& sp
         const grad::LowRankPiece& c = plan.pieces[i];
         if (!c.shape.compresses) continue;
         grad::fill_normal(std::span<float>(q).subspan(c.q_offset, c.shape.r * c.shape.cols),
-                          grad::step_seed(s.tensor.key ^ spec.seed, stream, int(i)));
+                          grad::first_q_seed(spec, stream, i));
       }
       if (state.aux_count != q.size()) {
         state.aux = ops.allocate(q.size() * sizeof(float));
