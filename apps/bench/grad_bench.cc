@@ -72,14 +72,27 @@ double parse_scale(const std::string& text) {
   return v;
 }
 
-// "768x2304+2304" -> a bucket of {768, 2304} and {2304}; "4096x16384" -> one tensor.
-using Layout = std::vector<std::vector<size_t>>;
+// "768x2304+2304" -> a bucket of {768, 2304} and {2304}; "4096x16384" -> one tensor; "flat:"
+// before either: the same values handed over without their shapes (as the drop-in library sees
+// a buffer: PowerSGD then compresses its square view).
+struct Layout {
+  std::vector<std::vector<size_t>> tensors;
+  bool flat = false;
+
+  GradTensor tensor() const {
+    if (flat) return GradTensor{1};
+    return tensors.size() == 1 ? GradTensor{1, tensors[0]} : GradTensor::bucket(1, tensors);
+  }
+};
+
 Layout parse_layout(const std::string& text) {
+  constexpr std::string_view kFlat = "flat:";
   Layout layout;
-  size_t begin = 0;
+  layout.flat = text.starts_with(kFlat);
+  size_t begin = layout.flat ? kFlat.size() : 0;
   while (true) {
     const size_t plus = text.find('+', begin);
-    layout.push_back(parse_shape(text.substr(begin, plus - begin)));
+    layout.tensors.push_back(parse_shape(text.substr(begin, plus - begin)));
     if (plus == std::string::npos) break;
     begin = plus + 1;
   }
@@ -87,9 +100,9 @@ Layout parse_layout(const std::string& text) {
 }
 
 std::string shape_text(const Layout& layout) {
-  std::string s;
-  for (const std::vector<size_t>& dims : layout) {
-    if (!s.empty()) s += "+";
+  std::string s = layout.flat ? "flat:" : "";
+  for (const std::vector<size_t>& dims : layout.tensors) {
+    if (s.size() > (layout.flat ? 5u : 0u)) s += "+";
     for (size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : "x") + std::to_string(dims[i]);
   }
   return s;
@@ -206,7 +219,7 @@ class Stepper {
 std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
                            const Layout& layout) {
   size_t n = 0;
-  for (const std::vector<size_t>& dims : layout) {
+  for (const std::vector<size_t>& dims : layout.tensors) {
     size_t count = 1;
     for (const size_t d : dims) count *= d;
     n += count;
@@ -230,8 +243,7 @@ std::vector<Row> run_shape(const Communicator& comm, const GradBenchOptions& o,
     row.native_ms = native_ms;
     GradStepStats sum;  // over the timed steps
     int calls = 0;
-    const GradTensor tensor =
-        layout.size() == 1 ? GradTensor{1, layout[0]} : GradTensor::bucket(1, layout);
+    const GradTensor tensor = layout.tensor();
     const double total_ms = time_ms(comm, o, [&] {
       const GradStepStats st = stepper.step(comm, tensor);
       if (calls++ < o.warmup) return;
@@ -277,7 +289,7 @@ int run_grad_bench(const GradBenchOptions& options) {
     const double scale = parse_scale(o.scale);
     for (const std::string& s : o.shapes) {
       Layout layout = parse_layout(s);
-      for (std::vector<size_t>& dims : layout) {
+      for (std::vector<size_t>& dims : layout.tensors) {
         dims[0] = std::max<size_t>(1, size_t(std::llround(double(dims[0]) * scale)));
       }
       shapes.push_back(layout);

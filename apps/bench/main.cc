@@ -135,8 +135,10 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--shape", o.shapes,
                   "tensor shape ROWSxCOLS or N, or a bucket of tensors joined by + (e.g. "
-                  "768x2304+2304+768x768+768: PowerSGD compresses each matrix), repeatable "
-                  "(default 4096x4096 4096x16384 50304x4096 4096)");
+                  "768x2304+2304+768x768+768: PowerSGD compresses each matrix); with flat: "
+                  "before it, the same values without their shapes, as the drop-in library sees "
+                  "them (flat:768x2304+2304); repeatable (default 4096x4096 4096x16384 "
+                  "50304x4096 4096)");
   cmd->add_option("--compressor", o.compressors,
                   "compressor spec, repeatable (default ef+quant:bits=4 ef+quant:bits=2 "
                   "ef+zfp:rate=4 powersgd:rank=4 topk:ratio=0.01 sign)\n" +

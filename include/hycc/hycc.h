@@ -193,7 +193,7 @@ typedef struct hycc_options {
   /* A bucket of tensors laid end to end, for a gradient compressor the policy chooses (PowerSGD
    * compresses each matrix among them): for each tensor in order, its number of dimensions, then
    * its dimensions, e.g. {2, 768, 3072, 1, 768} for a 768 x 3072 matrix and a vector of 768.
-   * NULL (default): one flat tensor. */
+   * NULL (default): one flat tensor (PowerSGD: its most square matrix, unless flat=plain). */
   const size_t* pieces;
   size_t pieces_length; /* elements of pieces */
 } hycc_options;
