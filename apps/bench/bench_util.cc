@@ -87,4 +87,12 @@ MpiSession::~MpiSession() {
   if (!was_initialized_) MPI_Finalize();
 }
 
+ArgumentCheck parse_check_args(const std::string& name) {
+  if (name == "auto") return ArgumentCheck::kAuto;
+  if (name == "always") return ArgumentCheck::kAlways;
+  if (name == "never") return ArgumentCheck::kNever;
+  throw InvalidArgument(
+      tagged("bench", "unknown --check-args '", name, "'; expected auto, always or never"));
+}
+
 }  // namespace hycc::bench

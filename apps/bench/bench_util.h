@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hycc/collectives.h"
+
 namespace hycc::bench {
 
 // Runs `fn` at least `min_reps` times and until `min_seconds` have passed (at most `max_reps`);
@@ -40,6 +42,9 @@ class Table {
 
 // printf-style formatting into a std::string.
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// --check-args: auto, always or never; InvalidArgument otherwise.
+ArgumentCheck parse_check_args(const std::string& name);
 
 // The median (the mean of the two middle values for an even count); 0 for no values.
 double median(std::vector<double> values);

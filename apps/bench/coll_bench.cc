@@ -97,14 +97,6 @@ Algorithm parse_algo(const std::string& name, const OpInfo& op) {
                                "pairwise"));
 }
 
-ArgumentCheck parse_check_args(const std::string& name) {
-  if (name == "auto") return ArgumentCheck::kAuto;
-  if (name == "always") return ArgumentCheck::kAlways;
-  if (name == "never") return ArgumentCheck::kNever;
-  throw InvalidArgument(
-      tagged("bench", "unknown --check-args '", name, "'; expected auto, always or never"));
-}
-
 size_t parse_bytes(const std::string& text) { return parse_byte_size(text, "a byte option"); }
 
 // ---------------------------------------------------------------------------------------------

@@ -156,6 +156,8 @@ class Stepper {
         shard_(o.device == "cuda", mine_.count * 4) {
     grad_.load(grad.data(), grad.size() * 4);
     options_.backend = o.device == "cuda" ? DeviceBackend::kCuda : DeviceBackend::kHostEmulation;
+    options_.check_arguments = parse_check_args(o.check_args);
+    grad_options_.check_arguments = options_.check_arguments;
   }
   // The uncompressed average of the gradient (this rank's chunk of it for a reduce-scatter).
   void native(const Communicator& comm) {
@@ -193,8 +195,8 @@ class Stepper {
                       : device_compressor_->allreduce(comm, tensor, work(), work(),
                                                       ReduceOp::kAverage, options_);
     }
-    return scatter_ ? grad_reduce_scatter(comm, *host_, tensor, work(), shard())
-                    : grad_allreduce(comm, *host_, tensor, work());
+    return scatter_ ? grad_reduce_scatter(comm, *host_, tensor, work(), shard(), grad_options_)
+                    : grad_allreduce(comm, *host_, tensor, work(), grad_options_);
   }
   // Values in the result: the tensor, or this rank's chunk.
   size_t result_count() const { return scatter_ ? mine_.count : count_; }
@@ -212,6 +214,7 @@ class Stepper {
   ChunkRange mine_;
   BenchMemory grad_, work_, shard_;
   DeviceCollectiveOptions options_;
+  GradOptions grad_options_;
   std::unique_ptr<GradCompressor> host_;
   std::unique_ptr<DeviceGradCompressor> device_compressor_;
 };
@@ -295,6 +298,7 @@ int run_grad_bench(const GradBenchOptions& options) {
       shapes.push_back(layout);
     }
     for (const std::string& c : o.compressors) GradCompressor check(c);
+    parse_check_args(o.check_args);
     if (o.device != "host" && o.device != "cuda" && o.device != "emulation") {
       throw InvalidArgument(
           tagged("bench", "unknown --device '", o.device, "'; expected host, cuda or emulation"));
@@ -328,8 +332,8 @@ int run_grad_bench(const GradBenchOptions& options) {
   if (print) {
     std::printf(
         "# hycc-bench grad: %s, %d ranks, f32 gradients (gaussian, different per rank), "
-        "average, scale %s, device %s\n",
-        o.op.c_str(), comm.size(), o.scale.c_str(), o.device.c_str());
+        "average, scale %s, device %s, argument check %s\n",
+        o.op.c_str(), comm.size(), o.scale.c_str(), o.device.c_str(), o.check_args.c_str());
     std::printf(
         "# times: average per step over %d steps after %d warmup, slowest rank (ms);\n"
         "#   compress = local work (encode, decode, residual, reduction), comm = inside "
@@ -383,6 +387,7 @@ int run_grad_bench(const GradBenchOptions& options) {
                         {"ranks", comm.size()},
                         {"op", o.op},
                         {"device", o.device},
+                        {"check_args", o.check_args},
                         {"payload_bytes", row.payload},
                         {"ratio", ratio},
                         {"wire_bytes", row.wire},

@@ -25,6 +25,7 @@ struct GradBenchOptions {
   std::string json;              // path of the JSON output, empty for none
   std::string device = "host";   // host | cuda | emulation
   std::string op = "allreduce";  // allreduce | reduce_scatter (the ZeRO gradients)
+  std::string check_args = "auto";  // auto|always|never: the cross-rank argument agreement
 };
 
 // Initializes MPI if needed, runs every shape x compressor, prints the table on rank 0; returns

@@ -156,6 +156,9 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
   cmd->add_option("--device", o.device,
                   "host (GradCompressor) | cuda (DeviceGradCompressor on GPU buffers) | "
                   "emulation (the same on the host emulation of the device)");
+  cmd->add_option("--check-args", o.check_args,
+                  "cross-rank argument agreement before each step: auto (= always: a step is "
+                  "hycc's own exchange) | always | never");
   return cmd;
 }
 

@@ -79,6 +79,12 @@ struct DeviceCollectiveOptions {
   // unless the codec's own checks (sizes, block headers) reject it. Send/recv: the sender's
   // choice travels with the message.
   bool checksum = true;
+  // The cross-rank agreement on the arguments (one small MPI_Allreduce on the host before the
+  // data moves). kAuto and kAlways: before every call with more than one rank (the device
+  // collectives and DeviceGradCompressor, the native staged path too); kNever: local checks
+  // only, ranks that disagree may hang or crash. Point to point has none (the message
+  // describes itself).
+  ArgumentCheck check_arguments = ArgumentCheck::kAuto;
   // When set, each call overwrites *stats with what it did on this rank (algorithm kRing, or
   // kAuto for point to point and calls with nothing to do). wire_bytes counts payload bytes.
   CollectiveStats* stats = nullptr;

@@ -81,6 +81,12 @@ struct GradOptions {
   ReduceOp op = ReduceOp::kAverage;
   // Tag of the hycc collectives the compressor calls (see CollectiveOptions::tag).
   int tag = 0;
+  // The cross-rank agreement on the call's arguments (count, dtype, layout, spec, op, tag: one
+  // small MPI_Allreduce before the step). kAuto and kAlways run it (a compressor's step is
+  // always hycc's own exchange); kNever runs the local checks only: ranks that disagree may
+  // hang or exchange streams sized for another tensor. The policy collectives pass
+  // CollectiveOptions::check_arguments on.
+  ArgumentCheck check_arguments = ArgumentCheck::kAuto;
 };
 
 // What one call did, on this rank.

@@ -170,11 +170,13 @@ void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
     check.fail(tagged("coll", "algorithm ", algorithm_name(options.algorithm),
                       " does not apply to ", op_name(op)));
   }
-  if (options.check_arguments != ArgumentCheck::kAuto &&
-      options.check_arguments != ArgumentCheck::kAlways &&
-      options.check_arguments != ArgumentCheck::kNever) {
-    check.fail(
-        tagged("coll", "invalid check_arguments ", static_cast<int>(options.check_arguments)));
+  check_argument_check(check, options.check_arguments);
+}
+
+void check_argument_check(ArgCheck& check, ArgumentCheck value) {
+  if (value != ArgumentCheck::kAuto && value != ArgumentCheck::kAlways &&
+      value != ArgumentCheck::kNever) {
+    check.fail(tagged("coll", "invalid check_arguments ", static_cast<int>(value)));
   }
 }
 

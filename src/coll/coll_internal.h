@@ -86,6 +86,8 @@ void check_view(ArgCheck& check, const char* what, const char* role, ConstTensor
 void check_same_dtype(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv);
 // A valid reduce op, recorded in the cross-rank signature.
 void check_reduce_op(ArgCheck& check, ReduceOp op);
+// Fails `check` for a value that is not an ArgumentCheck.
+void check_argument_check(ArgCheck& check, ArgumentCheck value);
 // Checks options fields that do not depend on the operation (segment size, tag range).
 void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
                    const CollectiveOptions& options);

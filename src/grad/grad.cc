@@ -12,10 +12,10 @@ namespace {
 
 // The arguments of a call, checked on this rank and agreed by every rank (one small
 // MPI_Allreduce, as hycc's collectives do before their own algorithms and the device
-// compressors before every call): a rank with another count, dtype, layout, spec, op or tag
-// makes every rank throw, instead of leaving its peers waiting or with streams sized for another
-// tensor. Not the key: it names this rank's state only (the policy collectives derive it from
-// the buffer's address when the caller gives none).
+// compressors before every call; not with ArgumentCheck::kNever): a rank with another count, dtype,
+// layout, spec, op or tag makes every rank throw, instead of leaving its peers waiting or with
+// streams sized for another tensor. Not the key: it names this rank's state only (the policy
+// collectives derive it from the buffer's address when the caller gives none).
 void agree_on_call(const Communicator& comm, const grad::Engine& engine, coll::OpKind kind,
                    const char* what, const GradTensor& tensor, ConstTensorView grad,
                    const TensorView* shard, const GradOptions& options) {
@@ -29,7 +29,8 @@ void agree_on_call(const Communicator& comm, const grad::Engine& engine, coll::O
   check.field("layout hash", grad::layout_hash(tensor));
   check.field("spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
   check.field("tag", options.tag);
-  check.run(comm, true);
+  coll::check_argument_check(check, options.check_arguments);
+  check.run(comm, options.check_arguments != ArgumentCheck::kNever);
 }
 
 }  // namespace

@@ -138,7 +138,8 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     GradStepStats g;
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
-      g = grad_allreduce(comm, call.compressor(), tensor, recv, GradOptions{op, options.tag});
+      g = grad_allreduce(comm, call.compressor(), tensor, recv,
+                         GradOptions{op, options.tag, options.check_arguments});
     }
     call.gradient_ran(g, send.bytes());
   } else {
@@ -162,7 +163,7 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     {
       const std::lock_guard<std::mutex> lock(call.grad_mutex());
       g = grad_reduce_scatter(comm, call.compressor(), tensor, send, tmp,
-                              GradOptions{op, options.tag});
+                              GradOptions{op, options.tag, options.check_arguments});
     }
     std::memcpy(recv.data, shard.data(), shard.size());
     call.gradient_ran(g, send.bytes());

@@ -396,6 +396,36 @@ TEST(DeviceGrad, ArgumentsThatDifferAcrossRanksAreCommErrorEverywhere) {
   expect_identical_across_ranks(out, "keys that differ");
 }
 
+// check_arguments = kNever (no agreement before the step or inside it) gives the bits of the
+// checked step, for the compressor and for a device collective; a value that is not an
+// ArgumentCheck is refused on every rank.
+TEST(DeviceGrad, UncheckedStepsGiveTheCheckedBits) {
+  const Buffer g = gradient(DType::kF32, 3000, 0);
+  DeviceCollectiveOptions unchecked = emulated();
+  unchecked.check_arguments = ArgumentCheck::kNever;
+  for (const char* spec : {"ef2+quant:bits=6", "ef+quant:bits=4", "powersgd:rank=2", "sign"}) {
+    DeviceGradCompressor checked_c(spec), unchecked_c(spec);
+    Buffer want(DType::kF32, 3000), got(DType::kF32, 3000);
+    for (int step = 0; step < 2; ++step) {
+      checked_c.allreduce(world(), 5, g.view(), want.view(), ReduceOp::kSum, emulated());
+      unchecked_c.allreduce(world(), 5, g.view(), got.view(), ReduceOp::kSum, unchecked);
+      expect_bits_equal(got, want, std::string(spec) + " unchecked");
+    }
+    DeviceCollectiveOptions invalid = emulated();
+    invalid.check_arguments = static_cast<ArgumentCheck>(9);
+    expect_outcome(Outcome::kInvalid, std::string(spec) + " invalid", "check_arguments", [&] {
+      checked_c.allreduce(world(), 5, g.view(), got.view(), ReduceOp::kSum, invalid);
+    });
+  }
+  DeviceCollectiveOptions quant = unchecked;
+  quant.codec = CodecConfig::parse("quant:bits=8");
+  Buffer want(DType::kF32, 3000), got(DType::kF32, 3000);
+  allreduce_device(world(), g.view(), got.view(), ReduceOp::kSum, quant);
+  quant.check_arguments = ArgumentCheck::kAuto;
+  allreduce_device(world(), g.view(), want.view(), ReduceOp::kSum, quant);
+  expect_bits_equal(got, want, "allreduce_device unchecked");
+}
+
 TEST(DeviceGrad, BadSpecsAndStaleStatesAreRejected) {
   for (const char* spec : {"nonsense", "ef+nonsense", "topk:ratio=2", "powersgd:rank=0"}) {
     EXPECT_THROW(DeviceGradCompressor{spec}, InvalidArgument) << spec;

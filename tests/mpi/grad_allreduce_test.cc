@@ -280,6 +280,36 @@ TEST(GradMpiModel, ArgumentsThatDifferAcrossRanksAreCommErrorEverywhere) {
   expect_identical_across_ranks(whole, "after the errors");
 }
 
+// GradOptions::check_arguments: kNever skips the agreement, kAuto and kAlways run it. Ranks that
+// give different tags (which the agreement refuses) step with kNever, since the compressors'
+// exchanges go to MPI, whose collectives have no tags, and get a common tag's bits; a value
+// that is not an ArgumentCheck is refused on every rank.
+TEST(GradMpiModel, CheckArgumentsNeverSkipsTheAgreement) {
+  const int p = world().size(), r = world().rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  for (const char* spec : {"ef+quant:bits=4", "ef2+quant:bits=6", "powersgd:rank=2"}) {
+    GradCompressor compressor(spec), common(spec);
+    const Buffer g = make_input(DType::kF32, 1000, r, true);
+    GradOptions own_tag{.op = ReduceOp::kSum, .tag = r % 2};
+    for (const ArgumentCheck check : {ArgumentCheck::kAuto, ArgumentCheck::kAlways}) {
+      own_tag.check_arguments = check;
+      Buffer refused = clone(g);
+      expect_outcome(Outcome::kComm, std::string(spec) + ": tags differ", "tag",
+                     [&] { grad_allreduce(world(), compressor, {1, {}}, refused.view(), own_tag); });
+    }
+    own_tag.check_arguments = ArgumentCheck::kNever;
+    Buffer got = clone(g), want = clone(g);
+    expect_outcome(Outcome::kOk, std::string(spec) + ": unchecked", [&] {
+      grad_allreduce(world(), compressor, {1, {}}, got.view(), own_tag);
+    });
+    grad_allreduce(world(), common, {1, {}}, want.view(), {.op = ReduceOp::kSum});
+    expect_bits_equal(got, want, std::string(spec) + ": unchecked");
+    own_tag.check_arguments = static_cast<ArgumentCheck>(9);
+    expect_outcome(Outcome::kInvalid, std::string(spec) + ": invalid", "check_arguments",
+                   [&] { grad_allreduce(world(), compressor, {1, {}}, got.view(), own_tag); });
+  }
+}
+
 // With one compressor "none", the result is the plain allreduce of the inputs.
 TEST(GradMpiModel, NoneIsThePlainAllreduce) {
   const int r = world().rank();

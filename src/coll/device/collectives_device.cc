@@ -24,6 +24,7 @@ void check_device_options(ArgCheck& check, const Communicator& comm, OpKind op,
   CollectiveOptions host;
   host.segment_bytes = options.segment_bytes;
   host.tag = options.tag;
+  host.check_arguments = options.check_arguments;
   host.algorithm = op == OpKind::kSendRecvDevice ? Algorithm::kAuto
                    : op == OpKind::kBroadcast    ? Algorithm::kChain
                    : op == OpKind::kAlltoall     ? Algorithm::kPairwise
@@ -173,7 +174,7 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
               const DeviceCollectiveOptions& options, std::chrono::steady_clock::time_point start) {
   check_device_options(check, comm, call.op, options);
   add_device_fields(check, call.count, call.send.dtype, options);
-  settle(check, comm, unavailable);
+  settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
   if (options.max_error != nullptr) *options.max_error = 0;
   if (comm.size() == 1 || call.count == 0) {
     if (call.send.data != call.recv.data) {

@@ -228,7 +228,7 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
   // buffer's address when the caller gives none (different on every rank).
   check.field("layout hash", grad::layout_hash(tensor));
   check.field("spec hash", static_cast<int64_t>(checksum64(spec_.data(), spec_.size())));
-  dev::settle(check, comm, unavailable);
+  dev::settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
 
   std::unique_ptr<dev::GradState>& slot = states_[key];
   if (!slot) {
@@ -247,6 +247,10 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
   GradStepStats stats;
   stats.elements = grad.count;
   if (grad.count != 0) {
+    // The step's own collectives skip their agreements: their arguments follow from what the
+    // ranks just agreed on (and from sizes the steps agree on themselves), as the host
+    // compressors' exchanges, which go to MPI, have none.
+    plain.check_arguments = ArgumentCheck::kNever;
     const dev::DeviceStep step{comm, *ops, plain, tensor, grad, out, op, shard_only};
     try {
       switch (parsed_->kind) {
