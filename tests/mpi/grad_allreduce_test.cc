@@ -294,8 +294,9 @@ TEST(GradMpiModel, CheckArgumentsNeverSkipsTheAgreement) {
     for (const ArgumentCheck check : {ArgumentCheck::kAuto, ArgumentCheck::kAlways}) {
       own_tag.check_arguments = check;
       Buffer refused = clone(g);
-      expect_outcome(Outcome::kComm, std::string(spec) + ": tags differ", "tag",
-                     [&] { grad_allreduce(world(), compressor, {1, {}}, refused.view(), own_tag); });
+      expect_outcome(Outcome::kComm, std::string(spec) + ": tags differ", "tag", [&] {
+        grad_allreduce(world(), compressor, {1, {}}, refused.view(), own_tag);
+      });
     }
     own_tag.check_arguments = ArgumentCheck::kNever;
     Buffer got = clone(g), want = clone(g);
@@ -305,8 +306,9 @@ TEST(GradMpiModel, CheckArgumentsNeverSkipsTheAgreement) {
     grad_allreduce(world(), common, {1, {}}, want.view(), {.op = ReduceOp::kSum});
     expect_bits_equal(got, want, std::string(spec) + ": unchecked");
     own_tag.check_arguments = static_cast<ArgumentCheck>(9);
-    expect_outcome(Outcome::kInvalid, std::string(spec) + ": invalid", "check_arguments",
-                   [&] { grad_allreduce(world(), compressor, {1, {}}, got.view(), own_tag); });
+    expect_outcome(Outcome::kInvalid, std::string(spec) + ": invalid", "check_arguments", [&] {
+      grad_allreduce(world(), compressor, {1, {}}, got.view(), own_tag);
+    });
   }
 }
 
