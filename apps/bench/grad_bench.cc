@@ -100,12 +100,12 @@ Layout parse_layout(const std::string& text) {
 }
 
 std::string shape_text(const Layout& layout) {
-  std::string s = layout.flat ? "flat:" : "";
+  std::string s;
   for (const std::vector<size_t>& dims : layout.tensors) {
-    if (s.size() > (layout.flat ? 5u : 0u)) s += "+";
+    if (!s.empty()) s += "+";
     for (size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : "x") + std::to_string(dims[i]);
   }
-  return s;
+  return layout.flat ? "flat:" + s : s;
 }
 
 struct Row {

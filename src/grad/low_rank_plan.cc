@@ -69,14 +69,16 @@ LowRankPlan low_rank_plan(const GradSpec& spec, const GradTensor& tensor, size_t
     }
     plan.pieces.push_back(piece);
   };
-  const bool square = spec.flat_square && tensor.shape.empty() && tensor.pieces.empty() && n > 0;
-  if (tensor.pieces.empty() && !square) {
+  // A tensor given without shape or pieces is the bucket of its square view (flat=square).
+  const bool flat = spec.flat_square && tensor.shape.empty() && tensor.pieces.empty();
+  const std::vector<std::vector<size_t>> view = flat ? square_view(n) : decltype(view){};
+  const std::vector<std::vector<size_t>>& pieces = flat ? view : tensor.pieces;
+  if (pieces.empty()) {
     add(tensor.shape, 0, n);
     return plan;
   }
-  const std::vector<std::vector<size_t>> view = square ? square_view(n) : decltype(view){};
   size_t offset = 0;
-  for (const std::vector<size_t>& shape : square ? view : tensor.pieces) {
+  for (const std::vector<size_t>& shape : pieces) {
     const size_t count = elements_of(shape);
     add(shape, offset, count);
     offset += count;

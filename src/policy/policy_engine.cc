@@ -51,12 +51,8 @@ Compressor& find_or_make(std::map<std::string, std::unique_ptr<Compressor>>& com
   if (it != compressors.end()) return *it->second;
   // Made before it is inserted: a bad spec throws and leaves no empty entry behind.
   auto made = std::make_unique<Compressor>(spec);
-  it = compressors.find(made->spec());
-  if (it == compressors.end()) {
-    const std::string canonical = made->spec();
-    it = compressors.emplace(canonical, std::move(made)).first;
-  }
-  return *it->second;
+  const std::string canonical = made->spec();
+  return *compressors.try_emplace(canonical, std::move(made)).first->second;
 }
 
 }  // namespace
