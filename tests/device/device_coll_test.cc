@@ -26,7 +26,10 @@ const std::vector<std::string>& device_test_codecs() {
       "zstd"};
   return specs;
 }
-constexpr size_t kDeviceLargeCount = 262147;  // 2^18 + 3: uneven chunks, several segments
+// 2^18 + 3 in segments of 64 KiB (under the sanitizers 2^15 + 3 in 8 KiB): uneven chunks, several
+// segments.
+constexpr size_t kDeviceLargeCount = (size_t{1} << 18) / kSanitizerDivisor + 3;
+constexpr size_t kDeviceLargeSegment = (size_t{64} << 10) / kSanitizerDivisor;
 
 enum class Op { kAllreduce, kReduceScatter, kAllgather };
 
@@ -164,14 +167,14 @@ std::vector<CodecCase> codec_cases() {
 class DeviceCollTest : public ::testing::TestWithParam<CodecCase> {};
 
 // Every dtype x count (0, 1, 7: small segments of 4 bytes in place, so that 7 elements make
-// several segments; 2^18 + 3 with 64 KiB segments) x in/out of place; sums, and averages for
-// the small counts.
+// several segments; kDeviceLargeCount in segments of kDeviceLargeSegment) x in/out of place;
+// sums, and averages for the small counts.
 TEST_P(DeviceCollTest, MatchesHostCollectiveBitForBit) {
   const CodecCase& c = GetParam();
   for (const DType d : test_dtypes()) {
     for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
       for (const bool in_place : {false, true}) {
-        const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10
+        const size_t seg = n == kDeviceLargeCount ? kDeviceLargeSegment
                            : in_place             ? size_t{4}
                                                   : size_t{1} << 20;
         run_case(c.op, c.codec, c.transport, d, n, in_place, seg, ReduceOp::kSum);
@@ -209,7 +212,7 @@ TEST(DeviceColl, BroadcastMatchesHostChainBitForBit) {
       for (const DType d : test_dtypes()) {
         for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, kDeviceLargeCount}) {
           for (const int root : {0, p - 1}) {
-            const size_t seg = n == kDeviceLargeCount ? size_t{64} << 10 : size_t{4};
+            const size_t seg = n == kDeviceLargeCount ? kDeviceLargeSegment : size_t{4};
             const std::string what = "broadcast " + spec + " " + transport_label(t) + " " +
                                      std::string(dtype_name(d)) + " n=" + std::to_string(n) +
                                      " root " + std::to_string(root);
@@ -236,10 +239,11 @@ TEST(DeviceColl, AlltoallMatchesHostPairwiseBitForBit) {
     for (const std::string& spec :
          t == DeviceTransport::kNccl ? nccl_test_codecs() : device_test_codecs()) {
       for (const DType d : test_dtypes()) {
-        for (const size_t block : {size_t{0}, size_t{1}, size_t{7}, size_t{65537}}) {
+        for (const size_t block :
+             {size_t{0}, size_t{1}, size_t{7}, (size_t{1} << 16) / kSanitizerDivisor + 1}) {
           for (const bool in_place : {false, true}) {
             const size_t n = block * static_cast<size_t>(p);
-            const size_t seg = block > 7 ? size_t{16} << 10 : size_t{4};
+            const size_t seg = block > 7 ? (size_t{16} << 10) / kSanitizerDivisor : size_t{4};
             const std::string what =
                 "alltoall " + spec + " " + transport_label(t) + " " + std::string(dtype_name(d)) +
                 " block=" + std::to_string(block) + (in_place ? " in place" : "");

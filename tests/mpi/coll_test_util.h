@@ -25,6 +25,16 @@
 
 namespace hycc::test {
 
+// Divides the large counts and segment sizes of the device tests under the sanitizers (the test
+// code is compiled with HYCC_TEST_SANITIZED there), where instrumented codecs on oversubscribed
+// ranks made them most of the suite's time: the divided counts still make several uneven
+// segments and chunks, the code paths of the full ones, which the Release suite runs.
+#ifdef HYCC_TEST_SANITIZED
+constexpr size_t kSanitizerDivisor = 8;
+#else
+constexpr size_t kSanitizerDivisor = 1;
+#endif
+
 inline const Communicator& world() {
   static const Communicator w = Communicator::world();
   return w;
