@@ -75,6 +75,15 @@ typedef enum hycc_algorithm {
   HYCC_ALGO_PAIRWISE = 6            /* alltoall */
 } hycc_algorithm;
 
+/* Whether a call first checks, with a small MPI_Allreduce, that the ranks agree on its arguments
+ * (count, dtype, op, root, codec, algorithm, sizes, tag): a mismatch is then HYCC_ERR_COMM on
+ * every rank instead of a hang or garbage (hycc/collectives.h, ArgumentCheck). */
+typedef enum hycc_arg_check {
+  HYCC_CHECK_AUTO = 0,   /* before hycc's own algorithms; not before calls handed to MPI */
+  HYCC_CHECK_ALWAYS = 1, /* before every call with more than one rank */
+  HYCC_CHECK_NEVER = 2   /* local checks only: saves the round trip; a mismatch may hang */
+} hycc_arg_check;
+
 /* ---- Errors and version ---------------------------------------------------------------- */
 
 /* The message of this thread's last failed call ("" after a success). Valid until the next
@@ -89,7 +98,7 @@ HYCC_C_API const char* hycc_version(void);
  * functions record it in the options, and a library built with another layout refuses the
  * options (HYCC_ERR_INVALID_ARGUMENT naming both versions) instead of misreading them: a program
  * built against one hycc.h and run with another libhycc_c.so fails cleanly. */
-#define HYCC_ABI_VERSION 2
+#define HYCC_ABI_VERSION 3
 /* The layout version this library was built with (HYCC_ABI_VERSION of its hycc.h). */
 HYCC_C_API int hycc_abi_version(void);
 /* Frees a string the library allocated for the caller (hycc_engine_stats_json). */
@@ -196,6 +205,8 @@ typedef struct hycc_options {
    * NULL (default): one flat tensor (PowerSGD: its most square matrix, unless flat=plain). */
   const size_t* pieces;
   size_t pieces_length; /* elements of pieces */
+  int check_arguments;  /* a hycc_arg_check, default HYCC_CHECK_AUTO (gradient rules of the
+                           engine's policy too) */
 } hycc_options;
 
 /* The defaults above. Passing NULL options to a collective means the same. Options not made by
@@ -289,6 +300,8 @@ typedef struct hycc_device_options {
   hycc_call_stats* stats; /* when set, overwritten with what the call did */
   const size_t* pieces;   /* a bucket of tensors, as hycc_options.pieces */
   size_t pieces_length;
+  int check_arguments; /* a hycc_arg_check, default HYCC_CHECK_AUTO: the device calls check before
+                          every call with more than one rank unless HYCC_CHECK_NEVER */
 } hycc_device_options;
 
 /* The defaults above. Passing NULL options to a device collective means the same. A macro, as

@@ -26,7 +26,9 @@ _DOC = """
     Keywords: comm (mpi4py communicator, default COMM_WORLD), codec (spec or Codec; default none),
     engine (Engine: its policy chooses the codec by the communicator's name), algorithm,
     threshold (bytes; below it the native MPI call), segment (bytes), seed, tag, key (error
-    feedback id), pieces (the shapes of a gradient bucket's tensors, for a powersgd rule), dtype ("bf16" for uint16 arrays of bfloat16 bits), stats (a CallStats to fill).
+    feedback id), pieces (the shapes of a gradient bucket's tensors, for a powersgd rule), dtype ("bf16" for uint16 arrays of bfloat16 bits), stats (a CallStats to fill),
+    check_arguments ("auto", "always" or "never": whether the ranks first agree on the call's
+    arguments, one small MPI_Allreduce; "never" saves it where the caller guarantees agreement).
 """
 
 

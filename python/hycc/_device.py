@@ -76,7 +76,7 @@ def allreduce_device(tensor, op="sum", **kw):
     Keywords: comm, codec, engine, stream (a cudaStream_t as an int, e.g.
     torch.cuda.current_stream().cuda_stream), backend ("cuda"; "emulation": host memory, the
     device algorithm on the CPU), transport ("auto", "mpi", "nccl"), segment, threshold, seed,
-    tag, key, checksum, stats, dtype."""
+    tag, key, checksum, stats, dtype, check_arguments (as hycc.allreduce)."""
     ptr, count, code = _tensor(tensor, kw.get("dtype"))
     _run(lib.hycc_allreduce_device, tensor, kw, ptr, ptr, count, code, op_code(op))
     return tensor

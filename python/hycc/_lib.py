@@ -96,7 +96,7 @@ _proto("hycc_chunk_range", I, S, I, I, c_size_p, c_size_p)
 
 # The layout of the structs below (HYCC_ABI_VERSION of the hycc.h they mirror): the library must
 # have the same, or it would read them wrongly.
-ABI_VERSION = 2
+ABI_VERSION = 3
 _abi = getattr(lib, "hycc_abi_version", None)  # libraries before version 2 lack the function
 if _abi is not None:
     _abi.restype, _abi.argtypes = I, []
@@ -124,7 +124,7 @@ class Options(ctypes.Structure):
     _fields_ = [("abi_version", I), ("codec", V), ("engine", V), ("algorithm", I),
                 ("threshold_bytes", S), ("segment_bytes", S), ("seed", U64), ("tag", I),
                 ("key", U64), ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
-                ("pieces_length", S)]
+                ("pieces_length", S), ("check_arguments", I)]
 
 
 _proto("hycc_stream_inspect", I, V, S, ctypes.POINTER(StreamInfo))
@@ -145,7 +145,7 @@ class DeviceOptions(ctypes.Structure):
                 ("threshold_bytes", S), ("seed", U64), ("tag", I), ("stream", V), ("backend", I),
                 ("transport", I), ("checksum", I), ("key", U64),
                 ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
-                ("pieces_length", S)]
+                ("pieces_length", S), ("check_arguments", I)]
 
 
 _DOPT = ctypes.POINTER(DeviceOptions)

@@ -1,13 +1,14 @@
 """What the host and device option structs share: keyword checks, codec, engine, sizes, seed,
-tag, key and statistics, and the reduction op."""
+tag, key, statistics and the argument check, and the reduction op."""
 import ctypes
 
 from ._codec import as_codec
 from ._lib import CallStats, InvalidArgument
 
 _COMMON = {"comm", "codec", "engine", "threshold", "segment", "seed", "tag", "key", "dtype",
-           "stats", "pieces"}
+           "stats", "pieces", "check_arguments"}
 _OPS = {"sum": 0, "avg": 1, "average": 1}
+_CHECKS = {"auto": 0, "always": 1, "never": 2}  # hycc_arg_check
 
 
 def check_keywords(kw, own):
@@ -36,6 +37,11 @@ def fill_common(o, kw):
     if kw.get("segment") is not None:
         o.segment_bytes = kw["segment"]
     o.seed, o.tag, o.key = kw.get("seed", 0), kw.get("tag", 0), kw.get("key", 0)
+    check_arguments = kw.get("check_arguments", "auto")
+    if check_arguments not in _CHECKS:
+        raise InvalidArgument(f"hycc: check_arguments {check_arguments!r} is not one of "
+                              f"{sorted(_CHECKS)}")
+    o.check_arguments = _CHECKS[check_arguments]
     if kw.get("stats") is not None:
         if not isinstance(kw["stats"], CallStats):
             raise InvalidArgument("hycc: stats must be a hycc.CallStats")

@@ -69,15 +69,20 @@ class HookState:
     segment, algorithm: as for hycc.allreduce (algorithm: host buckets only). device_backend:
     "cuda", or "emulation" to run the device algorithm on CPU buckets (tests). transport: the
     device transport ("auto", "mpi", "nccl"). overlap: run the allreduces on a worker thread,
-    overlapping the backward pass (default), or inside the hook. close() stops the worker."""
+    overlapping the backward pass (default), or inside the hook. check_arguments: "auto"
+    (default), "always", or "never": DDP gives every rank the same buckets in the same order, so
+    "never" saves each allreduce its agreement round trip (hycc.allreduce). close() stops the
+    worker."""
 
     def __init__(self, comm=None, codec=None, engine=None, threshold=None, segment=None,
-                 algorithm="auto", device_backend="cuda", transport="auto", overlap=True):
+                 algorithm="auto", device_backend="cuda", transport="auto", overlap=True,
+                 check_arguments="auto"):
         if codec is not None and engine is not None:
             raise InvalidArgument("hycc.ddp: give a codec or an engine, not both")
         self.comm, self.codec, self.engine = comm, codec, engine
         self.threshold, self.segment, self.algorithm = threshold, segment, algorithm
         self.device_backend, self.transport = device_backend, transport
+        self.check_arguments = check_arguments
         self.calls = 0  # the stochastic-rounding seed of each call
         self._names = {}  # id(parameter) -> (bucket index, position) where it first appeared
         self._worker = None
@@ -161,7 +166,8 @@ def allreduce_hook(state, bucket):
     """The DDP communication hook: the bucket averaged over the ranks in place."""
     buf = bucket.buffer()
     kw = dict(comm=state.comm, codec=state.codec, engine=state.engine,
-              key=_bucket_key(state, bucket, buf), seed=state.calls)
+              key=_bucket_key(state, bucket, buf), seed=state.calls,
+              check_arguments=state.check_arguments)
     state.calls += 1
     if state.engine is not None:
         kw["pieces"] = _bucket_pieces(bucket, buf)

@@ -102,6 +102,16 @@ std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
   return out;
 }
 
+static_assert(HYCC_CHECK_AUTO == static_cast<int>(ArgumentCheck::kAuto) &&
+              HYCC_CHECK_ALWAYS == static_cast<int>(ArgumentCheck::kAlways) &&
+              HYCC_CHECK_NEVER == static_cast<int>(ArgumentCheck::kNever));
+
+ArgumentCheck to_argument_check(int check, const char* function) {
+  require(check >= HYCC_CHECK_AUTO && check <= HYCC_CHECK_NEVER, function,
+          "options->check_arguments is not a hycc_arg_check");
+  return static_cast<ArgumentCheck>(check);
+}
+
 void check_abi_version(int abi_version, const char* function) {
   if (abi_version == HYCC_ABI_VERSION) return;
   if (abi_version == 0) {

@@ -49,6 +49,9 @@ ReduceOp to_op(int op, const char* function);
 std::vector<std::vector<size_t>> to_pieces(const size_t* pieces, size_t length,
                                            const char* function);
 
+// hycc_options.check_arguments / hycc_device_options.check_arguments as an ArgumentCheck.
+ArgumentCheck to_argument_check(int check, const char* function);
+
 // Refuses options whose abi_version is not this library's HYCC_ABI_VERSION: not made by the init
 // function (0), or laid out by another hycc.h.
 void check_abi_version(int abi_version, const char* function);
@@ -76,6 +79,7 @@ class CallOptions {
     options_.key = options->key;
     pieces_ = to_pieces(options->pieces, options->pieces_length, function);
     options_.pieces = pieces_;
+    options_.check_arguments = to_argument_check(options->check_arguments, function);
     copy_specific(*options, options_, function);
     if (options->stats != nullptr) {
       out_ = options->stats;

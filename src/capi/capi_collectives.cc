@@ -26,6 +26,7 @@ void hycc_options_init_abi(hycc_options* options, int abi_version) {
   options->algorithm = static_cast<int>(defaults.algorithm);
   options->threshold_bytes = defaults.threshold_bytes;
   options->segment_bytes = defaults.segment_bytes;
+  options->check_arguments = static_cast<int>(defaults.check_arguments);
 }
 
 hycc_status hycc_chunk_range(size_t total, int size, int rank, size_t* offset, size_t* count) {

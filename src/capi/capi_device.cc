@@ -85,6 +85,7 @@ void hycc_device_options_init_abi(hycc_device_options* options, int abi_version)
   options->backend = static_cast<int>(defaults.backend);
   options->transport = static_cast<int>(defaults.transport);
   options->checksum = defaults.checksum ? 1 : 0;
+  options->check_arguments = static_cast<int>(defaults.check_arguments);
 }
 
 hycc_status hycc_allreduce_device(const void* send, void* recv, size_t count, int dtype, int op,

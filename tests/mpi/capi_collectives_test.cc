@@ -435,6 +435,51 @@ TEST(CapiCollectives, FailuresAreStatusesOnEveryRank) {
 
 // The device collectives through the C API with the host-emulated device (host memory, the
 // whole device algorithm on the CPU), both transports, against the C++ device calls.
+// check_arguments: the init functions default it to HYCC_CHECK_AUTO; ranks whose thresholds
+// differ (both below the tensor's size, so that they would take the same path) fail the
+// agreement on every rank with AUTO and ALWAYS, and with NEVER skip it and get the bits of
+// agreeing options; a value outside hycc_arg_check is refused. Host and device options.
+TEST(CapiCollectives, CheckArgumentsSelectsTheAgreement) {
+  const int p = world().size(), r = world().rank();
+  CodecHandle h("quant:bits=4");
+  const Buffer input = make_input(DType::kF32, 3001, r, false);
+  hycc_options host;
+  hycc_options_init(&host);
+  hycc_device_options device;
+  hycc_device_options_init(&device);
+  EXPECT_EQ(host.check_arguments, HYCC_CHECK_AUTO);
+  EXPECT_EQ(device.check_arguments, HYCC_CHECK_AUTO);
+  host.codec = device.codec = h.codec;
+  host.algorithm = HYCC_ALGO_RING;
+  device.backend = HYCC_DEVICE_HOST_EMULATION;
+  device.transport = HYCC_TRANSPORT_STAGED_MPI;
+  const auto run = [&](int check, size_t threshold, bool on_device, Buffer& out) {
+    host.check_arguments = device.check_arguments = check;
+    host.threshold_bytes = device.threshold_bytes = threshold;
+    return on_device ? hycc_allreduce_device(input.view().data, out.data(), 3001, HYCC_F32,
+                                             HYCC_SUM, MPI_COMM_WORLD, &device)
+                     : hycc_allreduce(input.view().data, out.data(), 3001, HYCC_F32, HYCC_SUM,
+                                      MPI_COMM_WORLD, &host);
+  };
+  for (const bool on_device : {false, true}) {
+    const std::string what = on_device ? "device" : "host";
+    Buffer want(DType::kF32, 3001), got(DType::kF32, 3001);
+    expect_ok(run(HYCC_CHECK_AUTO, 0, on_device, want), what + " agreeing");
+    const size_t differing = r == 0 ? 0 : 1024;  // 3001 floats are above both
+    for (const int check : {HYCC_CHECK_AUTO, HYCC_CHECK_ALWAYS}) {
+      if (p == 1) continue;
+      EXPECT_EQ(run(check, differing, on_device, got), HYCC_ERR_COMM) << what << " " << check;
+      EXPECT_NE(std::string(hycc_last_error()).find("threshold_bytes"), std::string::npos)
+          << hycc_last_error();
+    }
+    expect_ok(run(HYCC_CHECK_NEVER, differing, on_device, got), what + " never");
+    EXPECT_TRUE(got.bits_equal(want)) << what << ": unchecked bits differ";
+    EXPECT_EQ(run(3, 0, on_device, got), HYCC_ERR_INVALID_ARGUMENT) << what;
+    EXPECT_NE(std::string(hycc_last_error()).find("check_arguments"), std::string::npos)
+        << hycc_last_error();
+  }
+}
+
 TEST(CapiCollectives, DeviceCollectivesEqualTheCppApi) {
   const int p = world().size(), r = world().rank();
   const auto ranks = static_cast<size_t>(p);

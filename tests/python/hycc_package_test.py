@@ -120,6 +120,21 @@ if size > 1:
     short = np.ones(100 + rank, np.float32)
     expect(raises(hycc.CommError, lambda: hycc.allreduce(short, codec=quant, threshold=0),
                   "count"), "counts that differ across ranks")
+    # Thresholds that differ (both below the tensor): refused unless check_arguments="never",
+    # which gives the bits of agreeing ones.
+    data = small_ints(3001, rank) * np.float32(0.37)
+    agreed = hycc.allreduce(data, np.empty_like(data), codec=quant, threshold=0, algorithm="ring")
+    differing = 0 if rank == 0 else 1024
+    expect(raises(hycc.CommError, lambda: hycc.allreduce(
+        data, np.empty_like(data), codec=quant, threshold=differing, algorithm="ring"),
+        "threshold_bytes"), "thresholds that differ, checked")
+    unchecked = hycc.allreduce(data, np.empty_like(data), codec=quant, threshold=differing,
+                               algorithm="ring", check_arguments="never")
+    expect(np.array_equal(unchecked.view(np.uint32), agreed.view(np.uint32)),
+           "thresholds that differ, check_arguments=never")
+expect(raises(hycc.InvalidArgument, lambda: hycc.allreduce(
+    np.ones(10, np.float32), check_arguments="sometimes"), "check_arguments"),
+    "check_arguments outside auto/always/never")
 
 # ---- device collectives, host-emulated device: the host calls' bits --------------------------
 def bits(a):
