@@ -88,11 +88,7 @@ MpiSession::~MpiSession() {
 }
 
 ArgumentCheck parse_check_args(const std::string& name) {
-  if (name == "auto") return ArgumentCheck::kAuto;
-  if (name == "always") return ArgumentCheck::kAlways;
-  if (name == "never") return ArgumentCheck::kNever;
-  throw InvalidArgument(
-      tagged("bench", "unknown --check-args '", name, "'; expected auto, always or never"));
+  return parse_argument_check(name, "--check-args");
 }
 
 }  // namespace hycc::bench

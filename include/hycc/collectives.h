@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "hycc/codec.h"
@@ -74,6 +75,10 @@ enum class ArgumentCheck : uint8_t {
   kAlways = 1,  // before every call with more than one rank, native ones included
   kNever = 2,   // local checks only: a mismatch across ranks may hang or crash
 };
+
+// "auto", "always" or "never" as an ArgumentCheck; InvalidArgument naming `setting` (the option
+// or variable the text came from) otherwise.
+ArgumentCheck parse_argument_check(std::string_view text, std::string_view setting);
 
 // What one call did on this rank (see CollectiveOptions::stats).
 struct CollectiveStats {

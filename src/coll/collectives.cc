@@ -279,4 +279,11 @@ void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
                start);
 }
 
+ArgumentCheck parse_argument_check(std::string_view text, std::string_view setting) {
+  if (text == "auto") return ArgumentCheck::kAuto;
+  if (text == "always") return ArgumentCheck::kAlways;
+  if (text == "never") return ArgumentCheck::kNever;
+  throw InvalidArgument(tagged("coll", setting, " '", text, "' is not one of auto, always, never"));
+}
+
 }  // namespace hycc

@@ -25,6 +25,7 @@ namespace {
 CollectiveOptions policy_options(const void* key_buffer = nullptr, size_t key_count = 0) {
   CollectiveOptions o;
   o.policy = engine();
+  o.check_arguments = argument_check();
   if (key_buffer != nullptr) o.key = policy::buffer_key(key_buffer, key_count);
   return o;
 }

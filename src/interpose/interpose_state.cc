@@ -17,6 +17,8 @@ std::unique_ptr<PolicyEngine>& engine_slot() {
 
 thread_local int tl_depth = 0;
 
+ArgumentCheck g_argument_check = ArgumentCheck::kAuto;  // HYCC_CHECK_ARGUMENTS
+
 int g_keyval = MPI_KEYVAL_INVALID;
 
 int delete_state(MPI_Comm, int, void* value, void*) {
@@ -63,11 +65,17 @@ bool is_float32(MPI_Datatype type) {
 
 PolicyEngine* engine() { return engine_slot().get(); }
 
+ArgumentCheck argument_check() { return g_argument_check; }
+
 void start_engine() {
   if (g_keyval == MPI_KEYVAL_INVALID) {
     HYCC_CHECK_MPI(
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g_keyval, nullptr));
   }
+  const char* check = std::getenv("HYCC_CHECK_ARGUMENTS");
+  g_argument_check = check == nullptr || *check == '\0'
+                         ? ArgumentCheck::kAuto
+                         : parse_argument_check(check, "HYCC_CHECK_ARGUMENTS");
   const char* log = std::getenv("HYCC_LOG");
   auto e = std::make_unique<PolicyEngine>(PolicyEngine::from_environment("baseline"));
   if (log == nullptr) {

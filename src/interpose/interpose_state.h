@@ -21,7 +21,11 @@ namespace hycc::interpose {
 
 // The process's engine, or nullptr before MPI_Init / after MPI_Finalize (calls pass through).
 PolicyEngine* engine();
-void start_engine();   // after PMPI_Init: throws for a bad HYCC_POLICY / HYCC_LOG
+// HYCC_CHECK_ARGUMENTS (auto when unset): whether the routed collectives first agree on their
+// arguments across ranks.
+ArgumentCheck argument_check();
+void start_engine();   // after PMPI_Init: throws for a bad HYCC_POLICY / HYCC_LOG /
+                       // HYCC_CHECK_ARGUMENTS
 void finish_engine();  // before PMPI_Finalize: HYCC_LOG output, shadows of MPI_COMM_WORLD freed
 
 // True while this thread runs inside an intercepted call: MPI calls go to PMPI.

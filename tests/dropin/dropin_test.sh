@@ -6,7 +6,8 @@
 #     alone are exact, and the statistics (HYCC_LOG json) show compressed bytes;
 #  3. with HYCC_POLICY=auto every result is within hybrid's bound and the links were measured.
 # Then PowerSGD on the flat gradient buffer of an mpi4py training loop (dropin_powersgd.py): it
-# compresses, and ends at the uncompressed run's loss; without error feedback it does not.
+# compresses, and ends at the uncompressed run's loss; without error feedback it does not. Then
+# HYCC_CHECK_ARGUMENTS (the argument agreement of the routed collectives).
 # Usage: dropin_test.sh LIBHYCC_MPI DROPIN_PROGRAM SCRIPT_DIR [RANKS]
 set -euo pipefail
 lib=$1 program=$2 dir=$3 ranks=${4:-4}
@@ -117,4 +118,46 @@ dp = {(e["dimension"], e["operation"]): e for e in s["statistics"]["entries"]}[(
 assert dp["compressed_calls"] == dp["calls"] > 0 and dp["wire_bytes"] * 4 < dp["raw_bytes"], dp
 print(f"   compressed {dp['raw_bytes'] / dp['wire_bytes']:.2f}x")
 PY
+# HYCC_CHECK_ARGUMENTS: rank 0's policy has threshold 1001 bytes, the others' 1002 (the same
+# for float messages, whose sizes are multiples of 4, but not the same arguments). The routed
+# collectives' agreement refuses the call by default; with never there is none, and the results
+# are those of agreeing policies. A bad value stops the job at MPI_Init.
+echo "== HYCC_CHECK_ARGUMENTS: policies whose thresholds differ across ranks"
+for t in 1001 1002; do
+  printf 'name = "bf16-%s"
+threshold = %s
+[[rule]]
+dimension = "default"
+compressor = "bf16"
+' \
+    "$t" "$t" >"$work/bf16-$t.toml"
+done
+mixed() {  # output-prefix [-x VAR=value...]: rank 0 under bf16-1001, the others under bf16-1002
+  local out=$1
+  shift
+  # Every app context names its own -x options (Open MPI gives those before the first context to
+  # that context only).
+  local env=(-x LD_PRELOAD="$lib" -x HYCC_LOG=off "$@")
+  timeout 300 mpirun --oversubscribe --mca btl_vader_single_copy_mechanism none \
+    -n 1 "${env[@]}" -x HYCC_POLICY="$work/bf16-1001.toml" "$program" "$out" "$bound" : \
+    -n $((ranks - 1)) "${env[@]}" -x HYCC_POLICY="$work/bf16-1002.toml" "$program" "$out" "$bound"
+}
+"${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_LOG=off -x HYCC_POLICY="$work/bf16-1001.toml" \
+  "$program" "$work/agreeing" "$bound" >/dev/null
+if mixed "$work/checked" >"$work/checked.out" 2>&1; then
+  echo "FAIL: ranks with different thresholds were not refused"; exit 1
+fi
+grep -q "disagree on the arguments of .*threshold_bytes" "$work/checked.out" || {
+  cat "$work/checked.out"; echo "FAIL: no disagreement on threshold_bytes reported"; exit 1; }
+echo "   refused by default: $(grep -o -m1 'ranks disagree[^;]*' "$work/checked.out")"
+mixed "$work/unchecked" -x HYCC_CHECK_ARGUMENTS=never >/dev/null
+same_results "$work/agreeing" "$work/unchecked"
+echo "   with HYCC_CHECK_ARGUMENTS=never: the results of agreeing policies, bit for bit"
+if "${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_CHECK_ARGUMENTS=sometimes "$program" \
+  "$work/bad" "$bound" >"$work/bad.out" 2>&1; then
+  echo "FAIL: HYCC_CHECK_ARGUMENTS=sometimes accepted"; exit 1
+fi
+grep -q "HYCC_CHECK_ARGUMENTS 'sometimes' is not one of auto, always, never" "$work/bad.out" || {
+  cat "$work/bad.out"; echo "FAIL: no message naming HYCC_CHECK_ARGUMENTS"; exit 1; }
+echo "   HYCC_CHECK_ARGUMENTS=sometimes stops the job at MPI_Init, naming the variable"
 echo "dropin: OK"
