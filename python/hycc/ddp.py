@@ -26,9 +26,10 @@ import socket
 import numpy as np
 import torch
 
-from ._collectives import allreduce
-from ._device import allreduce_device
+from ._collectives import _ALGORITHMS, allreduce
+from ._device import _BACKENDS, _TRANSPORTS, allreduce_device
 from ._lib import InvalidArgument
+from ._options import _CHECKS
 
 
 def init_process_group(comm, backend="gloo", master_addr=None,
@@ -79,6 +80,14 @@ class HookState:
                  check_arguments="auto"):
         if codec is not None and engine is not None:
             raise InvalidArgument("hycc.ddp: give a codec or an engine, not both")
+        # Checked here, not at the first allreduce: a typo stops the script before training.
+        for name, value, allowed in (("algorithm", algorithm, _ALGORITHMS),
+                                     ("device_backend", device_backend, _BACKENDS),
+                                     ("transport", transport, _TRANSPORTS),
+                                     ("check_arguments", check_arguments, _CHECKS)):
+            if value not in allowed:
+                raise InvalidArgument(f"hycc.ddp: {name} {value!r} is not one of "
+                                      f"{sorted(allowed)}")
         self.comm, self.codec, self.engine = comm, codec, engine
         self.threshold, self.segment, self.algorithm = threshold, segment, algorithm
         self.device_backend, self.transport = device_backend, transport

@@ -5,7 +5,8 @@ hybrid policy (ef2+quant:bits=6 with error feedback on "dp") compresses every bu
 replicas identical, gives the same bits with the allreduces on the worker thread (overlapping
 the backward pass) as inside the hook, and trains as well as uncompressed DDP; PowerSGD on "dp"
 compresses each weight matrix of every bucket (the hook passes the gradients' shapes) and trains;
-bucket keys follow the bucket's tensors (DDP's rebuilt buckets do not inherit other tensors' state).
+bucket keys follow the bucket's tensors (DDP's rebuilt buckets do not inherit other tensors' state);
+HookState refuses a misspelt setting when it is made.
 Prints "hycc ddp: OK" on rank 0 when every check passed; exit status 1 otherwise.
 Usage: HYCC_LIBRARY=build/lib/libhycc_c.so mpirun -n N python3 hycc_ddp_test.py
 """
@@ -110,6 +111,21 @@ def bucket_keys_follow_the_tensors():
 
 
 bucket_keys_follow_the_tensors()
+
+
+def hook_state_refuses_bad_settings():
+    """A misspelt setting stops HookState's construction, before any training step."""
+    for name, value in (("check_arguments", "sometimes"), ("transport", "tcp"),
+                        ("device_backend", "rocm"), ("algorithm", "tree")):
+        try:
+            hycc.ddp.HookState(overlap=False, **{name: value})
+            expect(False, f"HookState({name}={value!r}) is refused")
+        except hycc.InvalidArgument as e:
+            expect(name in str(e) and repr(value) in str(e),
+                   f"HookState({name}={value!r}) names the setting: {e}")
+
+
+hook_state_refuses_bad_settings()
 base, base_losses = train()
 plain, _ = train(hycc.ddp.HookState(comm=world))
 expect(np.allclose(plain, base, rtol=0, atol=1e-5),
