@@ -5,51 +5,11 @@
 // the calls hycc compresses (device_memory.h).
 #include <mpi.h>
 
-#include <chrono>
 #include <cstring>
-#include <exception>
 
 #include "hycc/collectives.h"
-#include "hycc/policy_engine.h"
 #include "interpose/device_memory.h"
 #include "interpose/interpose_routing.h"
-#include "interpose/interpose_state.h"
-#include "policy/policy_calls.h"
-
-namespace hycc::interpose {
-namespace {
-
-// key: the program's buffer that keys a gradient compressor's state (the receive buffer of an
-// allreduce, the send buffer of a reduce-scatter), so that a staged device buffer keeps its
-// error-feedback residual from call to call as a host buffer does.
-CollectiveOptions policy_options(const void* key_buffer = nullptr, size_t key_count = 0) {
-  CollectiveOptions o;
-  o.policy = engine();
-  o.check_arguments = argument_check();
-  if (key_buffer != nullptr) o.key = policy::buffer_key(key_buffer, key_count);
-  return o;
-}
-
-// What every routed collective does: MPI's own call when the call is not routed (s null) or the
-// policy leaves it uncompressed, otherwise `compressed` inside the guard, with failures handed to
-// the communicator's error handler. `elems` is the message size the policy sees, in floats.
-template <typename Native, typename Compressed>
-int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const char* name,
-              Native&& native, Compressed&& compressed) {
-  if (s == nullptr) return native();
-  int rc = MPI_SUCCESS;
-  if (left_to_mpi(*s, op, elems * sizeof(float), &rc, native)) return rc;
-  const Inside guard;
-  try {
-    compressed(*s);
-  } catch (const std::exception& e) {
-    return fail(comm, name, e.what());
-  }
-  return MPI_SUCCESS;
-}
-
-}  // namespace
-}  // namespace hycc::interpose
 
 using hycc::Operation;
 using hycc::interpose::CommState;

@@ -4,7 +4,7 @@
 // routing, policy, statistics and the fallback to MPI are those of C programs.
 //
 // - mpif.h and `use mpi` (mpi_xxx_, the gfortran / Intel / flang naming): the lifecycle, the
-//   communicators the application makes and names, the five collectives, and point-to-point
+//   communicators the application makes and names, the seven collectives, and point-to-point
 //   (blocking, nonblocking and their completion), so that every message a Fortran program sends
 //   and receives goes the same way.
 // - `use mpi_f08` (mpi_xxx_f08_): the same calls. Its handles are one-integer derived types, and
@@ -154,6 +154,22 @@ void allgather(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
                             *recvcount, type_of(recvtype), comm_of(comm)));
 }
 
+// Count and displacement arrays: Fortran INTEGERs are C ints here.
+static_assert(sizeof(Fint) == sizeof(int));
+
+void reduce_scatter(const void* sendbuf, void* recvbuf, const Fint* counts, const Fint* type,
+                    const Fint* op, const Fint* comm, Fint* ierror) {
+  put(ierror, MPI_Reduce_scatter(c_buffer(sendbuf), c_buffer(recvbuf), counts, type_of(type),
+                                 MPI_Op_f2c(*op), comm_of(comm)));
+}
+
+void allgatherv(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
+                const Fint* recvcounts, const Fint* displs, const Fint* recvtype, const Fint* comm,
+                Fint* ierror) {
+  put(ierror, MPI_Allgatherv(c_buffer(sendbuf), *sendcount, type_of(sendtype), c_buffer(recvbuf),
+                             recvcounts, displs, type_of(recvtype), comm_of(comm)));
+}
+
 void bcast(void* buffer, const Fint* count, const Fint* type, const Fint* root, const Fint* comm,
            Fint* ierror) {
   put(ierror, MPI_Bcast(c_buffer(buffer), *count, type_of(type), *root, comm_of(comm)));
@@ -259,6 +275,15 @@ void mpi_reduce_scatter_block_(const void* sendbuf, void* recvbuf, const Fint* c
 void mpi_allgather_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
                     const Fint* recvcount, const Fint* recvtype, const Fint* comm, Fint* ierror) {
   allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror);
+}
+void mpi_reduce_scatter_(const void* sendbuf, void* recvbuf, const Fint* counts, const Fint* type,
+                         const Fint* op, const Fint* comm, Fint* ierror) {
+  reduce_scatter(sendbuf, recvbuf, counts, type, op, comm, ierror);
+}
+void mpi_allgatherv_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                     void* recvbuf, const Fint* recvcounts, const Fint* displs,
+                     const Fint* recvtype, const Fint* comm, Fint* ierror) {
+  allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierror);
 }
 void mpi_bcast_(void* buffer, const Fint* count, const Fint* type, const Fint* root,
                 const Fint* comm, Fint* ierror) {
@@ -442,6 +467,15 @@ void mpi_allgather_f08_(const void* sendbuf, const Fint* sendcount, const Fint* 
                         void* recvbuf, const Fint* recvcount, const Fint* recvtype,
                         const Fint* comm, Fint* ierror) {
   allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror);
+}
+void mpi_reduce_scatter_f08_(const void* sendbuf, void* recvbuf, const Fint* counts,
+                             const Fint* type, const Fint* op, const Fint* comm, Fint* ierror) {
+  reduce_scatter(sendbuf, recvbuf, counts, type, op, comm, ierror);
+}
+void mpi_allgatherv_f08_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                         void* recvbuf, const Fint* recvcounts, const Fint* displs,
+                         const Fint* recvtype, const Fint* comm, Fint* ierror) {
+  allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierror);
 }
 void mpi_bcast_f08_(void* buffer, const Fint* count, const Fint* type, const Fint* root,
                     const Fint* comm, Fint* ierror) {

@@ -1,6 +1,7 @@
 // Which calls of libhycc_mpi.so go through hycc, shared by the blocking collectives
-// (interpose_collectives.cc) and the nonblocking ones (interpose_nonblocking.cc): float data on a
-// communicator the library knows, and a policy decision that compresses.
+// (interpose_collectives.cc, interpose_vector_collectives.cc) and the nonblocking ones
+// (interpose_nonblocking.cc): float data on a communicator the library knows, and a policy
+// decision that compresses.
 #pragma once
 
 #include <mpi.h>
@@ -11,6 +12,7 @@
 
 #include "hycc/policy_engine.h"
 #include "interpose/interpose_state.h"
+#include "policy/policy_calls.h"
 
 namespace hycc::interpose {
 
@@ -81,6 +83,35 @@ bool left_to_mpi(const CommState& s, Operation op, size_t bytes, int* rc, Native
   if (compresses(s, e.policy(), d, bytes)) return false;
   *rc = run_native(s, op, bytes, d, native);
   return true;
+}
+
+// key: the program's buffer that keys a gradient compressor's state (the receive buffer of an
+// allreduce, the send buffer of a reduce-scatter), so that a staged device buffer keeps its
+// error-feedback residual from call to call as a host buffer does.
+inline CollectiveOptions policy_options(const void* key_buffer = nullptr, size_t key_count = 0) {
+  CollectiveOptions o;
+  o.policy = engine();
+  o.check_arguments = argument_check();
+  if (key_buffer != nullptr) o.key = policy::buffer_key(key_buffer, key_count);
+  return o;
+}
+
+// What every routed collective does: MPI's own call when the call is not routed (s null) or the
+// policy leaves it uncompressed, otherwise `compressed` inside the guard, with failures handed to
+// the communicator's error handler. `elems` is the message size the policy sees, in floats.
+template <typename Native, typename Compressed>
+int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const char* name,
+              Native&& native, Compressed&& compressed) {
+  if (s == nullptr) return native();
+  int rc = MPI_SUCCESS;
+  if (left_to_mpi(*s, op, elems * sizeof(float), &rc, native)) return rc;
+  const Inside guard;
+  try {
+    compressed(*s);
+  } catch (const std::exception& e) {
+    return fail(comm, name, e.what());
+  }
+  return MPI_SUCCESS;
 }
 
 }  // namespace hycc::interpose

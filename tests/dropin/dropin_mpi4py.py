@@ -1,7 +1,7 @@
 """An mpi4py program written without hycc: the Python evidence for libhycc_mpi.so.
 
 Names communicators after parallel dimensions, runs buffer-based collectives (two of them
-nonblocking) and point to point on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
+nonblocking, two with ZeRO shards of uneven sizes) and point to point on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
 result to PREFIX.rankR and prints each call's error relative to the exact result (rank 0).
 Exit status 1 if an error exceeds BOUND, or the untouched call is not exact.
 Usage: python3 dropin_mpi4py.py PREFIX BOUND
@@ -72,6 +72,20 @@ gi = np.empty(per * size, dtype=np.float32)
 tp.Iallgather(mine, gi).Wait()  # hybrid: bf16 slots through MPI's own nonblocking allgather
 check("Iallgather tp", gi, np.concatenate([inputs(r, per) for r in range(size)]).astype(np.float64))
 
+# ZeRO-style shards of numpy.array_split (sizes differ by one element): MPI_Reduce_scatter and
+# MPI_Allgatherv, compressed like the block calls.
+zero = named("zero")
+total = N + size - 1
+counts = [len(part) for part in np.array_split(np.empty(total), size)]
+offset = sum(counts[:rank])
+shard = np.empty(counts[rank], dtype=np.float32)
+zero.Reduce_scatter(inputs(rank, total), shard, recvcounts=counts, op=MPI.SUM)
+check("Reduce_scatter zero", shard,
+      sum(inputs(r, total).astype(np.float64) for r in range(size))[offset:offset + counts[rank]])
+gv = np.empty(total, dtype=np.float32)
+zero.Allgatherv(inputs(rank, counts[rank]), [gv, counts])
+check("Allgatherv zero", gv, np.concatenate([inputs(r, counts[r]) for r in range(size)]).astype(np.float64))
+
 if size > 1:
     nxt, prv = (rank + 1) % size, (rank - 1) % size
     req = pp.Irecv(y, source=prv, tag=5)
@@ -89,7 +103,7 @@ check("Allreduce int64 (untouched)", k.astype(np.float32),
       (size * (np.arange(N) % 1000) + size * (size - 1) // 2).astype(np.float64), True)
 
 out.close()
-for c in (dp, tp, pp):
+for c in (dp, tp, pp, zero):
     c.Free()
 failures = world.allreduce(failures, op=MPI.SUM)
 if rank == 0:

@@ -1,7 +1,8 @@
 ! An ordinary Fortran MPI program, written without hycc: the Fortran evidence for libhycc_mpi.so.
 ! Built twice: with `use mpi` (mpif.h's bindings) and, with -DHYCC_F08, with `use mpi_f08`. It
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
-! REAL data (in place and out of place; an allgather nonblocking) and point-to-point messages
+! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather
+! with counts one apart) and point-to-point messages
 ! (blocking and nonblocking),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
@@ -35,13 +36,13 @@ program dropin_program_fortran
 #endif
   implicit none
   integer, parameter :: n = 300000
-  integer :: rank, nranks, ierr, failures, unit, per, root, i, j, next, prev, count
+  integer :: rank, nranks, ierr, failures, unit, per, root, i, j, next, prev, count, total
   double precision :: bound
   character(len=4096) :: prefix, arg
   COMM_T :: dp, tp, pp, zero
-  real, allocatable :: x(:), y(:), all(:), s(:)
-  double precision, allocatable :: e(:)
-  integer, allocatable :: ix(:), iy(:)
+  real, allocatable :: x(:), y(:), all(:), s(:), v(:)
+  double precision, allocatable :: e(:), ev(:)
+  integer, allocatable :: ix(:), iy(:), counts(:), displs(:)
   REQUEST_T :: requests(2)
   integer :: index, outcount, completed, indices(2)
   logical :: flag
@@ -123,6 +124,27 @@ program dropin_program_fortran
   call MPI_Iallgather(x, per, MPI_REAL, all, per, MPI_REAL, zero, requests(1), ierr)
   call MPI_Wait(requests(1), MPI_STATUS_IGNORE, ierr)
   call check('iallgather zero', all, e, per * nranks, .false.)
+
+  ! Vector variants: counts one apart (the longer shards first) of n + nranks - 1 elements.
+  total = n + nranks - 1
+  allocate (counts(nranks), displs(nranks), v(total), ev(total))
+  do j = 0, nranks - 1
+    counts(j + 1) = total / nranks
+    if (j < mod(total, nranks)) counts(j + 1) = counts(j + 1) + 1
+    displs(j + 1) = sum(counts(1:j))
+  end do
+  call inputs(rank, 0, v)
+  call sum_of_inputs(displs(rank + 1), ev(1:counts(rank + 1)))
+  call MPI_Reduce_scatter(v, y, counts, MPI_REAL, MPI_SUM, zero, ierr)
+  call check('reduce_scatter v zero', y, ev, counts(rank + 1), .false.)
+  call inputs(rank, 0, x(1:counts(rank + 1)))
+  do j = 0, nranks - 1
+    do i = 1, counts(j + 1)
+      ev(displs(j + 1) + i) = dble(input(j, i - 1))
+    end do
+  end do
+  call MPI_Allgatherv(x, counts(rank + 1), MPI_REAL, v, counts, displs, MPI_REAL, zero, ierr)
+  call check('allgatherv zero', v, ev, total, .false.)
 
   root = mod(1, nranks)
   if (rank == root) then

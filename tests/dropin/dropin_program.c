@@ -129,6 +129,80 @@ static void movements(MPI_Comm zero, MPI_Comm tp, MPI_Comm pp) {
   free(e);
 }
 
+/* Vector variants: MPI_Reduce_scatter and MPI_Allgatherv with counts that differ by at most one
+ * (compressed like the block calls) and by more (left to MPI: exact). */
+static void vector_variants(MPI_Comm zero) {
+  const long total = N + size - 1; /* not a multiple of size when size > 1 */
+  int* first = malloc(sizeof(int) * (size_t)size); /* the longer chunks first (array_split) */
+  int* last = malloc(sizeof(int) * (size_t)size);  /* the longer chunks last */
+  int* displs = malloc(sizeof(int) * (size_t)size);
+  for (int r = 0; r < size; ++r) {
+    first[r] = (int)(total / size + (r < total % size));
+    last[r] = (int)(total / size + (r >= size - total % size));
+  }
+  float* x = inputs(rank, total);
+  float* y = malloc(sizeof(float) * (size_t)total);
+  long offset = 0;
+  for (int r = 0; r < rank; ++r) offset += first[r];
+  double* e = sum_of_inputs(first[rank], offset);
+  MPI_Reduce_scatter(x, y, first, MPI_FLOAT, MPI_SUM, zero);
+  check("reduce_scatter v zero", y, e, first[rank], 0);
+  free(e);
+  offset = 0;
+  for (int r = 0; r < rank; ++r) offset += last[r];
+  e = sum_of_inputs(last[rank], offset);
+  MPI_Reduce_scatter(MPI_IN_PLACE, x, last, MPI_FLOAT, MPI_SUM, zero);
+  check("reduce_scatter v in place", x, e, last[rank], 0);
+  free(e);
+
+  /* Allgatherv: blocks of `last` at displacements with gaps of 3 floats that must keep -1. */
+  const long stride = total / size + 4, extent = stride * size;
+  float* all = malloc(sizeof(float) * (size_t)extent);
+  e = malloc(sizeof(double) * (size_t)extent);
+  for (long i = 0; i < extent; ++i) e[i] = -1;
+  for (int r = 0; r < size; ++r) {
+    displs[r] = (int)(r * stride);
+    for (long i = 0; i < last[r]; ++i) e[r * stride + i] = input(r, i);
+  }
+  float* mine = inputs(rank, last[rank]);
+  for (long i = 0; i < extent; ++i) all[i] = -1;
+  MPI_Allgatherv(mine, last[rank], MPI_FLOAT, all, last, displs, MPI_FLOAT, zero);
+  check("allgatherv gaps zero", all, e, extent, 0);
+  for (long i = 0; i < extent; ++i) all[i] = i >= rank * stride && i < rank * stride + last[rank] ? e[i] : -1;
+  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, last, displs, MPI_FLOAT, zero);
+  check("allgatherv gaps in place", all, e, extent, 0);
+  /* Equal, adjacent blocks: an allgather. */
+  const long per = N / size;
+  for (int r = 0; r < size; ++r) {
+    first[r] = (int)per;
+    displs[r] = (int)(r * per);
+    for (long i = 0; i < per; ++i) e[r * per + i] = input(r, i);
+  }
+  free(mine);
+  mine = inputs(rank, per);
+  MPI_Allgatherv(mine, (int)per, MPI_FLOAT, all, first, displs, MPI_FLOAT, zero);
+  check("allgatherv equal zero", all, e, per * size, 0);
+  /* Counts 2 apart: MPI's own call, exact. */
+  if (size > 1) {
+    for (int r = 0; r < size; ++r) {
+      first[r] = (int)(per - 2 * (r == 0));
+      displs[r] = (int)(r * per);
+      for (long i = 0; i < per; ++i) e[r * per + i] = r == 0 && i >= per - 2 ? -2 : input(r, i);
+    }
+    for (long i = 0; i < per * size; ++i) all[i] = -2;
+    MPI_Allgatherv(mine, first[rank], MPI_FLOAT, all, first, displs, MPI_FLOAT, zero);
+    check("allgatherv uneven (untouched)", all, e, per * size, 1);
+  }
+  free(mine);
+  free(all);
+  free(e);
+  free(x);
+  free(y);
+  free(displs);
+  free(last);
+  free(first);
+}
+
 static void point_to_point(MPI_Comm pp) {
   if (size < 2) return;
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -226,6 +300,7 @@ int main(int argc, char** argv) {
            zero = named_dup("zero");
   reductions(MPI_COMM_WORLD, dp, tp, zero);
   movements(zero, tp, pp);
+  vector_variants(zero);
   point_to_point(pp);
   untouched(dp);
   fclose(out);

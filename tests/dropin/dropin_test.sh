@@ -30,10 +30,11 @@ same_results() {  # prefix-a prefix-b
   done
 }
 
-check_stats() {  # json-file
-  /usr/bin/python3 - "$1" <<'PY'
+check_stats() {  # json-file [dimension/operation=compressed-calls-per-rank...]
+  /usr/bin/python3 - "$ranks" "$@" <<'PY'
 import json, sys
-s = json.load(open(sys.argv[1]))
+ranks = int(sys.argv[1])
+s = json.load(open(sys.argv[2]))
 rows = {(e["dimension"], e["operation"]): e for e in s["statistics"]["entries"]}
 print("statistics:", {f"{d}/{o}": round(e["ratio"], 2) for (d, o), e in rows.items()})
 dp = rows[("dp", "allreduce")]
@@ -45,12 +46,18 @@ assert s["statistics"]["total"]["wire_bytes"] < s["statistics"]["total"]["raw_by
 # HYCC_SAMPLE_ERROR=1: every compressed blocking collective was also run uncompressed (the
 # nonblocking ones cannot be: mpi4py's Iallreduce); lossy ones differ.
 assert 0 < dp["error_samples"] <= dp["compressed_calls"] and 0 < dp["max_error"] < 1, dp
+# Calls counted per program: every one routed and compressed (MPI_Reduce_scatter and
+# MPI_Allgatherv with counts one apart among them; calls left to MPI are not counted).
+for want in sys.argv[3:]:
+    key, calls = want.split("=")
+    row = rows[tuple(key.split("/"))]
+    assert row["calls"] == row["compressed_calls"] == int(calls) * ranks, (want, row)
 PY
 }
 
-run_case() {  # name command...
-  local name=$1
-  shift
+run_case() {  # name "expected compressed calls (check_stats)" command...
+  local name=$1 calls=$2
+  shift 2
   echo "== $name: without the library"
   "${mpi[@]}" "$@" "$work/$name-native" 1e-6 >"$work/$name-native.out" || {
     cat "$work/$name-native.out"; echo "FAIL: $name without the library"; return 1; }
@@ -64,7 +71,7 @@ run_case() {  # name command...
   echo "== $name: HYCC_POLICY=hybrid"
   "${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_POLICY=hybrid -x HYCC_SAMPLE_ERROR=1 \
     -x HYCC_LOG="summary,json=$work/$name-hybrid.json" "$@" "$work/$name-hybrid" "$bound"
-  check_stats "$work/$name-hybrid.json"
+  check_stats "$work/$name-hybrid.json" $calls
   # auto chooses among hybrid's compressors and milder ones, so hybrid's bound holds; which
   # candidate wins depends on the measured links, so only the measuring is checked.
   echo "== $name: HYCC_POLICY=auto"
@@ -75,7 +82,9 @@ run_case() {  # name command...
   echo "   within the bound; the links were measured and the candidates modelled"
 }
 
-run_case c "$program"
+# The C program: MPI_Reduce_scatter_block and MPI_Reduce_scatter twice each on zero, two
+# MPI_Allgather and three MPI_Allgatherv (a fourth, counts two apart, is MPI's own).
+run_case c "zero_grad/reduce_scatter=4 zero_param/allgather=5" "$program"
 # The Fortran program, built here with Open MPI's wrapper compiler (gfortran underneath).
 if command -v mpif90 >/dev/null && command -v gfortran >/dev/null; then
   for binding in mpi f08; do
@@ -83,14 +92,18 @@ if command -v mpif90 >/dev/null && command -v gfortran >/dev/null; then
     [ "$binding" = f08 ] && flags=(-DHYCC_F08)
     mpif90 -O1 "${flags[@]}" "$dir/dropin_program.F90" -o "$work/fortran-$binding" \
       -J "$work" || { echo "FAIL: the Fortran program ($binding) does not build"; exit 1; }
-    run_case "fortran-$binding" "$work/fortran-$binding"
+    # Two MPI_Reduce_scatter_block and one MPI_Reduce_scatter; two MPI_Allgather, one
+    # MPI_Iallgather and one MPI_Allgatherv.
+    run_case "fortran-$binding" "zero_grad/reduce_scatter=3 zero_param/allgather=4" \
+      "$work/fortran-$binding"
   done
 else
   echo "FAIL: gfortran and mpif90 are needed (scripts/setup-deps installs them)"
   exit 1
 fi
 if /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
-  run_case mpi4py /usr/bin/python3 "$dir/dropin_mpi4py.py"
+  run_case mpi4py "zero_grad/reduce_scatter=1 zero_param/allgather=1" /usr/bin/python3 \
+    "$dir/dropin_mpi4py.py"
 else
   echo "FAIL: python3-mpi4py and python3-numpy are needed (scripts/setup-deps installs them)"
   exit 1

@@ -1,0 +1,185 @@
+// Vector variants of libhycc_mpi.so: MPI_Reduce_scatter (MPI_SUM) and MPI_Allgatherv on
+// contiguous float data go through hycc with the process's policy when the ranks' counts differ
+// by at most one element: equal blocks, or a balanced split of a tensor (numpy.array_split's,
+// hycc's chunk_range). Other counts go to MPI untouched (padding them to the longest block would
+// send more than MPI does).
+//
+// hycc's reduce_scatter gives each rank its chunk_range chunk and its allgather takes equal
+// blocks, so:
+//  - MPI_Reduce_scatter whose counts are the chunk_range layout (the longer chunks first) is
+//    hycc::reduce_scatter of the whole input; other counts are padded, each chunk to the longest
+//    by repeating its last value, and reduce-scattered in equal chunks (the padding is dropped);
+//  - MPI_Allgatherv of equal, adjacent blocks is hycc::allgather into the receive buffer; other
+//    counts or displacements are padded to the longest block, gathered into a scratch buffer and
+//    placed at the program's displacements (what lies between them is left as it was).
+// Every rank decides from the counts alone, which MPI requires to be the same on every rank, so
+// all ranks take the same path. Device buffers are staged as for the other collectives.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "hycc/collectives.h"
+#include "interpose/device_memory.h"
+#include "interpose/interpose_routing.h"
+
+namespace hycc::interpose {
+namespace {
+
+// The counts of a vector collective, when every one is >= 0 and they differ by at most one.
+struct Counts {
+  std::vector<size_t> n;
+  size_t total = 0;
+  size_t longest = 0;
+};
+
+bool balanced_counts(const int* counts, size_t size, Counts* out) {
+  if (counts == nullptr || size == 0) return false;
+  const auto [lo, hi] = std::minmax_element(counts, counts + size);
+  if (*lo < 0 || *hi - *lo > 1) return false;
+  out->n.assign(counts, counts + size);
+  for (const size_t c : out->n) out->total += c;
+  out->longest = size_t(*hi);
+  return true;
+}
+
+// Copies n floats to a block of `longest`, the rest repeating the last one: a zero after smooth
+// data would widen the range of its quantization block (quant's max error grew tenfold).
+void pad_block(const float* in, size_t n, float* block, size_t longest) {
+  std::copy_n(in, n, block);
+  std::fill(block + n, block + longest, n > 0 ? in[n - 1] : 0.0f);
+}
+
+// True when counts are chunk_range's chunks of their total, in rank order.
+bool chunk_range_layout(const Counts& c) {
+  const int size = int(c.n.size());
+  for (int r = 0; r < size; ++r) {
+    if (chunk_range(c.total, size, r).count != c.n[size_t(r)]) return false;
+  }
+  return true;
+}
+
+void reduce_scatter_counts(CommState& st, const void* sendbuf, void* recvbuf, const Counts& c) {
+  const size_t size = c.n.size();
+  const size_t rank = size_t(st.comm.rank());
+  const size_t mine = c.n[rank];
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const void* input = in_place ? recvbuf : sendbuf;
+  if (chunk_range_layout(c)) {
+    // As MPI_Reduce_scatter_block: hycc's chunk of this rank is where MPI puts it.
+    const size_t offset = chunk_range(c.total, int(size), int(rank)).offset;
+    if (in_place) {
+      HostStaging whole(recvbuf, c.total * sizeof(float), true);
+      float* all = whole.floats();
+      reduce_scatter(st.comm, floats(all, c.total), floats(all + offset, mine), ReduceOp::kSum,
+                     policy_options(recvbuf, c.total));
+      if (offset != 0) std::memmove(all, all + offset, mine * sizeof(float));
+      whole.store(mine * sizeof(float));
+    } else {
+      HostStaging send(sendbuf, c.total * sizeof(float));
+      HostStaging recv(recvbuf, mine * sizeof(float), false);
+      reduce_scatter(st.comm, floats(send.data(), c.total), floats(recv.data(), mine),
+                     ReduceOp::kSum, policy_options(sendbuf, c.total));
+      recv.store();
+    }
+    return;
+  }
+  // Each chunk padded to the longest: equal chunks, rank r's at r * longest.
+  std::vector<float> wide(size * c.longest);
+  {
+    HostStaging send(input, c.total * sizeof(float));
+    const float* in = static_cast<const float*>(send.data());
+    for (size_t r = 0, at = 0; r < size; at += c.n[r], ++r) {
+      pad_block(in + at, c.n[r], wide.data() + r * c.longest, c.longest);
+    }
+  }
+  std::vector<float> chunk(c.longest);
+  reduce_scatter(st.comm, floats(wide.data(), wide.size()), floats(chunk.data(), chunk.size()),
+                 ReduceOp::kSum, policy_options(input, wide.size()));
+  HostStaging recv(recvbuf, mine * sizeof(float), false);
+  std::copy_n(chunk.data(), mine, recv.floats());
+  recv.store();
+}
+
+void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const Counts& c,
+                       const int* displs) {
+  const size_t size = c.n.size();
+  const size_t rank = size_t(st.comm.rank());
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  bool adjacent = true;  // equal blocks, block r at r * longest: the buffer is allgather's
+  ptrdiff_t lo = 0, hi = 0;  // the receive buffer's extent, in floats from recvbuf
+  for (size_t r = 0; r < size; ++r) {
+    adjacent = adjacent && c.n[r] == c.longest && ptrdiff_t(displs[r]) == ptrdiff_t(r * c.longest);
+    lo = std::min(lo, ptrdiff_t(displs[r]));
+    hi = std::max(hi, ptrdiff_t(displs[r]) + ptrdiff_t(c.n[r]));
+  }
+  float* base = static_cast<float*>(recvbuf) + lo;
+  // The blocks are written, the rest kept: a staged device buffer is loaded first unless the
+  // blocks cover all of it.
+  HostStaging recv(base, size_t(hi - lo) * sizeof(float), !adjacent || in_place);
+  float* at = recv.floats() - lo;  // recvbuf as the host sees it
+  const float* own = at + displs[rank];
+  if (adjacent) {
+    HostStaging send(in_place ? own : sendbuf, c.longest * sizeof(float));
+    allgather(st.comm, floats(send.data(), c.longest), floats(at, c.total), policy_options());
+  } else {
+    std::vector<float> block(c.longest);
+    {
+      HostStaging send(in_place ? own : sendbuf, c.n[rank] * sizeof(float));
+      pad_block(static_cast<const float*>(send.data()), c.n[rank], block.data(), c.longest);
+    }
+    std::vector<float> all(size * c.longest);
+    allgather(st.comm, floats(block.data(), block.size()), floats(all.data(), all.size()),
+              policy_options());
+    for (size_t r = 0; r < size; ++r) {
+      std::copy_n(all.begin() + std::ptrdiff_t(r * c.longest), c.n[r], at + displs[r]);
+    }
+  }
+  recv.store();
+}
+
+}  // namespace
+}  // namespace hycc::interpose
+
+using hycc::Operation;
+using hycc::interpose::CommState;
+namespace ip = hycc::interpose;
+
+extern "C" {
+
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  ip::Counts c;
+  CommState* s = op == MPI_SUM && ip::balanced_counts(recvcounts, ip::comm_size(comm), &c)
+                     ? ip::route(comm, datatype)
+                     : nullptr;
+  return ip::intercept(
+      s, comm, Operation::kReduceScatter, c.total, "MPI_Reduce_scatter",
+      [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm); },
+      [&](CommState& st) { ip::reduce_scatter_counts(st, sendbuf, recvbuf, c); });
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  ip::Counts c;
+  CommState* s = nullptr;
+  if (displs != nullptr && ip::balanced_counts(recvcounts, ip::comm_size(comm), &c)) {
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (in_place || size_t(sendcount) == c.n[size_t(rank)]) {
+      s = ip::route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
+    }
+  }
+  return ip::intercept(
+      s, comm, Operation::kAllgather, c.total, "MPI_Allgatherv",
+      [&] {
+        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                               comm);
+      },
+      [&](CommState& st) { ip::allgatherv_counts(st, sendbuf, recvbuf, c, displs); });
+}
+
+}  // extern "C"
