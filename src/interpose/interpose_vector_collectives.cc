@@ -75,7 +75,7 @@ void reduce_scatter_counts(CommState& st, const void* sendbuf, void* recvbuf, co
       reduce_scatter(st.comm, floats(all, c.total), floats(all + offset, mine), ReduceOp::kSum,
                      policy_options(recvbuf, c.total));
       if (offset != 0) std::memmove(all, all + offset, mine * sizeof(float));
-      whole.store(mine * sizeof(float));
+      whole.store();
     } else {
       HostStaging send(sendbuf, c.total * sizeof(float));
       HostStaging recv(recvbuf, mine * sizeof(float), false);
@@ -107,7 +107,7 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
   const size_t size = c.n.size();
   const size_t rank = size_t(st.comm.rank());
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  bool adjacent = true;  // equal blocks, block r at r * longest: the buffer is allgather's
+  bool adjacent = true;      // equal blocks, block r at r * longest: the buffer is allgather's
   ptrdiff_t lo = 0, hi = 0;  // the receive buffer's extent, in floats from recvbuf
   for (size_t r = 0; r < size; ++r) {
     adjacent = adjacent && c.n[r] == c.longest && ptrdiff_t(displs[r]) == ptrdiff_t(r * c.longest);

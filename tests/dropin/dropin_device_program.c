@@ -6,7 +6,8 @@
  * program with SIGSEGV. The gradient allreduce runs two steps on the same buffers (its
  * error-feedback residual must follow the device buffer as it follows the host buffer), and a
  * short message into a longer device buffer must leave the rest of it as it was. The nonblocking
- * collectives hybrid compresses (bf16 allgather, alltoall, bcast) run on both kinds too.
+ * collectives hybrid compresses (bf16 allgather, alltoall, bcast) and the vector variants
+ * (MPI_Reduce_scatter, MPI_Allgatherv with counts one apart) run on both kinds too.
  * Prints "dropin device: OK" on rank 0; exits with 1 on a difference.
  * Usage: mpirun -n 4 -x LD_PRELOAD=libhycc_mpi.so -x HYCC_POLICY=hybrid dropin_device_program */
 #include <math.h>
@@ -139,6 +140,48 @@ static void collectives(void) {
   release(&broadcast);
 }
 
+/* MPI_Reduce_scatter and MPI_Allgatherv with counts one apart: the chunk_range layout and the
+ * padded one, out of place and in place; the allgather's blocks lie apart, and the floats
+ * between them must stay as they were on the device too. */
+static void vector_variants(void) {
+  const long total = N + size - 1;
+  int* first = malloc(sizeof(int) * (size_t)size); /* the longer chunks first */
+  int* last = malloc(sizeof(int) * (size_t)size);  /* the longer chunks last */
+  int* displs = malloc(sizeof(int) * (size_t)size);
+  const long stride = total / size + 4;
+  for (int r = 0; r < size; ++r) {
+    first[r] = (int)(total / size + (r < total % size));
+    last[r] = (int)(total / size + (r >= size - total % size));
+    displs[r] = (int)(r * stride);
+  }
+  struct Buffer all = buffer(total, 3), mine = buffer(total / size + 1, 8);
+  MPI_Reduce_scatter(all.host, mine.host, first, MPI_FLOAT, MPI_SUM, zero);
+  MPI_Reduce_scatter(all.device, mine.device, first, MPI_FLOAT, MPI_SUM, zero);
+  expect_same("zero reduce_scatter, counts one apart", &mine);
+  MPI_Reduce_scatter(MPI_IN_PLACE, all.host, last, MPI_FLOAT, MPI_SUM, zero);
+  MPI_Reduce_scatter(MPI_IN_PLACE, all.device, last, MPI_FLOAT, MPI_SUM, zero);
+  expect_same("zero reduce_scatter, padded, in place", &all);
+  MPI_Reduce_scatter(MPI_IN_PLACE, all.host, first, MPI_FLOAT, MPI_SUM, zero);
+  MPI_Reduce_scatter(MPI_IN_PLACE, all.device, first, MPI_FLOAT, MPI_SUM, zero);
+  expect_same("zero reduce_scatter, in place", &all);
+
+  struct Buffer gathered = buffer(stride * size, 6);
+  MPI_Allgatherv(mine.host, last[rank], MPI_FLOAT, gathered.host, last, displs, MPI_FLOAT, zero);
+  MPI_Allgatherv(mine.device, last[rank], MPI_FLOAT, gathered.device, last, displs, MPI_FLOAT,
+                 zero);
+  expect_same("zero allgatherv, blocks apart", &gathered);
+  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gathered.host, first, displs, MPI_FLOAT, zero);
+  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gathered.device, first, displs, MPI_FLOAT,
+                 zero);
+  expect_same("zero allgatherv, blocks apart, in place", &gathered);
+  release(&gathered);
+  release(&all);
+  release(&mine);
+  free(displs);
+  free(last);
+  free(first);
+}
+
 /* The nonblocking collectives hybrid compresses at 4 ranks (bf16 slots: allgather, bcast,
  * alltoall; its allreduces would go to MPI, which cannot read this device memory). */
 static void nonblocking_collectives(void) {
@@ -229,6 +272,7 @@ int main(int argc, char** argv) {
   pp = named_dup("pp");
   zero = named_dup("zero");
   collectives();
+  vector_variants();
   nonblocking_collectives();
   point_to_point();
   MPI_Comm_free(&dp);

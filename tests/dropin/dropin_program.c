@@ -30,7 +30,8 @@ static float* inputs(int r, long n) {
 }
 
 /* Records a result: its bytes go to the output file, its error against `exact` to stdout. */
-static void check(const char* what, const float* got, const double* exact, long n, int must_be_exact) {
+static void check(const char* what, const float* got, const double* exact, long n,
+                  int must_be_exact) {
   double err = 0, scale = 0;
   for (long i = 0; i < n; ++i) {
     err = fmax(err, fabs((double)got[i] - exact[i]));
@@ -132,7 +133,7 @@ static void movements(MPI_Comm zero, MPI_Comm tp, MPI_Comm pp) {
 /* Vector variants: MPI_Reduce_scatter and MPI_Allgatherv with counts that differ by at most one
  * (compressed like the block calls) and by more (left to MPI: exact). */
 static void vector_variants(MPI_Comm zero) {
-  const long total = N + size - 1; /* not a multiple of size when size > 1 */
+  const long total = N + size - 1;                 /* not a multiple of size when size > 1 */
   int* first = malloc(sizeof(int) * (size_t)size); /* the longer chunks first (array_split) */
   int* last = malloc(sizeof(int) * (size_t)size);  /* the longer chunks last */
   int* displs = malloc(sizeof(int) * (size_t)size);
@@ -168,7 +169,8 @@ static void vector_variants(MPI_Comm zero) {
   for (long i = 0; i < extent; ++i) all[i] = -1;
   MPI_Allgatherv(mine, last[rank], MPI_FLOAT, all, last, displs, MPI_FLOAT, zero);
   check("allgatherv gaps zero", all, e, extent, 0);
-  for (long i = 0; i < extent; ++i) all[i] = i >= rank * stride && i < rank * stride + last[rank] ? e[i] : -1;
+  for (long i = 0; i < extent; ++i)
+    all[i] = i >= rank * stride && i < rank * stride + last[rank] ? e[i] : -1;
   MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, last, displs, MPI_FLOAT, zero);
   check("allgatherv gaps in place", all, e, extent, 0);
   /* Equal, adjacent blocks: an allgather. */
