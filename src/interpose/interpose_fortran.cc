@@ -214,6 +214,23 @@ void iallgather(const void* sendbuf, const Fint* sendcount, const Fint* sendtype
   });
 }
 
+void iallgatherv(const void* sendbuf, const Fint* sendcount, const Fint* sendtype, void* recvbuf,
+                 const Fint* recvcounts, const Fint* displs, const Fint* recvtype, const Fint* comm,
+                 Fint* request, Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Iallgatherv(c_buffer(sendbuf), *sendcount, type_of(sendtype), c_buffer(recvbuf),
+                           recvcounts, displs, type_of(recvtype), comm_of(comm), r);
+  });
+}
+
+void ireduce_scatter(const void* sendbuf, void* recvbuf, const Fint* counts, const Fint* type,
+                     const Fint* op, const Fint* comm, Fint* request, Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Ireduce_scatter(c_buffer(sendbuf), c_buffer(recvbuf), counts, type_of(type),
+                               MPI_Op_f2c(*op), comm_of(comm), r);
+  });
+}
+
 void ibcast(void* buffer, const Fint* count, const Fint* type, const Fint* root, const Fint* comm,
             Fint* request, Fint* ierror) {
   started(request, ierror, [&](MPI_Request* r) {
@@ -302,6 +319,16 @@ void mpi_ireduce_scatter_block_(const void* sendbuf, void* recvbuf, const Fint* 
                                 const Fint* type, const Fint* op, const Fint* comm, Fint* request,
                                 Fint* ierror) {
   ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request, ierror);
+}
+void mpi_iallgatherv_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                      void* recvbuf, const Fint* recvcounts, const Fint* displs,
+                      const Fint* recvtype, const Fint* comm, Fint* request, Fint* ierror) {
+  iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+              ierror);
+}
+void mpi_ireduce_scatter_(const void* sendbuf, void* recvbuf, const Fint* counts, const Fint* type,
+                          const Fint* op, const Fint* comm, Fint* request, Fint* ierror) {
+  ireduce_scatter(sendbuf, recvbuf, counts, type, op, comm, request, ierror);
 }
 void mpi_iallgather_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
                      void* recvbuf, const Fint* recvcount, const Fint* recvtype, const Fint* comm,
@@ -495,6 +522,17 @@ void mpi_ireduce_scatter_block_f08_(const void* sendbuf, void* recvbuf, const Fi
                                     const Fint* type, const Fint* op, const Fint* comm,
                                     Fint* request, Fint* ierror) {
   ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request, ierror);
+}
+void mpi_iallgatherv_f08_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
+                          void* recvbuf, const Fint* recvcounts, const Fint* displs,
+                          const Fint* recvtype, const Fint* comm, Fint* request, Fint* ierror) {
+  iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+              ierror);
+}
+void mpi_ireduce_scatter_f08_(const void* sendbuf, void* recvbuf, const Fint* counts,
+                              const Fint* type, const Fint* op, const Fint* comm, Fint* request,
+                              Fint* ierror) {
+  ireduce_scatter(sendbuf, recvbuf, counts, type, op, comm, request, ierror);
 }
 void mpi_iallgather_f08_(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
                          void* recvbuf, const Fint* recvcount, const Fint* recvtype,

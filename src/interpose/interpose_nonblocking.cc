@@ -1,7 +1,8 @@
 // Nonblocking collectives of libhycc_mpi.so: MPI_Iallreduce and MPI_Ireduce_scatter_block
-// (MPI_SUM), MPI_Ibcast, MPI_Iallgather and MPI_Ialltoall on contiguous float data. A call whose
-// policy rule is a codec that compresses, or error feedback around one (ef+CODEC, ef2+CODEC on
-// the reductions: the residual is local, so it is applied and updated at initiation), and whose
+// (MPI_SUM), MPI_Ibcast, MPI_Iallgather and MPI_Ialltoall on contiguous float data, and
+// MPI_Ireduce_scatter and MPI_Iallgatherv with counts one apart (padded to equal blocks). A call
+// whose policy rule is a codec that compresses, or error feedback around one (ef+CODEC, ef2+CODEC
+// on the reductions: the residual is local, so it is applied and updated at initiation), and whose
 // split form makes each rank receive fewer bytes than MPI's collective
 // (coll/split_collectives.h), is compressed at initiation and handed to MPI's own nonblocking
 // collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it when MPI
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -33,6 +35,8 @@ namespace {
 struct Started {
   std::shared_ptr<coll::SplitCollective> split;
   std::shared_ptr<HostStaging> out;
+  // After finish(), before out is stored: moves a padded result to the program's layout.
+  std::function<void()> place = {};
 };
 
 // The codec a split call runs: the rule's, or the one error feedback wraps (ef+CODEC, ef2+CODEC;
@@ -128,6 +132,7 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
     // The communicator by value: MPI lets a program free it before the request completes.
     p.complete = [comm_copy = s->comm, op, d, started] {
       started.split->finish();
+      if (started.place) started.place();
       if (started.out != nullptr) started.out->store();
       engine()->record(comm_copy, op, d, started.split->stats());
     };
@@ -254,6 +259,79 @@ int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return Started{coll::start_alltoall(s->collective_shadow, send.floats(), out->floats(), n,
                                             ip::split_codec(d)),
                        out};
+      });
+}
+
+// The vector variants with counts one apart (interpose_vector_collectives.cc): every block or
+// chunk padded to the longest, the split collective on equal blocks into a scratch buffer, and the
+// program's layout filled from it on completion.
+int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request* request) {
+  ip::Counts c;
+  CommState* s =
+      ip::route_allgatherv(comm, sendbuf, sendcount, sendtype, recvcounts, displs, recvtype, &c);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kAllgather, c.total, c.longest, "MPI_Iallgatherv", request,
+      [&] {
+        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                                comm, request);
+      },
+      [&](const hycc::PolicyDecision& d) {
+        const size_t size = c.n.size(), rank = size_t(s->comm.rank());
+        const ip::Extent extent = ip::extent_of(c, displs);
+        auto out = std::make_shared<HostStaging>(static_cast<float*>(recvbuf) + extent.lo,
+                                                 extent.floats() * sizeof(float), true);
+        float* at = out->floats() - extent.lo;  // recvbuf as the host sees it
+        std::vector<float> block(c.longest);
+        {
+          HostStaging send(sendbuf == MPI_IN_PLACE ? at + displs[rank] : sendbuf,
+                           c.n[rank] * sizeof(float));
+          ip::pad_block(send.floats(), c.n[rank], block.data(), c.longest);
+        }
+        auto all = std::make_shared<std::vector<float>>(size * c.longest);
+        Started started{coll::start_allgather(s->collective_shadow, block.data(), all->data(),
+                                              c.longest, ip::split_codec(d)),
+                        out};
+        started.place = [all, at, counts = c.n, longest = c.longest,
+                         offsets = std::vector<int>(displs, displs + size)] {
+          for (size_t r = 0; r < counts.size(); ++r) {
+            std::copy_n(all->begin() + std::ptrdiff_t(r * longest), counts[r], at + offsets[r]);
+          }
+        };
+        return started;
+      });
+}
+
+int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  ip::Counts c;
+  CommState* s = ip::route_reduce_scatter(comm, recvcounts, datatype, op, &c);
+  return ip::intercept_nonblocking(
+      s, comm, Operation::kReduceScatter, c.total, c.longest, "MPI_Ireduce_scatter", request,
+      [&] {
+        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+      },
+      [&](const hycc::PolicyDecision& d) {
+        const size_t size = c.n.size(), mine = c.n[size_t(s->comm.rank())];
+        const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        std::vector<float> wide(size * c.longest);
+        {
+          HostStaging send(input, c.total * sizeof(float));
+          ip::pad_chunks(send.floats(), c, wide.data());
+        }
+        auto out = std::make_shared<HostStaging>(recvbuf, mine * sizeof(float), false);
+        auto chunk = std::make_shared<std::vector<float>>(c.longest);
+        // The key of the blocking call's padded form, which shares this residual.
+        Started started{ip::with_feedback(*s, d, input, wide.data(), wide.size(),
+                                          [&](const coll::Feedback* feedback) {
+                                            return coll::start_reduce_scatter(
+                                                s->collective_shadow, wide.data(), chunk->data(),
+                                                c.longest, ip::split_codec(d), feedback);
+                                          }),
+                        out};
+        started.place = [chunk, out, mine] { std::copy_n(chunk->data(), mine, out->floats()); };
+        return started;
       });
 }
 

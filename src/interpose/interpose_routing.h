@@ -6,9 +6,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <vector>
 
 #include "hycc/policy_engine.h"
 #include "interpose/interpose_state.h"
@@ -112,6 +114,73 @@ int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const cha
     return fail(comm, name, e.what());
   }
   return MPI_SUCCESS;
+}
+
+// The counts of a vector collective, when every one is >= 0 and they differ by at most one.
+struct Counts {
+  std::vector<size_t> n;
+  size_t total = 0;
+  size_t longest = 0;
+};
+
+inline bool balanced_counts(const int* counts, size_t size, Counts* out) {
+  if (counts == nullptr || size == 0) return false;
+  const auto [lo, hi] = std::minmax_element(counts, counts + size);
+  if (*lo < 0 || *hi - *lo > 1) return false;
+  out->n.assign(counts, counts + size);
+  for (const size_t c : out->n) out->total += c;
+  out->longest = size_t(*hi);
+  return true;
+}
+
+// Copies n floats to a block of `longest`, the rest repeating the last one: a zero after smooth
+// data would widen the range of its quantization block (quant's max error grew tenfold).
+inline void pad_block(const float* in, size_t n, float* block, size_t longest) {
+  std::copy_n(in, n, block);
+  std::fill(block + n, block + longest, n > 0 ? in[n - 1] : 0.0f);
+}
+
+// Each chunk of `c` (laid end to end in `in`) padded to an equal slot of c.longest in `wide`.
+inline void pad_chunks(const float* in, const Counts& c, float* wide) {
+  for (size_t r = 0, at = 0; r < c.n.size(); at += c.n[r], ++r) {
+    pad_block(in + at, c.n[r], wide + r * c.longest, c.longest);
+  }
+}
+
+// The floats [lo, hi) from the receive buffer that an allgatherv's blocks span (lo <= 0).
+struct Extent {
+  ptrdiff_t lo = 0;
+  ptrdiff_t hi = 0;
+  size_t floats() const { return size_t(hi - lo); }
+};
+
+inline Extent extent_of(const Counts& c, const int* displs) {
+  Extent e;
+  for (size_t r = 0; r < c.n.size(); ++r) {
+    e.lo = std::min(e.lo, ptrdiff_t(displs[r]));
+    e.hi = std::max(e.hi, ptrdiff_t(displs[r]) + ptrdiff_t(c.n[r]));
+  }
+  return e;
+}
+
+// MPI_Reduce_scatter / MPI_Ireduce_scatter: MPI_SUM on floats, counts one apart (set in *c).
+inline CommState* route_reduce_scatter(MPI_Comm comm, const int* recvcounts, MPI_Datatype type,
+                                       MPI_Op op, Counts* c) {
+  if (op != MPI_SUM || !balanced_counts(recvcounts, comm_size(comm), c)) return nullptr;
+  return route(comm, type);
+}
+
+// MPI_Allgatherv / MPI_Iallgatherv: floats, counts one apart (set in *c), this rank's send count
+// its receive count (or MPI_IN_PLACE). Decided from the counts, the same on every rank.
+inline CommState* route_allgatherv(MPI_Comm comm, const void* sendbuf, int sendcount,
+                                   MPI_Datatype sendtype, const int* recvcounts, const int* displs,
+                                   MPI_Datatype recvtype, Counts* c) {
+  if (displs == nullptr || !balanced_counts(recvcounts, comm_size(comm), c)) return nullptr;
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (!in_place && (sendcount < 0 || size_t(sendcount) != c->n[size_t(rank)])) return nullptr;
+  return route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
 }
 
 }  // namespace hycc::interpose

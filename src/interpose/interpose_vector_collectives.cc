@@ -13,7 +13,8 @@
 //    counts or displacements are padded to the longest block, gathered into a scratch buffer and
 //    placed at the program's displacements (what lies between them is left as it was).
 // Every rank decides from the counts alone, which MPI requires to be the same on every rank, so
-// all ranks take the same path. Device buffers are staged as for the other collectives.
+// all ranks take the same path. Device buffers are staged as for the other collectives. The
+// nonblocking forms (MPI_Ireduce_scatter, MPI_Iallgatherv) are in interpose_nonblocking.cc.
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,30 +27,6 @@
 
 namespace hycc::interpose {
 namespace {
-
-// The counts of a vector collective, when every one is >= 0 and they differ by at most one.
-struct Counts {
-  std::vector<size_t> n;
-  size_t total = 0;
-  size_t longest = 0;
-};
-
-bool balanced_counts(const int* counts, size_t size, Counts* out) {
-  if (counts == nullptr || size == 0) return false;
-  const auto [lo, hi] = std::minmax_element(counts, counts + size);
-  if (*lo < 0 || *hi - *lo > 1) return false;
-  out->n.assign(counts, counts + size);
-  for (const size_t c : out->n) out->total += c;
-  out->longest = size_t(*hi);
-  return true;
-}
-
-// Copies n floats to a block of `longest`, the rest repeating the last one: a zero after smooth
-// data would widen the range of its quantization block (quant's max error grew tenfold).
-void pad_block(const float* in, size_t n, float* block, size_t longest) {
-  std::copy_n(in, n, block);
-  std::fill(block + n, block + longest, n > 0 ? in[n - 1] : 0.0f);
-}
 
 // True when counts are chunk_range's chunks of their total, in rank order.
 bool chunk_range_layout(const Counts& c) {
@@ -107,18 +84,16 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
   const size_t size = c.n.size();
   const size_t rank = size_t(st.comm.rank());
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  bool adjacent = true;      // equal blocks, block r at r * longest: the buffer is allgather's
-  ptrdiff_t lo = 0, hi = 0;  // the receive buffer's extent, in floats from recvbuf
+  bool adjacent = true;  // equal blocks, block r at r * longest: the buffer is allgather's
   for (size_t r = 0; r < size; ++r) {
     adjacent = adjacent && c.n[r] == c.longest && ptrdiff_t(displs[r]) == ptrdiff_t(r * c.longest);
-    lo = std::min(lo, ptrdiff_t(displs[r]));
-    hi = std::max(hi, ptrdiff_t(displs[r]) + ptrdiff_t(c.n[r]));
   }
-  float* base = static_cast<float*>(recvbuf) + lo;
+  const Extent extent = extent_of(c, displs);
   // The blocks are written, the rest kept: a staged device buffer is loaded first unless the
   // blocks cover all of it.
-  HostStaging recv(base, size_t(hi - lo) * sizeof(float), !adjacent || in_place);
-  float* at = recv.floats() - lo;  // recvbuf as the host sees it
+  HostStaging recv(static_cast<float*>(recvbuf) + extent.lo, extent.floats() * sizeof(float),
+                   !adjacent || in_place);
+  float* at = recv.floats() - extent.lo;  // recvbuf as the host sees it
   const float* own = at + displs[rank];
   if (adjacent) {
     HostStaging send(in_place ? own : sendbuf, c.longest * sizeof(float));
@@ -127,7 +102,7 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
     std::vector<float> block(c.longest);
     {
       HostStaging send(in_place ? own : sendbuf, c.n[rank] * sizeof(float));
-      pad_block(static_cast<const float*>(send.data()), c.n[rank], block.data(), c.longest);
+      pad_block(send.floats(), c.n[rank], block.data(), c.longest);
     }
     std::vector<float> all(size * c.longest);
     allgather(st.comm, floats(block.data(), block.size()), floats(all.data(), all.size()),
@@ -151,9 +126,7 @@ extern "C" {
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   ip::Counts c;
-  CommState* s = op == MPI_SUM && ip::balanced_counts(recvcounts, ip::comm_size(comm), &c)
-                     ? ip::route(comm, datatype)
-                     : nullptr;
+  CommState* s = ip::route_reduce_scatter(comm, recvcounts, datatype, op, &c);
   return ip::intercept(
       s, comm, Operation::kReduceScatter, c.total, "MPI_Reduce_scatter",
       [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm); },
@@ -164,15 +137,8 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
   ip::Counts c;
-  CommState* s = nullptr;
-  if (displs != nullptr && ip::balanced_counts(recvcounts, ip::comm_size(comm), &c)) {
-    int rank = 0;
-    PMPI_Comm_rank(comm, &rank);
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    if (in_place || size_t(sendcount) == c.n[size_t(rank)]) {
-      s = ip::route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
-    }
-  }
+  CommState* s =
+      ip::route_allgatherv(comm, sendbuf, sendcount, sendtype, recvcounts, displs, recvtype, &c);
   return ip::intercept(
       s, comm, Operation::kAllgather, c.total, "MPI_Allgatherv",
       [&] {

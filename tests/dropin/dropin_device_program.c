@@ -6,8 +6,9 @@
  * program with SIGSEGV. The gradient allreduce runs two steps on the same buffers (its
  * error-feedback residual must follow the device buffer as it follows the host buffer), and a
  * short message into a longer device buffer must leave the rest of it as it was. The nonblocking
- * collectives hybrid compresses (bf16 allgather, alltoall, bcast) and the vector variants
- * (MPI_Reduce_scatter, MPI_Allgatherv with counts one apart) run on both kinds too.
+ * collectives hybrid compresses (bf16 allgather, alltoall, bcast) and the vector variants with
+ * counts one apart (MPI_Reduce_scatter, MPI_Allgatherv and their nonblocking forms) run on both
+ * kinds too.
  * Prints "dropin device: OK" on rank 0; exits with 1 on a difference.
  * Usage: mpirun -n 4 -x LD_PRELOAD=libhycc_mpi.so -x HYCC_POLICY=hybrid dropin_device_program */
 #include <math.h>
@@ -205,6 +206,42 @@ static void nonblocking_collectives(void) {
                 &r[1]);
   MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   expect_same("tp Ialltoall", &exchanged);
+
+  /* The vector variants, counts one apart: blocks 4 floats apart, the floats between kept. */
+  const long total = N + size - 1, stride = total / size + 4;
+  int* counts = malloc(sizeof(int) * (size_t)size);
+  int* displs = malloc(sizeof(int) * (size_t)size);
+  for (int j = 0; j < size; ++j) {
+    counts[j] = (int)(total / size + (j < total % size));
+    displs[j] = (int)(j * stride);
+  }
+  struct Buffer shard = buffer(counts[0], 5), gathered = buffer(stride * size, 6);
+  MPI_Iallgatherv(shard.host, counts[rank], MPI_FLOAT, gathered.host, counts, displs, MPI_FLOAT,
+                  zero, &r[0]);
+  MPI_Iallgatherv(shard.device, counts[rank], MPI_FLOAT, gathered.device, counts, displs, MPI_FLOAT,
+                  zero, &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("zero Iallgatherv, blocks apart", &gathered);
+  MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, gathered.host, counts, displs, MPI_FLOAT, zero,
+                  &r[0]);
+  MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, gathered.device, counts, displs, MPI_FLOAT, zero,
+                  &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("zero Iallgatherv, blocks apart, in place", &gathered);
+  struct Buffer grads = buffer(total, 2);
+  MPI_Ireduce_scatter(grads.host, shard.host, counts, MPI_FLOAT, MPI_SUM, zero, &r[0]);
+  MPI_Ireduce_scatter(grads.device, shard.device, counts, MPI_FLOAT, MPI_SUM, zero, &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("zero Ireduce_scatter (ef2+)", &shard);
+  MPI_Ireduce_scatter(MPI_IN_PLACE, grads.host, counts, MPI_FLOAT, MPI_SUM, zero, &r[0]);
+  MPI_Ireduce_scatter(MPI_IN_PLACE, grads.device, counts, MPI_FLOAT, MPI_SUM, zero, &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_same("zero Ireduce_scatter (ef2+), in place", &grads);
+  release(&grads);
+  release(&gathered);
+  release(&shard);
+  free(displs);
+  free(counts);
 
   MPI_Ibcast(b.host, N, MPI_FLOAT, size - 1, pp, &r[0]);
   MPI_Ibcast(b.device, N, MPI_FLOAT, size - 1, pp, &r[1]);

@@ -1,7 +1,8 @@
 """An mpi4py program written without hycc: the Python evidence for libhycc_mpi.so.
 
 Names communicators after parallel dimensions, runs buffer-based collectives (two of them
-nonblocking, two with ZeRO shards of uneven sizes) and point to point on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
+nonblocking, four with ZeRO shards of uneven sizes, two of those nonblocking) and point to point
+on float32 numpy arrays (plus an int64 allreduce the library must leave alone), writes every
 result to PREFIX.rankR and prints each call's error relative to the exact result (rank 0).
 Exit status 1 if an error exceeds BOUND, or the untouched call is not exact.
 Usage: python3 dropin_mpi4py.py PREFIX BOUND
@@ -73,7 +74,7 @@ tp.Iallgather(mine, gi).Wait()  # hybrid: bf16 slots through MPI's own nonblocki
 check("Iallgather tp", gi, np.concatenate([inputs(r, per) for r in range(size)]).astype(np.float64))
 
 # ZeRO-style shards of numpy.array_split (sizes differ by one element): MPI_Reduce_scatter and
-# MPI_Allgatherv, compressed like the block calls.
+# MPI_Allgatherv and their nonblocking forms, compressed like the block calls.
 zero = named("zero")
 total = N + size - 1
 counts = [len(part) for part in np.array_split(np.empty(total), size)]
@@ -85,6 +86,14 @@ check("Reduce_scatter zero", shard,
 gv = np.empty(total, dtype=np.float32)
 zero.Allgatherv(inputs(rank, counts[rank]), [gv, counts])
 check("Allgatherv zero", gv, np.concatenate([inputs(r, counts[r]) for r in range(size)]).astype(np.float64))
+whole = inputs(rank, total)  # a nonblocking call's buffers must outlive it
+zero.Ireduce_scatter(whole, shard, recvcounts=counts, op=MPI.SUM).Wait()
+check("Ireduce_scatter zero", shard,
+      sum(inputs(r, total).astype(np.float64) for r in range(size))[offset:offset + counts[rank]])
+gv[:] = 0
+part = inputs(rank, counts[rank])
+zero.Iallgatherv(part, [gv, counts]).Wait()
+check("Iallgatherv zero", gv, np.concatenate([inputs(r, counts[r]) for r in range(size)]).astype(np.float64))
 
 if size > 1:
     nxt, prv = (rank + 1) % size, (rank - 1) % size

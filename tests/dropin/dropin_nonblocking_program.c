@@ -21,6 +21,8 @@
  *    embedding, and bf16's on the 4-rank "other" communicator (gathering 4 bf16 streams
  *    would move more bytes than MPI's allreduce), each said once on rank 0's stderr with its
  *    reason;
+ *  - the vector variants with counts one apart (MPI_Iallgatherv on tp, bf16, blocks apart;
+ *    MPI_Ireduce_scatter on the unnamed communicator, bf16, and on zero, ef2+), as above;
  *  - MPI's semantics kept: rank 0 receives a large message from rank 1 between initiating and
  *    completing a tp allreduce that rank 1 initiates only after sending (a library that ran the
  *    collective at initiation would hang here); ranks initiate on tp and "other" in opposite
@@ -335,6 +337,82 @@ static void check_feedback_averages_out(int reduce_scatter, int in_place) {
 /* Rank 0 waits for a large message from rank 1 between initiating and completing a tp
  * allreduce; rank 1 initiates it only after sending. Ranks initiate on tp and "other" in
  * opposite orders. */
+/* The vector variants with counts one apart (the longer blocks first). MPI_Iallgatherv on tp
+ * (bf16) into blocks 4 floats apart: each block the bf16 rounding of its rank's input, bit for
+ * bit, the floats between them untouched (-1), in and out of place, and the blocking call's bits.
+ * MPI_Ireduce_scatter on the unnamed communicator (bf16): the others' contributions bf16-rounded,
+ * the own exact, summed in rank order (in and out of place); on zero (ef2+quant:bits=8): within
+ * 8-bit quantization of the 3 others' inputs, not exact. */
+static void check_vector_variants(void) {
+  int p, t;
+  MPI_Comm_size(tp, &p);
+  MPI_Comm_rank(tp, &t);
+  int counts[4], displs[4];
+  const long stride = N + 4;
+  for (int j = 0; j < p; ++j) counts[j] = N + (j == 0), displs[j] = (int)(j * stride);
+  float* g = alloc(stride * p);
+  float* gi = alloc(stride * p);
+  float* blocking = alloc(stride * p);
+  float* mine = alloc(N + 1);
+  for (long i = 0; i < stride * p; ++i) g[i] = gi[i] = blocking[i] = -1;
+  for (long i = 0; i < counts[t]; ++i) mine[i] = gi[t * stride + i] = input(t, i);
+  MPI_Request r[2];
+  MPI_Iallgatherv(mine, counts[t], MPI_FLOAT, g, counts, displs, MPI_FLOAT, tp, &r[0]);
+  MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, gi, counts, displs, MPI_FLOAT, tp, &r[1]);
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  for (int j = 0; j < p; ++j) {
+    for (long i = 0; i < stride; ++i) {
+      const float want = i < counts[j] ? bf16(input(j, i)) : -1.0f;
+      if (g[j * stride + i] != want) fail("tp Iallgatherv", i, g[j * stride + i], want);
+      if (gi[j * stride + i] != want) fail("tp Iallgatherv in place", i, gi[j * stride + i], want);
+    }
+  }
+  MPI_Allgatherv(mine, counts[t], MPI_FLOAT, blocking, counts, displs, MPI_FLOAT, tp);
+  if (memcmp(blocking, g, sizeof(float) * (size_t)(stride * p)) != 0)
+    fail("tp Iallgatherv vs blocking", -1, 0, 0);
+  free(g), free(gi), free(blocking), free(mine);
+
+  const long total = 4L * N + 3;
+  long offset = 0;
+  for (int j = 0; j < 4; ++j) {
+    counts[j] = N + (j < 3);
+    if (j < rank) offset += counts[j];
+  }
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    for (int on_zero = 0; on_zero < 2; ++on_zero) {
+      float* send = alloc(total);
+      float* recv = alloc(in_place ? total : N + 1);
+      float* x = in_place ? recv : send;
+      for (long i = 0; i < total; ++i) x[i] = input(rank, i);
+      MPI_Request q;
+      MPI_Ireduce_scatter(in_place ? MPI_IN_PLACE : send, recv, counts, MPI_FLOAT, MPI_SUM,
+                          on_zero ? zero : other, &q);
+      wait(&q);
+      const char* what = on_zero ? (in_place ? "zero Ireduce_scatter (ef2+) in place"
+                                             : "zero Ireduce_scatter (ef2+)")
+                                 : (in_place ? "Ireduce_scatter in place" : "Ireduce_scatter");
+      double worst = 0;
+      for (long i = 0; i < counts[rank]; ++i) {
+        float want = 0;
+        double exact = 0;
+        for (int j = 0; j < 4; ++j) {
+          const float v = input(j, offset + i);
+          const float c = j == rank ? v : bf16(v);
+          want = j == 0 ? c : want + c;
+          exact += v;
+        }
+        if (!on_zero && recv[i] != want) fail(what, i, recv[i], want);
+        const double e = fabs(recv[i] - exact);
+        if (e > worst) worst = e;
+        if (on_zero && !(e <= 3 * 2.1 / 510 + 1e-5)) fail(what, i, recv[i], exact);
+      }
+      if (on_zero && worst < 1e-4) fail(what, -1, worst, 1e-4); /* not compressed */
+      free(send);
+      free(recv);
+    }
+  }
+}
+
 static void check_semantics(void) {
   enum { M = 1 << 20 }; /* 4 MB: above any eager limit */
   float* big = alloc(M);
@@ -431,6 +509,7 @@ int main(int argc, char** argv) {
   check_feedback_averages_out(0, 0);
   check_feedback_averages_out(1, 0);
   check_feedback_averages_out(1, 1);
+  check_vector_variants();
   check_semantics();
 
   int total = 0;

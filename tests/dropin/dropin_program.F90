@@ -1,8 +1,8 @@
 ! An ordinary Fortran MPI program, written without hycc: the Fortran evidence for libhycc_mpi.so.
 ! Built twice: with `use mpi` (mpif.h's bindings) and, with -DHYCC_F08, with `use mpi_f08`. It
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
-! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather
-! with counts one apart) and point-to-point messages
+! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather,
+! blocking and nonblocking, with counts one apart) and point-to-point messages
 ! (blocking and nonblocking),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
@@ -145,6 +145,11 @@ program dropin_program_fortran
   end do
   call MPI_Allgatherv(x, counts(rank + 1), MPI_REAL, v, counts, displs, MPI_REAL, zero, ierr)
   call check('allgatherv zero', v, ev, total, .false.)
+  v = 0
+  call MPI_Iallgatherv(x, counts(rank + 1), MPI_REAL, v, counts, displs, MPI_REAL, zero, &
+                       requests(1), ierr)
+  call MPI_Wait(requests(1), MPI_STATUS_IGNORE, ierr)
+  call check('iallgatherv zero', v, ev, total, .false.)
 
   root = mod(1, nranks)
   if (rank == root) then

@@ -93,8 +93,8 @@ if command -v mpif90 >/dev/null && command -v gfortran >/dev/null; then
     mpif90 -O1 "${flags[@]}" "$dir/dropin_program.F90" -o "$work/fortran-$binding" \
       -J "$work" || { echo "FAIL: the Fortran program ($binding) does not build"; exit 1; }
     # Two MPI_Reduce_scatter_block and one MPI_Reduce_scatter; two MPI_Allgather, one
-    # MPI_Iallgather and one MPI_Allgatherv.
-    run_case "fortran-$binding" "zero_grad/reduce_scatter=3 zero_param/allgather=4" \
+    # MPI_Iallgather, one MPI_Allgatherv and one MPI_Iallgatherv.
+    run_case "fortran-$binding" "zero_grad/reduce_scatter=3 zero_param/allgather=5" \
       "$work/fortran-$binding"
   done
 else
@@ -102,7 +102,7 @@ else
   exit 1
 fi
 if /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
-  run_case mpi4py "zero_grad/reduce_scatter=1 zero_param/allgather=1" /usr/bin/python3 \
+  run_case mpi4py "zero_grad/reduce_scatter=2 zero_param/allgather=2" /usr/bin/python3 \
     "$dir/dropin_mpi4py.py"
 else
   echo "FAIL: python3-mpi4py and python3-numpy are needed (scripts/setup-deps installs them)"
