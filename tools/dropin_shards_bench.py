@@ -5,8 +5,9 @@ libhycc_mpi.so's vector variants (docs/dropin.md, "Counts one element apart").
 Shards COUNT + ranks - 1 float32 (random normal, not a multiple of the ranks) with
 numpy.array_split on a communicator named "zero" and prints the median time of ROUNDS rounds (after
 one warm-up call) of: MPI_Reduce_scatter with those counts, the same with the longer shards last,
-MPI_Reduce_scatter_block and MPI_Allgather of equal blocks, and MPI_Allgatherv with the
-array_split counts. Run it with and without the library, e.g. on the emulated cluster:
+MPI_Reduce_scatter_block and MPI_Allgather of equal blocks, MPI_Allgatherv with the
+array_split counts, and MPI_Ireduce_scatter and MPI_Iallgatherv with them (each waited for at
+once). Run it with and without the library, e.g. on the emulated cluster:
   tools/netemu run -q --hosts 4 --rate 1gbit --env LD_PRELOAD=$PWD/build/lib/libhycc_mpi.so \\
       --env HYCC_POLICY=hybrid -- python3 tools/dropin_shards_bench.py
 """
@@ -47,6 +48,10 @@ def main():
         ("Allgatherv, array_split counts",
          lambda: zero.Allgatherv(x[:counts[rank]], [gathered, counts])),
         ("Allgather, equal", lambda: zero.Allgather(x[:per], blocks)),
+        ("Ireduce_scatter + Wait, array_split",
+         lambda: zero.Ireduce_scatter(x, shard[:counts[rank]], recvcounts=counts).Wait()),
+        ("Iallgatherv + Wait, array_split",
+         lambda: zero.Iallgatherv(x[:counts[rank]], [gathered, counts]).Wait()),
     ]
     if rank == 0:
         print(f"# {size} ranks, {total} float32 ({total * 4 / 2**20:.1f} MiB) on 'zero', "

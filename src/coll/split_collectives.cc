@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "coll/coll_internal.h"
+#include "common/buffer_pool.h"
 #include "common/finite.h"
 #include "hycc/error.h"
 
@@ -67,8 +68,8 @@ struct SplitBuilder {
 
   // Compresses send[0, count) into the one sent slot and starts MPI_Iallgather of the slots.
   void gather(MPI_Comm comm, const float* send, size_t count) {
-    c->sent_.resize(c->slot_);
-    c->received_.resize(static_cast<size_t>(size) * c->slot_);
+    c->sent_ = pooled_bytes(c->slot_);
+    c->received_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
     compress_into(c->sent_.data(), 0, send, count);
     HYCC_CHECK_MPI(MPI_Iallgather(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
                                   c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
@@ -78,8 +79,8 @@ struct SplitBuilder {
   // Compresses the blocks send[j count, (j + 1) count) for every j but this rank into sent slot
   // j and starts MPI_Ialltoall of the slots.
   void scatter(MPI_Comm comm, const float* send, size_t count) {
-    c->sent_.resize(static_cast<size_t>(size) * c->slot_);
-    c->received_.resize(static_cast<size_t>(size) * c->slot_);
+    c->sent_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
+    c->received_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
     for (size_t j = 0; j < static_cast<size_t>(size); ++j) {
       if (j != static_cast<size_t>(rank)) {
         compress_into(c->sent_.data() + j * c->slot_, j, send + j * count, count);
@@ -127,12 +128,18 @@ std::vector<float> accumulate(const Feedback& feedback, const float* send, size_
     throw InvalidArgument(tagged("coll", "split collective: a residual of ",
                                  feedback.residual.size(), " values for ", count, " inputs"));
   }
-  std::vector<float> acc(count);
+  std::vector<float> acc = pooled_floats(count);
   for (size_t i = 0; i < count; ++i) acc[i] = send[i] + feedback.residual[i];
   return acc;
 }
 
 }  // namespace
+
+SplitCollective::~SplitCollective() {
+  recycle(sent_);
+  recycle(received_);
+  recycle(own_);
+}
 
 void SplitCollective::finish() {
   const auto start = std::chrono::steady_clock::now();
@@ -176,7 +183,7 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
                                                  const Feedback* feedback) {
   SplitBuilder b(comm, codec, count);
   b.c->stats_.algorithm = Algorithm::kCompressOnce;
-  std::vector<float> acc, own;  // with feedback: send + residual, and what the peers decode of it
+  std::vector<float> acc;  // with feedback: send + residual
   if (feedback != nullptr) {
     acc = accumulate(*feedback, send, count);
     b.seed = feedback->seed;
@@ -184,20 +191,21 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
   }
   b.gather(comm, send, count);
   if (feedback != nullptr) {
-    own.resize(count);
+    // What the peers decode of this rank's stream.
+    std::vector<float>& own = b.c->own_ = pooled_floats(count);
     decode_slot(b.c->sent_.data(), b.c->slot_, own.data(), count);
     for (size_t i = 0; i < count; ++i) feedback->residual[i] = finite_or_zero(acc[i] - own[i]);
+    recycle(acc);
   }
-  b.c->decode_ = [recv, count, r = static_cast<size_t>(b.rank),
-                  own = std::move(own)](SplitCollective& c) {
+  b.c->decode_ = [recv, count, r = static_cast<size_t>(b.rank)](SplitCollective& c) {
     // sum = x_0, then sum += x_j, in rank order on every rank (this rank's x decoded already
     // when there is feedback).
-    std::vector<float> part(count);
+    std::vector<float> part = pooled_floats(count);
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
       float* x = j == 0 ? recv : part.data();
-      if (j == r && !own.empty()) {
-        std::memcpy(x, own.data(), count * sizeof(float));
+      if (j == r && !c.own_.empty()) {
+        std::memcpy(x, c.own_.data(), count * sizeof(float));
       } else {
         decode_slot(c.received_.data() + j * c.slot_, c.slot_, x, count);
       }
@@ -205,6 +213,7 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
         for (size_t i = 0; i < count; ++i) recv[i] += part[i];
       }
     }
+    recycle(part);
   };
   return std::move(b.c);
 }
@@ -212,7 +221,7 @@ std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* sen
 std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
                                                  const CodecConfig& codec) {
   SplitBuilder b(comm, codec, count);
-  b.c->received_.resize(b.c->slot_);
+  b.c->received_ = pooled_bytes(b.c->slot_);
   // MPI_Ibcast's buffer: the root sends from it and decodes it as the others do.
   if (b.rank == root) b.compress_into(b.c->received_.data(), 0, data, count);
   b.c->decode_ = [data, count](SplitCollective& c) {
@@ -240,12 +249,13 @@ std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send
                                                 size_t count, const CodecConfig& codec) {
   SplitBuilder b(comm, codec, count);
   const auto r = static_cast<size_t>(b.rank);
-  std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may be recv
-  b.c->decode_ = [recv, count, r, own = std::move(own)](SplitCollective& c) {
+  b.c->own_ = pooled_floats(count);  // send may be recv
+  std::copy_n(send + r * count, count, b.c->own_.begin());
+  b.c->decode_ = [recv, count, r](SplitCollective& c) {
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
       if (j == r) {
-        std::memcpy(recv + j * count, own.data(), count * sizeof(float));
+        std::memcpy(recv + j * count, c.own_.data(), count * sizeof(float));
       } else {
         decode_slot(c.received_.data() + j * c.slot_, c.slot_, recv + j * count, count);
       }
@@ -267,19 +277,21 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
     b.seed = feedback->seed;
     send = acc.data();
   }
-  std::vector<float> own(send + r * count, send + (r + 1) * count);  // send may hold recv
-  b.c->decode_ = [recv, count, r, own](SplitCollective& c) {
+  b.c->own_ = pooled_floats(count);  // send may hold recv
+  std::copy_n(send + r * count, count, b.c->own_.begin());
+  b.c->decode_ = [recv, count, r](SplitCollective& c) {
     // sum = x_0, then sum += x_j, in rank order; this rank's own contribution exact.
-    std::vector<float> part(count);
+    std::vector<float> part = pooled_floats(count);
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
-      const float* x = own.data();
+      const float* x = c.own_.data();
       if (j != r) {
         decode_slot(c.received_.data() + j * c.slot_, c.slot_, part.data(), count);
         x = part.data();
       }
       for (size_t i = 0; i < count; ++i) recv[i] = j == 0 ? x[i] : recv[i] + x[i];
     }
+    recycle(part);
   };
   b.scatter(comm, send, count);
   if (feedback != nullptr) {
@@ -295,6 +307,7 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
         residual[i] = finite_or_zero(acc[j * count + i] - residual[i]);
       }
     }
+    recycle(acc);
   }
   return std::move(b.c);
 }

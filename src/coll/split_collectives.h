@@ -59,6 +59,7 @@ class SplitCollective {
  public:
   SplitCollective(const SplitCollective&) = delete;
   SplitCollective& operator=(const SplitCollective&) = delete;
+  ~SplitCollective();  // gives its buffers back to the pool (common/buffer_pool.h)
 
   // MPI's request of the started collective.
   MPI_Request* request() { return &request_; }
@@ -86,6 +87,8 @@ class SplitCollective {
   MPI_Request request_ = MPI_REQUEST_NULL;
   size_t slot_ = 0;
   std::vector<std::byte> sent_, received_;
+  std::vector<float>
+      own_;  // this rank's own contribution, decoded or exact, when finish() needs it
   std::function<void(SplitCollective&)> decode_;
   CollectiveStats stats_;
 };

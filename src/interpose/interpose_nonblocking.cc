@@ -20,6 +20,7 @@
 #include <string>
 
 #include "coll/split_collectives.h"
+#include "common/buffer_pool.h"
 #include "grad/engine.h"
 #include "interpose/device_memory.h"
 #include "interpose/interpose_requests.h"
@@ -283,20 +284,20 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
         auto out = std::make_shared<HostStaging>(static_cast<float*>(recvbuf) + extent.lo,
                                                  extent.floats() * sizeof(float), true);
         float* at = out->floats() - extent.lo;  // recvbuf as the host sees it
-        std::vector<float> block(c.longest);
+        hycc::PooledFloats block(c.longest);
         {
           HostStaging send(sendbuf == MPI_IN_PLACE ? at + displs[rank] : sendbuf,
                            c.n[rank] * sizeof(float));
           ip::pad_block(send.floats(), c.n[rank], block.data(), c.longest);
         }
-        auto all = std::make_shared<std::vector<float>>(size * c.longest);
+        auto all = std::make_shared<hycc::PooledFloats>(size * c.longest);
         Started started{coll::start_allgather(s->collective_shadow, block.data(), all->data(),
                                               c.longest, ip::split_codec(d)),
                         out};
         started.place = [all, at, counts = c.n, longest = c.longest,
                          offsets = std::vector<int>(displs, displs + size)] {
           for (size_t r = 0; r < counts.size(); ++r) {
-            std::copy_n(all->begin() + std::ptrdiff_t(r * longest), counts[r], at + offsets[r]);
+            std::copy_n(all->data() + r * longest, counts[r], at + offsets[r]);
           }
         };
         return started;
@@ -315,13 +316,13 @@ int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
       [&](const hycc::PolicyDecision& d) {
         const size_t size = c.n.size(), mine = c.n[size_t(s->comm.rank())];
         const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        std::vector<float> wide(size * c.longest);
+        hycc::PooledFloats wide(size * c.longest);
         {
           HostStaging send(input, c.total * sizeof(float));
           ip::pad_chunks(send.floats(), c, wide.data());
         }
         auto out = std::make_shared<HostStaging>(recvbuf, mine * sizeof(float), false);
-        auto chunk = std::make_shared<std::vector<float>>(c.longest);
+        auto chunk = std::make_shared<hycc::PooledFloats>(c.longest);
         // The key of the blocking call's padded form, which shares this residual.
         Started started{ip::with_feedback(*s, d, input, wide.data(), wide.size(),
                                           [&](const coll::Feedback* feedback) {

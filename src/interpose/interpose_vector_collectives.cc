@@ -21,6 +21,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/buffer_pool.h"
 #include "hycc/collectives.h"
 #include "interpose/device_memory.h"
 #include "interpose/interpose_routing.h"
@@ -63,15 +64,12 @@ void reduce_scatter_counts(CommState& st, const void* sendbuf, void* recvbuf, co
     return;
   }
   // Each chunk padded to the longest: equal chunks, rank r's at r * longest.
-  std::vector<float> wide(size * c.longest);
+  PooledFloats wide(size * c.longest);
   {
     HostStaging send(input, c.total * sizeof(float));
-    const float* in = static_cast<const float*>(send.data());
-    for (size_t r = 0, at = 0; r < size; at += c.n[r], ++r) {
-      pad_block(in + at, c.n[r], wide.data() + r * c.longest, c.longest);
-    }
+    pad_chunks(send.floats(), c, wide.data());
   }
-  std::vector<float> chunk(c.longest);
+  PooledFloats chunk(c.longest);
   reduce_scatter(st.comm, floats(wide.data(), wide.size()), floats(chunk.data(), chunk.size()),
                  ReduceOp::kSum, policy_options(input, wide.size()));
   HostStaging recv(recvbuf, mine * sizeof(float), false);
@@ -99,16 +97,16 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
     HostStaging send(in_place ? own : sendbuf, c.longest * sizeof(float));
     allgather(st.comm, floats(send.data(), c.longest), floats(at, c.total), policy_options());
   } else {
-    std::vector<float> block(c.longest);
+    PooledFloats block(c.longest);
     {
       HostStaging send(in_place ? own : sendbuf, c.n[rank] * sizeof(float));
       pad_block(send.floats(), c.n[rank], block.data(), c.longest);
     }
-    std::vector<float> all(size * c.longest);
+    PooledFloats all(size * c.longest);
     allgather(st.comm, floats(block.data(), block.size()), floats(all.data(), all.size()),
               policy_options());
     for (size_t r = 0; r < size; ++r) {
-      std::copy_n(all.begin() + std::ptrdiff_t(r * c.longest), c.n[r], at + displs[r]);
+      std::copy_n(all.data() + r * c.longest, c.n[r], at + displs[r]);
     }
   }
   recv.store();
