@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "common/buffer_pool.h"
 #include "hycc/error.h"
 
 namespace hycc::interpose {
@@ -105,15 +106,18 @@ void copy_to_device(void* device, const void* host, size_t bytes) {
 
 HostStaging::HostStaging(void* data, size_t bytes, bool load) : data_(data), bytes_(bytes) {
   if (bytes == 0 || !is_device_memory(data)) return;
-  copy_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
-  if (load) copy_from_device(copy_.get(), data, bytes);
+  copy_ = pooled_bytes(bytes);
+  staged_ = true;
+  if (load) copy_from_device(copy_.data(), data, bytes);
 }
+
+HostStaging::~HostStaging() { recycle(copy_); }
 
 HostStaging::HostStaging(const void* data, size_t bytes)
     : HostStaging(const_cast<void*>(data), bytes, true) {}
 
 void HostStaging::store(size_t bytes) {
-  if (copy_ && bytes != 0) copy_to_device(data_, copy_.get(), bytes < bytes_ ? bytes : bytes_);
+  if (staged_ && bytes != 0) copy_to_device(data_, copy_.data(), bytes < bytes_ ? bytes : bytes_);
 }
 
 }  // namespace hycc::interpose

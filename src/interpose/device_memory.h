@@ -12,7 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <vector>
 
 namespace hycc::interpose {
 
@@ -29,8 +29,9 @@ class HostStaging {
   HostStaging(const void* data, size_t bytes);  // an input: loaded, never stored
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
+  ~HostStaging();  // the host copy goes back to the pool (common/buffer_pool.h)
 
-  void* data() { return copy_ ? static_cast<void*>(copy_.get()) : data_; }
+  void* data() { return staged_ ? static_cast<void*>(copy_.data()) : data_; }
   float* floats() { return static_cast<float*>(data()); }
   void store() { store(bytes_); }
   void store(size_t bytes);  // the first `bytes` only
@@ -38,7 +39,8 @@ class HostStaging {
  private:
   void* data_;
   size_t bytes_;
-  std::unique_ptr<std::byte[]> copy_;  // device memory's host copy (not zeroed), else null
+  bool staged_ = false;          // data_ is device memory: copy_ is its host copy
+  std::vector<std::byte> copy_;  // pooled: a call's copy serves the next call
 };
 
 // Copies between host and device memory (either argument device memory the driver knows).
