@@ -91,6 +91,12 @@ struct SplitBuilder {
                                  c->request()));
   }
 
+  // Keeps block r of send (count values) for finish(): send may be, or hold, the output.
+  void keep_own(const float* send, size_t count) {
+    c->own_ = pooled_floats(count);
+    std::copy_n(send + static_cast<size_t>(rank) * count, count, c->own_.begin());
+  }
+
   static double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -249,8 +255,7 @@ std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send
                                                 size_t count, const CodecConfig& codec) {
   SplitBuilder b(comm, codec, count);
   const auto r = static_cast<size_t>(b.rank);
-  b.c->own_ = pooled_floats(count);  // send may be recv
-  std::copy_n(send + r * count, count, b.c->own_.begin());
+  b.keep_own(send, count);
   b.c->decode_ = [recv, count, r](SplitCollective& c) {
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
@@ -277,8 +282,7 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
     b.seed = feedback->seed;
     send = acc.data();
   }
-  b.c->own_ = pooled_floats(count);  // send may hold recv
-  std::copy_n(send + r * count, count, b.c->own_.begin());
+  b.keep_own(send, count);
   b.c->decode_ = [recv, count, r](SplitCollective& c) {
     // sum = x_0, then sum += x_j, in rank order; this rank's own contribution exact.
     std::vector<float> part = pooled_floats(count);

@@ -87,8 +87,8 @@ class SplitCollective {
   MPI_Request request_ = MPI_REQUEST_NULL;
   size_t slot_ = 0;
   std::vector<std::byte> sent_, received_;
-  std::vector<float>
-      own_;  // this rank's own contribution, decoded or exact, when finish() needs it
+  // This rank's own contribution, decoded or exact, when finish() needs it.
+  std::vector<float> own_;
   std::function<void(SplitCollective&)> decode_;
   CollectiveStats stats_;
 };

@@ -107,7 +107,6 @@ void copy_to_device(void* device, const void* host, size_t bytes) {
 HostStaging::HostStaging(void* data, size_t bytes, bool load) : data_(data), bytes_(bytes) {
   if (bytes == 0 || !is_device_memory(data)) return;
   copy_ = pooled_bytes(bytes);
-  staged_ = true;
   if (load) copy_from_device(copy_.data(), data, bytes);
 }
 
@@ -117,7 +116,8 @@ HostStaging::HostStaging(const void* data, size_t bytes)
     : HostStaging(const_cast<void*>(data), bytes, true) {}
 
 void HostStaging::store(size_t bytes) {
-  if (staged_ && bytes != 0) copy_to_device(data_, copy_.data(), bytes < bytes_ ? bytes : bytes_);
+  if (!copy_.empty() && bytes != 0)
+    copy_to_device(data_, copy_.data(), bytes < bytes_ ? bytes : bytes_);
 }
 
 }  // namespace hycc::interpose

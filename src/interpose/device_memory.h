@@ -31,7 +31,7 @@ class HostStaging {
   HostStaging& operator=(const HostStaging&) = delete;
   ~HostStaging();  // the host copy goes back to the pool (common/buffer_pool.h)
 
-  void* data() { return staged_ ? static_cast<void*>(copy_.data()) : data_; }
+  void* data() { return copy_.empty() ? data_ : static_cast<void*>(copy_.data()); }
   float* floats() { return static_cast<float*>(data()); }
   void store() { store(bytes_); }
   void store(size_t bytes);  // the first `bytes` only
@@ -39,8 +39,8 @@ class HostStaging {
  private:
   void* data_;
   size_t bytes_;
-  bool staged_ = false;          // data_ is device memory: copy_ is its host copy
-  std::vector<std::byte> copy_;  // pooled: a call's copy serves the next call
+  // Device memory's host copy (pooled: a call's copy serves the next call), else empty.
+  std::vector<std::byte> copy_;
 };
 
 // Copies between host and device memory (either argument device memory the driver knows).

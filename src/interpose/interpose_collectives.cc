@@ -5,8 +5,6 @@
 // the calls hycc compresses (device_memory.h).
 #include <mpi.h>
 
-#include <cstring>
-
 #include "hycc/collectives.h"
 #include "interpose/device_memory.h"
 #include "interpose/interpose_routing.h"
@@ -44,25 +42,7 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
       [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); },
       [&](CommState& st) {
         const size_t size = size_t(st.comm.size());
-        const size_t rank = size_t(st.comm.rank());
-        if (sendbuf == MPI_IN_PLACE) {
-          // The input is all of recvbuf and the result goes to its start: reduce in place into
-          // this rank's chunk (where hycc puts it), then move it to the front.
-          ip::HostStaging whole(recvbuf, n * size * sizeof(float), true);
-          float* all = whole.floats();
-          float* mine = all + n * rank;
-          hycc::reduce_scatter(st.comm, ip::floats(all, n * size), ip::floats(mine, n),
-                               hycc::ReduceOp::kSum, ip::policy_options(recvbuf, n * size));
-          if (rank != 0) std::memmove(all, mine, n * sizeof(float));
-          whole.store();
-        } else {
-          ip::HostStaging send(sendbuf, n * size * sizeof(float));
-          ip::HostStaging recv(recvbuf, n * sizeof(float), false);
-          hycc::reduce_scatter(st.comm, ip::floats(send.data(), n * size),
-                               ip::floats(recv.data(), n), hycc::ReduceOp::kSum,
-                               ip::policy_options(sendbuf, n * size));
-          recv.store();
-        }
+        ip::reduce_scatter_chunk(st, sendbuf, recvbuf, n * size, {n * size_t(st.comm.rank()), n});
       });
 }
 

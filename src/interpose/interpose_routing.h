@@ -12,6 +12,7 @@
 #include <exception>
 #include <vector>
 
+#include "hycc/collectives.h"
 #include "hycc/policy_engine.h"
 #include "interpose/interpose_state.h"
 #include "policy/policy_calls.h"
@@ -23,8 +24,12 @@ inline TensorView floats(void* data, size_t count) { return {DType::kF32, count,
 // The state of comm when the call is for hycc: the library is running, the caller is not hycc
 // itself, and the data is float. The first call on a communicator the library has not seen
 // makes its duplicates (collective, as the call itself is); if that fails, MPI does the call.
+inline bool for_hycc(MPI_Datatype a, MPI_Datatype b = MPI_FLOAT) {
+  return !inside() && engine() != nullptr && is_float32(a) && is_float32(b);
+}
+
 inline CommState* route(MPI_Comm comm, MPI_Datatype a, MPI_Datatype b = MPI_FLOAT) {
-  if (inside() || engine() == nullptr || !is_float32(a) || !is_float32(b)) return nullptr;
+  if (!for_hycc(a, b)) return nullptr;
   try {
     return state_of(comm);
   } catch (const std::exception&) {
@@ -116,6 +121,13 @@ int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const cha
   return MPI_SUCCESS;
 }
 
+// hycc::reduce_scatter of `total` floats from sendbuf (recvbuf with MPI_IN_PLACE), this rank's
+// chunk `mine` (chunk_range's) to the start of recvbuf; device buffers staged. What
+// MPI_Reduce_scatter_block and MPI_Reduce_scatter with chunk_range's counts run
+// (interpose_vector_collectives.cc).
+void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, size_t total,
+                          ChunkRange mine);
+
 // The counts of a vector collective, when every one is >= 0 and they differ by at most one.
 struct Counts {
   std::vector<size_t> n;
@@ -166,7 +178,9 @@ inline Extent extent_of(const Counts& c, const int* displs) {
 // MPI_Reduce_scatter / MPI_Ireduce_scatter: MPI_SUM on floats, counts one apart (set in *c).
 inline CommState* route_reduce_scatter(MPI_Comm comm, const int* recvcounts, MPI_Datatype type,
                                        MPI_Op op, Counts* c) {
-  if (op != MPI_SUM || !balanced_counts(recvcounts, comm_size(comm), c)) return nullptr;
+  // The cheap checks first: hycc's own calls and other types pay no count scan.
+  if (op != MPI_SUM || !for_hycc(type)) return nullptr;
+  if (!balanced_counts(recvcounts, comm_size(comm), c)) return nullptr;
   return route(comm, type);
 }
 
@@ -175,10 +189,11 @@ inline CommState* route_reduce_scatter(MPI_Comm comm, const int* recvcounts, MPI
 inline CommState* route_allgatherv(MPI_Comm comm, const void* sendbuf, int sendcount,
                                    MPI_Datatype sendtype, const int* recvcounts, const int* displs,
                                    MPI_Datatype recvtype, Counts* c) {
-  if (displs == nullptr || !balanced_counts(recvcounts, comm_size(comm), c)) return nullptr;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (displs == nullptr || !for_hycc(in_place ? MPI_FLOAT : sendtype, recvtype)) return nullptr;
+  if (!balanced_counts(recvcounts, comm_size(comm), c)) return nullptr;
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
   if (!in_place && (sendcount < 0 || size_t(sendcount) != c->n[size_t(rank)])) return nullptr;
   return route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
 }

@@ -40,29 +40,13 @@ bool chunk_range_layout(const Counts& c) {
 
 void reduce_scatter_counts(CommState& st, const void* sendbuf, void* recvbuf, const Counts& c) {
   const size_t size = c.n.size();
-  const size_t rank = size_t(st.comm.rank());
-  const size_t mine = c.n[rank];
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  const void* input = in_place ? recvbuf : sendbuf;
+  const size_t mine = c.n[size_t(st.comm.rank())];
   if (chunk_range_layout(c)) {
-    // As MPI_Reduce_scatter_block: hycc's chunk of this rank is where MPI puts it.
-    const size_t offset = chunk_range(c.total, int(size), int(rank)).offset;
-    if (in_place) {
-      HostStaging whole(recvbuf, c.total * sizeof(float), true);
-      float* all = whole.floats();
-      reduce_scatter(st.comm, floats(all, c.total), floats(all + offset, mine), ReduceOp::kSum,
-                     policy_options(recvbuf, c.total));
-      if (offset != 0) std::memmove(all, all + offset, mine * sizeof(float));
-      whole.store();
-    } else {
-      HostStaging send(sendbuf, c.total * sizeof(float));
-      HostStaging recv(recvbuf, mine * sizeof(float), false);
-      reduce_scatter(st.comm, floats(send.data(), c.total), floats(recv.data(), mine),
-                     ReduceOp::kSum, policy_options(sendbuf, c.total));
-      recv.store();
-    }
+    reduce_scatter_chunk(st, sendbuf, recvbuf, c.total,
+                         chunk_range(c.total, int(size), st.comm.rank()));
     return;
   }
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   // Each chunk padded to the longest: equal chunks, rank r's at r * longest.
   PooledFloats wide(size * c.longest);
   {
@@ -113,6 +97,27 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
 }
 
 }  // namespace
+
+void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, size_t total,
+                          ChunkRange mine) {
+  if (sendbuf == MPI_IN_PLACE) {
+    // The input is all of recvbuf and the result goes to its start: reduce in place into this
+    // rank's chunk (where hycc puts it), then move it to the front.
+    HostStaging whole(recvbuf, total * sizeof(float), true);
+    float* all = whole.floats();
+    reduce_scatter(st.comm, floats(all, total), floats(all + mine.offset, mine.count),
+                   ReduceOp::kSum, policy_options(recvbuf, total));
+    if (mine.offset != 0) std::memmove(all, all + mine.offset, mine.count * sizeof(float));
+    whole.store();
+  } else {
+    HostStaging send(sendbuf, total * sizeof(float));
+    HostStaging recv(recvbuf, mine.count * sizeof(float), false);
+    reduce_scatter(st.comm, floats(send.data(), total), floats(recv.data(), mine.count),
+                   ReduceOp::kSum, policy_options(sendbuf, total));
+    recv.store();
+  }
+}
+
 }  // namespace hycc::interpose
 
 using hycc::Operation;
