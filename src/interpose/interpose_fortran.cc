@@ -13,6 +13,15 @@
 //   f08 call is the mpif.h one.
 // Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses in Open MPI (mpi_fortran_in_place_,
 // mpi_fortran_bottom_); MPI_STATUS(ES)_IGNORE are MPI_F_STATUS(ES)_IGNORE.
+//
+// MPICH (and the MPIs built on it) differs: its mpif.h and `use mpi` functions call the C MPI_
+// functions, so the C wrappers already see those calls, and definitions of ours would take the
+// place of MPICH's and read its Fortran MPI_IN_PLACE (another address) as a buffer; so with any
+// MPI but Open MPI the mpif.h functions below are internal, not exported. Its `use mpi_f08`
+// functions with buffers (mpi_xxx_f08ts_) call the C MPI_ functions too, but those without
+// (MPI_Init, the communicator calls, the completions) call PMPI_ directly: the library would
+// never start, nor name communicators, nor decode nonblocking results. So the f08 functions
+// below are exported with every MPI (their handles and statuses have the C layout in MPICH too).
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -249,7 +258,14 @@ void ialltoall(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
 
 }  // namespace
 
-extern "C" {
+// The mpif.h functions: exported for Open MPI, internal otherwise (above).
+#if defined(OPEN_MPI)
+#define HYCC_MPIF_BEGIN extern "C" {
+#else
+#define HYCC_MPIF_BEGIN namespace mpif_h {
+#endif
+
+HYCC_MPIF_BEGIN
 
 // ---- mpif.h and `use mpi` ----------------------------------------------------------------------
 
@@ -453,6 +469,14 @@ void mpi_request_free_(Fint* request, Fint* ierror) {
   Requests r(1, request, nullptr);
   put(ierror, r.done(MPI_Request_free(r.c()), 0));
 }
+
+}  // HYCC_MPIF_BEGIN
+
+#if !defined(OPEN_MPI)
+using namespace mpif_h;  // NOLINT(google-build-using-namespace): the f08 functions call them
+#endif
+
+extern "C" {
 
 // ---- `use mpi_f08`: handles are one-integer derived types (passed as the address of the
 // integer), ierror is optional -------------------------------------------------------------------

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# hycc built against MPICH instead of Open MPI (docs/dropin.md, "MPI implementations"): the
+# library and the drop-in library compile against MPICH's mpi.h (its handles are integers, Open
+# MPI's pointers), and the drop-in test programs run under MPICH's launcher with
+# LD_PRELOAD=libhycc_mpi.so and HYCC_POLICY=hybrid, 4 ranks:
+#  - the C program and the Fortran program (mpif.h and mpi_f08, built with MPICH's mpif90):
+#    every result within the bound, calls the library leaves alone exact (the programs check),
+#    and the statistics count every routed call of each program as compressed;
+#  - the nonblocking program and the device-buffer program (bit-for-bit checks of their own).
+# The programs' results are checked against the values they know, not against a run without
+# the library: MPICH 4.0.2's own runs of them stop in MPI_Reduce_scatter with MPI_IN_PLACE.
+# With --full, also hycc's MPI test suite (hycc_mpi_tests) at 1 to 4 ranks.
+# Usage: mpich_test.sh BUILD_DIR [JOBS] [--full]
+set -euo pipefail
+build=$1 jobs=${2:-2} full=${3:-}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+for tool in mpicc.mpich mpicxx.mpich mpif90.mpich mpiexec.mpich; do
+  command -v "$tool" >/dev/null || {
+    echo "FAIL: $tool not found (scripts/setup-deps installs mpich and libmpich-dev)"; exit 1; }
+done
+
+targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program)
+[ "$full" = --full ] && targets+=(hycc_mpi_tests)
+echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF \
+  -DMPI_C_COMPILER="$(command -v mpicc.mpich)" -DMPI_CXX_COMPILER="$(command -v mpicxx.mpich)" \
+  -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" >"$build.configure.log" 2>&1 || {
+  cat "$build.configure.log"; echo "FAIL: configure against MPICH"; exit 1; }
+grep -q "^MPI_C_LIB_NAMES:STRING=mpich$" "$build/CMakeCache.txt" || {
+  grep "^MPI_C_LIB_NAMES" "$build/CMakeCache.txt"; echo "FAIL: the build did not take MPICH"; exit 1; }
+cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+lib=$build/lib/libhycc_mpi.so
+ldd "$lib" | grep -q libmpich || { echo "FAIL: $lib is not linked to MPICH"; exit 1; }
+
+work=$(mktemp -d /tmp/hycc-mpich.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1 HYDRA_LAUNCHER=fork
+ranks=4
+mpi=(timeout 300 mpiexec.mpich -n "$ranks")
+
+run_hybrid() {  # name "compressed calls (check_stats.py)" program
+  echo "== $1 under HYCC_POLICY=hybrid"
+  LD_PRELOAD=$lib HYCC_POLICY=hybrid HYCC_SAMPLE_ERROR=1 HYCC_LOG="summary,json=$work/$1.json" \
+    "${mpi[@]}" "$3" "$work/$1" 0.3 >"$work/$1.out" 2>&1 || {
+    cat "$work/$1.out"; echo "FAIL: $1 under MPICH"; exit 1; }
+  grep -q "policy 'hybrid'" "$work/$1.out" || {
+    cat "$work/$1.out"; echo "FAIL: the library did not report (not loaded?)"; exit 1; }
+  grep -E "dropin_program(_fortran)?: OK" "$work/$1.out"
+  # shellcheck disable=SC2086
+  /usr/bin/python3 "$src/tests/dropin/check_stats.py" "$ranks" "$work/$1.json" $2
+}
+
+# The same expected counts as tests/dropin/dropin_test.sh.
+run_hybrid c "zero_grad/reduce_scatter=4 zero_param/allgather=5" "$build/bin/dropin_program"
+for binding in mpi f08; do
+  flags=()
+  [ "$binding" = f08 ] && flags=(-DHYCC_F08)
+  mpif90.mpich -O1 "${flags[@]}" "$src/tests/dropin/dropin_program.F90" \
+    -o "$work/fortran-$binding" -J "$work" 2>"$work/fortran-$binding.build" || {
+    cat "$work/fortran-$binding.build"; echo "FAIL: the Fortran program ($binding)"; exit 1; }
+  run_hybrid "fortran-$binding" "zero_grad/reduce_scatter=3 zero_param/allgather=5" \
+    "$work/fortran-$binding"
+done
+
+echo "== the nonblocking program"
+LD_PRELOAD=$lib HYCC_POLICY=$src/tests/dropin/nonblocking_policy.toml \
+  "${mpi[@]}" "$build/bin/dropin_nonblocking_program" >"$work/nonblocking.out" 2>&1 || {
+  cat "$work/nonblocking.out"; echo "FAIL: the nonblocking program under MPICH"; exit 1; }
+grep "dropin nonblocking: OK" "$work/nonblocking.out"
+echo "== the device-buffer program (stand-in CUDA driver)"
+LD_PRELOAD=$lib HYCC_POLICY=hybrid HYCC_LOG=off \
+  "${mpi[@]}" "$build/bin/dropin_device_program" >"$work/device.out" 2>&1 || {
+  cat "$work/device.out"; echo "FAIL: the device-buffer program under MPICH"; exit 1; }
+grep "dropin device: OK" "$work/device.out"
+
+if [ "$full" = --full ]; then
+  for n in 1 2 3 4; do
+    echo "== hycc_mpi_tests, $n ranks"
+    timeout 1200 mpiexec.mpich -n "$n" "$build/bin/hycc_mpi_tests" >"$work/mpi-$n.out" 2>&1 || {
+      tail -50 "$work/mpi-$n.out"; echo "FAIL: hycc_mpi_tests at $n ranks under MPICH"; exit 1; }
+    grep -E "^\[  (PASSED|SKIPPED|FAILED)  \] [0-9]" "$work/mpi-$n.out"
+  done
+fi
+echo "mpich: OK"
