@@ -27,6 +27,8 @@
 //                      once; json=FILE: finish() writes the statistics as JSON (rank 0).
 //   HYCC_SAMPLE_ERROR  N >= 1: every N-th compressed call of a dimension and operation also runs
 //                      uncompressed, and the largest difference is recorded (0: never, default)
+//   HYCC_POOL_MIB      N: the process keeps at most N MiB of large scratch buffers of each
+//                      element type for the next call (default 256; 0 keeps none)
 //
 // An engine is used by one thread at a time, or by several with calls on distinct communicators
 // (the statistics and the compressor table are locked; a gradient compressor is not shared
@@ -81,9 +83,11 @@ struct EngineOptions {
   LogOptions log;
   uint64_t sample_error_every = 0;  // see HYCC_SAMPLE_ERROR
   std::FILE* log_file = stderr;     // where calls, decisions and the summary go
+  // The process's scratch pool limit, set when an engine is made with it (HYCC_POOL_MIB).
+  std::optional<size_t> pool_limit_bytes;
 
-  // HYCC_LOG and HYCC_SAMPLE_ERROR (HYCC_POLICY is not read). Throws InvalidArgument naming the
-  // variable for a bad value.
+  // HYCC_LOG, HYCC_SAMPLE_ERROR and HYCC_POOL_MIB (HYCC_POLICY is not read). Throws
+  // InvalidArgument naming the variable for a bad value.
   static EngineOptions from_environment();
 };
 
@@ -94,8 +98,8 @@ class PolicyEngine {
   PolicyEngine(PolicyEngine&&) noexcept;
   PolicyEngine& operator=(PolicyEngine&&) noexcept;
 
-  // HYCC_POLICY (fallback: a preset name), HYCC_LOG and HYCC_SAMPLE_ERROR. Throws
-  // InvalidArgument naming the variable for a bad value.
+  // HYCC_POLICY (fallback: a preset name), HYCC_LOG, HYCC_SAMPLE_ERROR and HYCC_POOL_MIB.
+  // Throws InvalidArgument naming the variable for a bad value.
   static PolicyEngine from_environment(std::string_view fallback = "baseline");
 
   const Policy& policy() const { return policy_; }

@@ -6,7 +6,8 @@
 // on 4 ranks instead of 30 (docs/results.md). Buffers given back here are kept (at most
 // kPoolBuffers of them and kPoolBytes for each element type; smaller than kPoolMinBytes are not
 // worth keeping) and
-// taken again by the next call that fits them. Thread-safe.
+// taken again by the next call that fits them. Thread-safe. set_pool_limit() lowers or raises
+// the byte limit (HYCC_POOL_MIB in PolicyEngine::from_environment; 0 keeps nothing).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace hycc {
 
 inline constexpr size_t kPoolMinBytes = size_t{1} << 20;
 inline constexpr size_t kPoolBuffers = 16;
-inline constexpr size_t kPoolBytes = size_t{256} << 20;  // for each element type
+inline constexpr size_t kPoolBytes = size_t{256} << 20;  // for each element type, by default
 
 // n elements; their values are unspecified (a kept buffer's old contents, or zeros).
 std::vector<float> pooled_floats(size_t n);
@@ -41,6 +42,11 @@ class PooledFloats {
  private:
   std::vector<float> v_;
 };
+
+// The most bytes kept for each element type (kPoolBytes unless set); buffers beyond a new,
+// lower limit are freed at once, the smallest first.
+void set_pool_limit(size_t bytes);
+size_t pool_limit();
 
 // Bytes the pool holds, and frees them all (tests).
 size_t pooled_bytes_held();

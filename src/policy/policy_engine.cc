@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "comm/comm_attribute.h"
+#include "common/buffer_pool.h"
 #include "hycc/error.h"
 #include "hycc/grad_device.h"
 #include "policy/compressor_spec.h"
@@ -90,7 +91,9 @@ PolicyEngine::PolicyEngine(Policy policy, EngineOptions options)
     : policy_(std::move(policy)),
       options_(std::move(options)),
       mutex_(std::make_unique<std::mutex>()),
-      grad_mutex_(std::make_unique<std::mutex>()) {}
+      grad_mutex_(std::make_unique<std::mutex>()) {
+  if (options_.pool_limit_bytes) set_pool_limit(*options_.pool_limit_bytes);
+}
 
 PolicyEngine::~PolicyEngine() = default;
 PolicyEngine::PolicyEngine(PolicyEngine&&) noexcept = default;
@@ -101,6 +104,14 @@ EngineOptions EngineOptions::from_environment() {
   if (const char* log = std::getenv("HYCC_LOG")) options.log = LogOptions::parse(log);
   if (const char* n = std::getenv("HYCC_SAMPLE_ERROR")) {
     options.sample_error_every = parse_count("HYCC_SAMPLE_ERROR", n);
+  }
+  if (const char* mib = std::getenv("HYCC_POOL_MIB")) {
+    constexpr uint64_t kMostMiB = uint64_t{1} << 20;  // 1 TiB
+    const uint64_t n = parse_count("HYCC_POOL_MIB", mib);
+    if (n > kMostMiB) {
+      throw InvalidArgument(tagged("policy", "HYCC_POOL_MIB='", mib, "': at most ", kMostMiB));
+    }
+    options.pool_limit_bytes = size_t(n) << 20;
   }
   return options;
 }

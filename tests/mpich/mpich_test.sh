@@ -22,10 +22,11 @@ done
 targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program)
 [ "$full" = --full ] && targets+=(hycc_mpi_tests)
 echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
+mkdir -p "$build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF \
   -DMPI_C_COMPILER="$(command -v mpicc.mpich)" -DMPI_CXX_COMPILER="$(command -v mpicxx.mpich)" \
-  -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" >"$build.configure.log" 2>&1 || {
-  cat "$build.configure.log"; echo "FAIL: configure against MPICH"; exit 1; }
+  -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" >"$build/configure.log" 2>&1 || {
+  cat "$build/configure.log"; echo "FAIL: configure against MPICH"; exit 1; }
 grep -q "^MPI_C_LIB_NAMES:STRING=mpich$" "$build/CMakeCache.txt" || {
   grep "^MPI_C_LIB_NAMES" "$build/CMakeCache.txt"; echo "FAIL: the build did not take MPICH"; exit 1; }
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
@@ -36,6 +37,7 @@ work=$(mktemp -d /tmp/hycc-mpich.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1 HYDRA_LAUNCHER=fork
 ranks=4
+passed=0 # every check exits on failure
 mpi=(timeout 300 mpiexec.mpich -n "$ranks")
 
 run_hybrid() {  # name "compressed calls (check_stats.py)" program
@@ -48,6 +50,7 @@ run_hybrid() {  # name "compressed calls (check_stats.py)" program
   grep -E "dropin_program(_fortran)?: OK" "$work/$1.out"
   # shellcheck disable=SC2086
   /usr/bin/python3 "$src/tests/dropin/check_stats.py" "$ranks" "$work/$1.json" $2
+  passed=$((passed + 1))
 }
 
 # The same expected counts as tests/dropin/dropin_test.sh.
@@ -67,11 +70,13 @@ LD_PRELOAD=$lib HYCC_POLICY=$src/tests/dropin/nonblocking_policy.toml \
   "${mpi[@]}" "$build/bin/dropin_nonblocking_program" >"$work/nonblocking.out" 2>&1 || {
   cat "$work/nonblocking.out"; echo "FAIL: the nonblocking program under MPICH"; exit 1; }
 grep "dropin nonblocking: OK" "$work/nonblocking.out"
+passed=$((passed + 1))
 echo "== the device-buffer program (stand-in CUDA driver)"
 LD_PRELOAD=$lib HYCC_POLICY=hybrid HYCC_LOG=off \
   "${mpi[@]}" "$build/bin/dropin_device_program" >"$work/device.out" 2>&1 || {
   cat "$work/device.out"; echo "FAIL: the device-buffer program under MPICH"; exit 1; }
 grep "dropin device: OK" "$work/device.out"
+passed=$((passed + 1))
 
 if [ "$full" = --full ]; then
   for n in 1 2 3 4; do
@@ -79,6 +84,8 @@ if [ "$full" = --full ]; then
     timeout 1200 mpiexec.mpich -n "$n" "$build/bin/hycc_mpi_tests" >"$work/mpi-$n.out" 2>&1 || {
       tail -50 "$work/mpi-$n.out"; echo "FAIL: hycc_mpi_tests at $n ranks under MPICH"; exit 1; }
     grep -E "^\[  (PASSED|SKIPPED|FAILED)  \] [0-9]" "$work/mpi-$n.out"
+    passed=$((passed + 1))
   done
 fi
 echo "mpich: OK"
+echo "mpich: $passed passed, 0 failed"

@@ -15,7 +15,10 @@ constexpr size_t kMiB = size_t{1} << 20;
 class BufferPool : public ::testing::Test {
  protected:
   void SetUp() override { release_pooled(); }
-  void TearDown() override { release_pooled(); }
+  void TearDown() override {
+    set_pool_limit(kPoolBytes);
+    release_pooled();
+  }
 };
 
 TEST_F(BufferPool, GivesTheSizeAskedFor) {
@@ -81,6 +84,35 @@ TEST_F(BufferPool, DropsTheSmallestBeyondItsLimits) {
   std::vector<float> too_large(kPoolBytes / sizeof(float) + 1);
   recycle(too_large);
   EXPECT_EQ(pooled_bytes_held(), 0u);
+}
+
+TEST_F(BufferPool, ALowerLimitFreesTheSmallestAndKeepsLess) {
+  EXPECT_EQ(pool_limit(), kPoolBytes);
+  for (size_t mib : {2, 4, 8}) {
+    std::vector<std::byte> v(mib * kMiB);
+    recycle(v);
+  }
+  EXPECT_EQ(pooled_bytes_held(), 14 * kMiB);
+  set_pool_limit(10 * kMiB);  // 2 and 4 MiB go, 8 stays
+  EXPECT_EQ(pool_limit(), 10 * kMiB);
+  EXPECT_EQ(pooled_bytes_held(), 8 * kMiB);
+  std::vector<std::byte> over(11 * kMiB);
+  recycle(over);  // over the limit on its own: not kept
+  EXPECT_EQ(pooled_bytes_held(), 8 * kMiB);
+  std::vector<std::byte> two(2 * kMiB);
+  recycle(two);  // 10 MiB in all: kept
+  EXPECT_EQ(pooled_bytes_held(), 10 * kMiB);
+
+  set_pool_limit(0);  // nothing kept, nothing taken again
+  EXPECT_EQ(pooled_bytes_held(), 0u);
+  std::vector<float> v = pooled_floats(kMiB);
+  recycle(v);
+  EXPECT_EQ(pooled_bytes_held(), 0u);
+
+  set_pool_limit(kPoolBytes);
+  std::vector<float> w = pooled_floats(kMiB);
+  recycle(w);
+  EXPECT_EQ(pooled_bytes_held(), 4 * kMiB);
 }
 
 TEST_F(BufferPool, ThreadsShareIt) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/buffer_pool.h"
 #include "common/byte_size.h"
 #include "hycc/error.h"
 #include "hycc/policy.h"
@@ -290,6 +291,28 @@ TEST(PolicyEngine, FromEnvironmentReadsEveryVariable) {
   ::unsetenv("HYCC_POLICY");
   ::unsetenv("HYCC_LOG");
   ::unsetenv("HYCC_SAMPLE_ERROR");
+}
+
+// HYCC_POOL_MIB: the scratch pool's limit, set when the engine is made; a bad value names it.
+TEST(PolicyEngine, PoolLimitFromEnvironment) {
+  const size_t before = pool_limit();
+  EXPECT_FALSE(EngineOptions::from_environment().pool_limit_bytes.has_value());
+  ::setenv("HYCC_POOL_MIB", "64", 1);
+  EXPECT_EQ(EngineOptions::from_environment().pool_limit_bytes, size_t{64} << 20);
+  EXPECT_EQ(pool_limit(), before);  // reading the options sets nothing
+  {
+    const PolicyEngine e = PolicyEngine::from_environment();
+    EXPECT_EQ(pool_limit(), size_t{64} << 20);
+  }
+  ::setenv("HYCC_POOL_MIB", "0", 1);
+  EXPECT_EQ(EngineOptions::from_environment().pool_limit_bytes, size_t{0});
+  for (const char* bad : {"-1", "lots", "", "1048577"}) {
+    ::setenv("HYCC_POOL_MIB", bad, 1);
+    const std::string m = invalid_message([] { EngineOptions::from_environment(); });
+    EXPECT_NE(m.find("HYCC_POOL_MIB"), std::string::npos) << bad << ": " << m;
+  }
+  ::unsetenv("HYCC_POOL_MIB");
+  set_pool_limit(before);
 }
 
 // A caller that chooses the policy itself (hycc-train --policy) reads only the logging variables:
