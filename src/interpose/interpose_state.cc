@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include "policy/comm_names.h"
+
 namespace hycc::interpose {
 namespace {
 
@@ -18,6 +20,7 @@ std::unique_ptr<PolicyEngine>& engine_slot() {
 thread_local int tl_depth = 0;
 
 ArgumentCheck g_argument_check = ArgumentCheck::kAuto;  // HYCC_CHECK_ARGUMENTS
+CommNames g_comm_names;                                 // HYCC_COMM_NAMES
 
 int g_keyval = MPI_KEYVAL_INVALID;
 
@@ -30,11 +33,12 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
+// The communicator's name as the policy reads it (HYCC_COMM_NAMES applied).
 std::string name_of(MPI_Comm comm) {
   char name[MPI_MAX_OBJECT_NAME] = {};
   int len = 0;
   PMPI_Comm_get_name(comm, name, &len);
-  return std::string(name, static_cast<size_t>(len));
+  return g_comm_names.apply(std::string(name, static_cast<size_t>(len)));
 }
 
 // Names that mean nothing to the policy are kept as they are: dimension_of() maps them to
@@ -76,6 +80,8 @@ void start_engine() {
   g_argument_check = check == nullptr || *check == '\0'
                          ? ArgumentCheck::kAuto
                          : parse_argument_check(check, "HYCC_CHECK_ARGUMENTS");
+  const char* names = std::getenv("HYCC_COMM_NAMES");
+  g_comm_names = names == nullptr ? CommNames{} : CommNames::parse(names, "HYCC_COMM_NAMES");
   const char* log = std::getenv("HYCC_LOG");
   auto e = std::make_unique<PolicyEngine>(PolicyEngine::from_environment("baseline"));
   if (log == nullptr) {

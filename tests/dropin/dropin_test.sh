@@ -152,4 +152,33 @@ fi
 grep -q "HYCC_CHECK_ARGUMENTS 'sometimes' is not one of auto, always, never" "$work/bad.out" || {
   cat "$work/bad.out"; echo "FAIL: no message naming HYCC_CHECK_ARGUMENTS"; exit 1; }
 echo "   HYCC_CHECK_ARGUMENTS=sometimes stops the job at MPI_Init, naming the variable"
+# HYCC_COMM_NAMES: the program's communicator names read as dimensions. MPI_COMM_WORLD=dp puts
+# the program's allreduce on MPI_COMM_WORLD (dimension other, bf16, without it) under dp's
+# gradient rule, as a data-parallel program that never names a communicator would want.
+echo "== HYCC_COMM_NAMES=MPI_COMM_WORLD=dp"
+"${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_POLICY=hybrid -x HYCC_COMM_NAMES=MPI_COMM_WORLD=dp \
+  -x HYCC_LOG="json=$work/names.json" "$program" "$work/names" "$bound" >/dev/null
+/usr/bin/python3 - "$work/c-hybrid.json" "$work/names.json" <<'PY'
+import json, sys
+def rows(path):
+    s = json.load(open(path))
+    return {(e["dimension"], e["operation"]): e for e in s["statistics"]["entries"]}
+plain, named = rows(sys.argv[1]), rows(sys.argv[2])
+world = plain[("other", "allreduce")]  # the world allreduce: bf16 under hybrid
+assert ("other", "allreduce") not in named, named.get(("other", "allreduce"))
+dp, dp_named = plain[("dp", "allreduce")], named[("dp", "allreduce")]
+for k in ("calls", "compressed_calls", "message_bytes"):
+    assert dp_named[k] == dp[k] + world[k], (k, dp, dp_named, world)
+# 6-bit quantization instead of bf16: fewer bytes for the same calls.
+assert dp_named["wire_bytes"] < dp["wire_bytes"] + world["wire_bytes"], (dp_named, dp, world)
+print(f"   the world allreduce counted under dp: {world['calls']} calls, "
+      f"{world['ratio']:.2f}x as other, {dp_named['ratio']:.2f}x in all under dp's rule")
+PY
+if "${mpi[@]}" -x LD_PRELOAD="$lib" -x HYCC_COMM_NAMES=MPI_COMM_WORLD=data "$program" \
+  "$work/bad-names" "$bound" >"$work/bad-names.out" 2>&1; then
+  echo "FAIL: HYCC_COMM_NAMES=MPI_COMM_WORLD=data accepted"; exit 1
+fi
+grep -q "HYCC_COMM_NAMES: 'MPI_COMM_WORLD=data': 'data' is not a dimension" "$work/bad-names.out" || {
+  cat "$work/bad-names.out"; echo "FAIL: no message naming HYCC_COMM_NAMES"; exit 1; }
+echo "   HYCC_COMM_NAMES=MPI_COMM_WORLD=data stops the job at MPI_Init, naming the variable"
 echo "dropin: OK"
