@@ -139,7 +139,8 @@ TEST(QuantCodec, FastPathMatchesReferenceBitForBit) {
 TEST(QuantCodec, LargestBlockMatchesReference) {
   const size_t count = 65536 + 65;
   const test::Buffer in = test::Buffer::from_floats(DType::kF32, mixed_finite(count));
-  for (int bits : {3, 8}) {
+  // 3, 5, 6 and 7 bits: words of several bytes, coded in tiles of 256 words (many per block).
+  for (int bits : {3, 5, 6, 7, 8}) {
     for (bool stochastic : {false, true}) {
       const QuantParams p{bits, 65536, stochastic};
       EXPECT_EQ(fast_encode(p, in.view(), 7), codec::reference::quant_encode(p, in.view(), 7))
