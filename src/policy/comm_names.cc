@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "common/text_list.h"
 #include "hycc/error.h"
 
 namespace hycc {
@@ -20,12 +21,7 @@ std::string_view trimmed(std::string_view s) {
 
 CommNames CommNames::parse(std::string_view spec, std::string_view setting) {
   CommNames out;
-  size_t pos = 0;
-  while (pos <= spec.size()) {
-    size_t comma = spec.find(',', pos);
-    if (comma == std::string_view::npos) comma = spec.size();
-    const std::string_view item = spec.substr(pos, comma - pos);
-    pos = comma + 1;
+  for (const std::string_view item : comma_items(spec)) {
     if (trimmed(item).empty()) continue;
     const size_t equals = item.find('=');
     const std::string_view name = trimmed(item.substr(0, equals));

@@ -8,6 +8,7 @@
 
 #include "comm/comm_attribute.h"
 #include "common/buffer_pool.h"
+#include "common/text_list.h"
 #include "hycc/error.h"
 #include "hycc/grad_device.h"
 #include "policy/compressor_spec.h"
@@ -60,12 +61,7 @@ Compressor& find_or_make(std::map<std::string, std::unique_ptr<Compressor>>& com
 
 LogOptions LogOptions::parse(std::string_view spec) {
   LogOptions out;
-  size_t pos = 0;
-  while (pos <= spec.size()) {
-    size_t comma = spec.find(',', pos);
-    if (comma == std::string_view::npos) comma = spec.size();
-    const std::string_view item = spec.substr(pos, comma - pos);
-    pos = comma + 1;
+  for (const std::string_view item : comma_items(spec)) {
     if (item.empty()) continue;
     if (item == "off") {
       out.warnings = false;
