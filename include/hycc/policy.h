@@ -55,6 +55,8 @@ const char* operation_name(Operation op);
 // "embedding"; "zero" is zero_grad for reductions and zero_param otherwise); kOther for any other
 // name.
 Dimension dimension_of(const Communicator& comm, Operation op);
+// The same from a communicator name.
+Dimension dimension_of(std::string_view comm_name, Operation op);
 
 struct PolicyRule {
   std::optional<Dimension> dimension;  // nullopt: "default", any dimension

@@ -104,7 +104,7 @@ constexpr size_t kTileWords = 256;
 // Widths whose word is one byte (1, 2, 4, 8 bits) run quant::quantize_word per word, which the
 // compiler vectorizes. With a word of several bytes (3, 5, 6, 7 bits) it did not (4.0 GB/s at
 // 6 bits against 7.7 at 8), so those run the same arithmetic in tiles of words: one loop makes
-// the words, one stores each byte (6 bits: 6.5 GB/s; 5 and 7 bits: +12%). The same bytes as
+// the words, one stores each byte (6 bits: 6.9 GB/s; 5 and 7 bits: +12%). The same bytes as
 // quantize_word (tests compare both with the reference).
 template <int kBits, bool kStochastic>
 void quantize_block(const float* x, size_t n8, const BlockQuant& q, const float* noise,

@@ -5,47 +5,35 @@
 #include <cstdlib>
 #include <limits>
 
+#include "common/text_list.h"
 #include "hycc/error.h"
 
 namespace hycc::codec {
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 SpecArgs SpecArgs::parse(std::string_view spec) {
   SpecArgs args;
   args.spec_ = std::string(spec);
   const size_t colon = spec.find(':');
-  args.name_ = std::string(trim(spec.substr(0, colon)));
+  args.name_ = std::string(trim_blanks(spec.substr(0, colon)));
   if (args.name_.empty()) {
     throw InvalidArgument(tagged("codec", "empty codec name in spec '", spec, "'"));
   }
   if (colon == std::string_view::npos) return args;
-  std::string_view rest = spec.substr(colon + 1);
-  while (true) {
-    const size_t comma = rest.find(',');
-    const std::string_view item = trim(rest.substr(0, comma));
+  for (std::string_view item : comma_items(spec.substr(colon + 1))) {
+    item = trim_blanks(item);
     const size_t eq = item.find('=');
     if (item.empty() || eq == std::string_view::npos || eq == 0) {
       throw InvalidArgument(tagged("codec", "malformed parameter '", item, "' in spec '", spec,
                                    "': expected KEY=VALUE"));
     }
-    std::string key(trim(item.substr(0, eq)));
-    std::string value(trim(item.substr(eq + 1)));
+    std::string key(trim_blanks(item.substr(0, eq)));
+    std::string value(trim_blanks(item.substr(eq + 1)));
     if (args.has(key)) {
       throw InvalidArgument(
           tagged("codec", "parameter '", key, "' given twice in spec '", spec, "'"));
     }
     args.kv_.emplace_back(std::move(key), std::move(value));
     args.used_.push_back(false);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
   }
   return args;
 }

@@ -1,4 +1,5 @@
-// The items of a comma-separated list, as settings spell them ("summary,json=f", "a=dp,b=tp").
+// The items of a comma-separated list, as settings and specs spell them ("summary,json=f",
+// "a=dp,b=tp", "bits=4, block=64"), and blanks around them.
 #pragma once
 
 #include <string_view>
@@ -17,6 +18,13 @@ inline std::vector<std::string_view> comma_items(std::string_view list) {
     pos = comma + 1;
   }
   return items;
+}
+
+// s without the blanks (spaces, tabs) at either end.
+inline std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
 }
 
 }  // namespace hycc

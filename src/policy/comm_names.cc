@@ -1,41 +1,28 @@
 #include "policy/comm_names.h"
 
-#include <array>
-
 #include "common/text_list.h"
 #include "hycc/error.h"
+#include "hycc/policy.h"
 
 namespace hycc {
-namespace {
-
-// The communicator names dimension_of() turns into dimensions.
-constexpr std::array<std::string_view, 5> kDimensionNames = {"dp", "tp", "pp", "zero", "embedding"};
-
-std::string_view trimmed(std::string_view s) {
-  const size_t first = s.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
-}  // namespace
 
 CommNames CommNames::parse(std::string_view spec, std::string_view setting) {
   CommNames out;
   for (const std::string_view item : comma_items(spec)) {
-    if (trimmed(item).empty()) continue;
+    if (trim_blanks(item).empty()) continue;
     const size_t equals = item.find('=');
-    const std::string_view name = trimmed(item.substr(0, equals));
-    const std::string_view dimension =
-        equals == std::string_view::npos ? std::string_view{} : trimmed(item.substr(equals + 1));
+    const std::string_view name = trim_blanks(item.substr(0, equals));
+    const std::string_view dimension = equals == std::string_view::npos
+                                           ? std::string_view{}
+                                           : trim_blanks(item.substr(equals + 1));
     if (equals == std::string_view::npos || name.empty() || dimension.empty() ||
         dimension.find('=') != std::string_view::npos) {
-      throw InvalidArgument(tagged("policy", setting, ": '", trimmed(item),
+      throw InvalidArgument(tagged("policy", setting, ": '", trim_blanks(item),
                                    "' is not NAME=DIMENSION (a communicator name, then one of "
                                    "dp, tp, pp, zero, embedding)"));
     }
-    bool known = false;
-    for (std::string_view d : kDimensionNames) known = known || d == dimension;
-    if (!known) {
+    // A name dimension_of() reads as a dimension ("zero" as zero_grad or zero_param).
+    if (dimension_of(dimension, Operation::kAllreduce) == Dimension::kOther) {
       throw InvalidArgument(tagged("policy", setting, ": '", name, "=", dimension, "': '",
                                    dimension,
                                    "' is not a dimension; expected dp, tp, pp, zero or embedding"));

@@ -126,7 +126,10 @@ const char* operation_name(Operation op) {
 }
 
 Dimension dimension_of(const Communicator& comm, Operation op) {
-  const std::string& n = comm.name();
+  return dimension_of(comm.name(), op);
+}
+
+Dimension dimension_of(std::string_view n, Operation op) {
   if (n == "dp") return Dimension::kDp;
   if (n == "tp") return Dimension::kTp;
   if (n == "pp") return Dimension::kPp;
