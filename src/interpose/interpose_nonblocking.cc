@@ -145,6 +145,75 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
 }
 
 }  // namespace
+
+// The vector variants with counts one apart (interpose_vector_collectives.cc): every block or
+// chunk padded to the longest, the split collective on equal blocks into a scratch buffer, and the
+// program's layout filled from it on completion. `native` is the program's own call (the int or
+// the large-count form, interpose_large_count.cc).
+int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                MPI_Request* request, const char* name, const std::function<int()>& native) {
+  Counts c;
+  CommState* s =
+      route_allgatherv(comm, sendbuf, sendcount, sendtype, recvcounts, displs, recvtype, &c);
+  return intercept_nonblocking(
+      s, comm, Operation::kAllgather, c.total, c.longest, name, request, native,
+      [&](const PolicyDecision& d) {
+        const size_t size = c.n.size(), rank = size_t(s->comm.rank());
+        const Extent extent = extent_of(c, displs);
+        auto out = std::make_shared<HostStaging>(static_cast<float*>(recvbuf) + extent.lo,
+                                                 extent.floats() * sizeof(float), true);
+        float* at = out->floats() - extent.lo;  // recvbuf as the host sees it
+        PooledFloats block(c.longest);
+        {
+          HostStaging send(sendbuf == MPI_IN_PLACE ? at + displs[rank] : sendbuf,
+                           c.n[rank] * sizeof(float));
+          pad_block(send.floats(), c.n[rank], block.data(), c.longest);
+        }
+        auto all = std::make_shared<PooledFloats>(size * c.longest);
+        Started started{coll::start_allgather(s->collective_shadow, block.data(), all->data(),
+                                              c.longest, split_codec(d)),
+                        out};
+        started.place = [all, at, counts = c.n, longest = c.longest,
+                         offsets = std::vector<int>(displs, displs + size)] {
+          for (size_t r = 0; r < counts.size(); ++r) {
+            std::copy_n(all->data() + r * longest, counts[r], at + offsets[r]);
+          }
+        };
+        return started;
+      });
+}
+
+int ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request,
+                    const char* name, const std::function<int()>& native) {
+  Counts c;
+  CommState* s = route_reduce_scatter(comm, recvcounts, datatype, op, &c);
+  return intercept_nonblocking(
+      s, comm, Operation::kReduceScatter, c.total, c.longest, name, request, native,
+      [&](const PolicyDecision& d) {
+        const size_t size = c.n.size(), mine = c.n[size_t(s->comm.rank())];
+        const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        PooledFloats wide(size * c.longest);
+        {
+          HostStaging send(input, c.total * sizeof(float));
+          pad_chunks(send.floats(), c, wide.data());
+        }
+        auto out = std::make_shared<HostStaging>(recvbuf, mine * sizeof(float), false);
+        auto chunk = std::make_shared<PooledFloats>(c.longest);
+        // The key of the blocking call's padded form, which shares this residual.
+        Started started{with_feedback(*s, d, input, wide.data(), wide.size(),
+                                      [&](const coll::Feedback* feedback) {
+                                        return coll::start_reduce_scatter(
+                                            s->collective_shadow, wide.data(), chunk->data(),
+                                            c.longest, split_codec(d), feedback);
+                                      }),
+                        out};
+        started.place = [chunk, out, mine] { std::copy_n(chunk->data(), mine, out->floats()); };
+        return started;
+      });
+}
+
 }  // namespace hycc::interpose
 
 using hycc::Operation;
@@ -263,76 +332,21 @@ int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
       });
 }
 
-// The vector variants with counts one apart (interpose_vector_collectives.cc): every block or
-// chunk padded to the longest, the split collective on equal blocks into a scratch buffer, and the
-// program's layout filled from it on completion.
 int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm comm, MPI_Request* request) {
-  ip::Counts c;
-  CommState* s =
-      ip::route_allgatherv(comm, sendbuf, sendcount, sendtype, recvcounts, displs, recvtype, &c);
-  return ip::intercept_nonblocking(
-      s, comm, Operation::kAllgather, c.total, c.longest, "MPI_Iallgatherv", request,
-      [&] {
-        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                                comm, request);
-      },
-      [&](const hycc::PolicyDecision& d) {
-        const size_t size = c.n.size(), rank = size_t(s->comm.rank());
-        const ip::Extent extent = ip::extent_of(c, displs);
-        auto out = std::make_shared<HostStaging>(static_cast<float*>(recvbuf) + extent.lo,
-                                                 extent.floats() * sizeof(float), true);
-        float* at = out->floats() - extent.lo;  // recvbuf as the host sees it
-        hycc::PooledFloats block(c.longest);
-        {
-          HostStaging send(sendbuf == MPI_IN_PLACE ? at + displs[rank] : sendbuf,
-                           c.n[rank] * sizeof(float));
-          ip::pad_block(send.floats(), c.n[rank], block.data(), c.longest);
-        }
-        auto all = std::make_shared<hycc::PooledFloats>(size * c.longest);
-        Started started{coll::start_allgather(s->collective_shadow, block.data(), all->data(),
-                                              c.longest, ip::split_codec(d)),
-                        out};
-        started.place = [all, at, counts = c.n, longest = c.longest,
-                         offsets = std::vector<int>(displs, displs + size)] {
-          for (size_t r = 0; r < counts.size(); ++r) {
-            std::copy_n(all->data() + r * longest, counts[r], at + offsets[r]);
-          }
-        };
-        return started;
-      });
+  return ip::iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                         request, "MPI_Iallgatherv", [&] {
+                           return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                                   recvcounts, displs, recvtype, comm, request);
+                         });
 }
 
 int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  ip::Counts c;
-  CommState* s = ip::route_reduce_scatter(comm, recvcounts, datatype, op, &c);
-  return ip::intercept_nonblocking(
-      s, comm, Operation::kReduceScatter, c.total, c.longest, "MPI_Ireduce_scatter", request,
-      [&] {
+  return ip::ireduce_scatter(
+      sendbuf, recvbuf, recvcounts, datatype, op, comm, request, "MPI_Ireduce_scatter", [&] {
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-      },
-      [&](const hycc::PolicyDecision& d) {
-        const size_t size = c.n.size(), mine = c.n[size_t(s->comm.rank())];
-        const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        hycc::PooledFloats wide(size * c.longest);
-        {
-          HostStaging send(input, c.total * sizeof(float));
-          ip::pad_chunks(send.floats(), c, wide.data());
-        }
-        auto out = std::make_shared<HostStaging>(recvbuf, mine * sizeof(float), false);
-        auto chunk = std::make_shared<hycc::PooledFloats>(c.longest);
-        // The key of the blocking call's padded form, which shares this residual.
-        Started started{ip::with_feedback(*s, d, input, wide.data(), wide.size(),
-                                          [&](const coll::Feedback* feedback) {
-                                            return coll::start_reduce_scatter(
-                                                s->collective_shadow, wide.data(), chunk->data(),
-                                                c.longest, ip::split_codec(d), feedback);
-                                          }),
-                        out};
-        started.place = [chunk, out, mine] { std::copy_n(chunk->data(), mine, out->floats()); };
-        return started;
       });
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <vector>
 
 #include "hycc/collectives.h"
@@ -197,5 +198,16 @@ inline CommState* route_allgatherv(MPI_Comm comm, const void* sendbuf, int sendc
   if (!in_place && (sendcount < 0 || size_t(sendcount) != c->n[size_t(rank)])) return nullptr;
   return route(comm, in_place ? MPI_FLOAT : sendtype, recvtype);
 }
+
+// MPI_Iallgatherv and MPI_Ireduce_scatter (interpose_nonblocking.cc) with `native` as MPI's own
+// call when hycc does not take it: the program's call with its own arguments, which MPI may read
+// until the request completes (the int form, or the large-count form whose counts were
+// narrowed here: interpose_large_count.cc). `name` names the call in warnings and errors.
+int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                MPI_Request* request, const char* name, const std::function<int()>& native);
+int ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request,
+                    const char* name, const std::function<int()>& native);
 
 }  // namespace hycc::interpose

@@ -1,0 +1,251 @@
+/* The large-count calls of MPI 4 (MPI_Allreduce_c, MPI_Send_c, ...; mpi4py 4 makes only these)
+ * under libhycc_mpi.so: every call the library routes is made twice on equal inputs in buffers
+ * of their own, once in its int form and once in its _c form, and the two results must be the
+ * same bits (the policy's codecs and error feedback are deterministic and each buffer starts
+ * with no residual). A _c call that went to MPI instead would give MPI's exact result where the
+ * int call gives a compressed one; the run's statistics (checked by the caller) count both forms
+ * as compressed. Point to point mixes the forms on one message (a _c send into an int receive and
+ * the reverse): on a routed communicator a message that one end left to MPI would never arrive.
+ * Needs an MPI with the large-count calls (MPI_VERSION >= 4: MPICH 4); otherwise it says so and
+ * exits with 77. Prints "dropin large count: OK" on rank 0 when every check passed.
+ * Usage: dropin_large_count_program */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if MPI_VERSION >= 4
+
+#include <math.h>
+
+enum { N = 120000 };
+
+static int rank, size, failures;
+
+static float value(int r, long i) { return (float)(sin(0.002 * (double)i + r) + 0.01 * r); }
+
+/* Every buffer is new and kept to the end: error feedback keys its residual by the buffer's
+ * address, so a freed buffer's address reused by another would carry a residual over. */
+static float* kept[64];
+static int nkept;
+
+static float* fresh(void) {
+  if (nkept == 64) MPI_Abort(MPI_COMM_WORLD, 3);
+  return kept[nkept++] = calloc(N, sizeof(float));
+}
+
+static float* filled(int r) {
+  float* x = fresh();
+  for (long i = 0; i < N; ++i) x[i] = value(r, i);
+  return x;
+}
+
+/* The int form's result `a` and the _c form's `b`, n floats: the same bits on every rank. */
+static void same(const char* what, const float* a, const float* b, long n) {
+  int bad = memcmp(a, b, sizeof(float) * (size_t)n) != 0;
+  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) printf("%-34s %s\n", what, bad ? "DIFFERS" : "same bits");
+  failures += bad;
+}
+
+static MPI_Comm named_dup(const char* name) {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_name(c, name);
+  return c;
+}
+
+/* Counts one apart (numpy.array_split's shards of `total`) and their displacements. */
+static long shards(long total, int counts[], MPI_Count big_counts[], int displs[],
+                   MPI_Aint big_displs[]) {
+  long at = 0;
+  for (int r = 0; r < size; ++r) {
+    const long c = total / size + (r < total % size ? 1 : 0);
+    counts[r] = (int)c, big_counts[r] = c, displs[r] = (int)at, big_displs[r] = at;
+    at += c;
+  }
+  return at;
+}
+
+static void blocking(MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
+  /* x is the int calls' input, y the _c calls' (reduce-scatters key the residual by it). */
+  float *x = filled(rank), *y = filled(rank), *a = fresh(), *b = fresh();
+  MPI_Allreduce(x, a, N, MPI_FLOAT, MPI_SUM, dp);
+  MPI_Allreduce_c(y, b, N, MPI_FLOAT, MPI_SUM, dp);
+  same("MPI_Allreduce_c dp", a, b, N);
+
+  MPI_Bcast(memcpy(a, x, sizeof(float) * N), N, MPI_FLOAT, 1 % size, tp);
+  MPI_Bcast_c(memcpy(b, y, sizeof(float) * N), N, MPI_FLOAT, 1 % size, tp);
+  same("MPI_Bcast_c tp", a, b, N);
+
+  const long per = N / size;
+  MPI_Reduce_scatter_block(x, a, (int)per, MPI_FLOAT, MPI_SUM, zero);
+  MPI_Reduce_scatter_block_c(y, b, per, MPI_FLOAT, MPI_SUM, zero);
+  same("MPI_Reduce_scatter_block_c", a, b, per);
+
+  MPI_Allgather(x, (int)per, MPI_FLOAT, a, (int)per, MPI_FLOAT, zero);
+  MPI_Allgather_c(y, per, MPI_FLOAT, b, per, MPI_FLOAT, zero);
+  same("MPI_Allgather_c zero", a, b, per * size);
+
+  MPI_Alltoall(x, (int)per, MPI_FLOAT, a, (int)per, MPI_FLOAT, tp);
+  MPI_Alltoall_c(y, per, MPI_FLOAT, b, per, MPI_FLOAT, tp);
+  same("MPI_Alltoall_c tp", a, b, per * size);
+
+  int counts[64], displs[64];
+  MPI_Count big_counts[64];
+  MPI_Aint big_displs[64];
+  const long total = shards(N - 1, counts, big_counts, displs, big_displs);
+  MPI_Reduce_scatter(x, a, counts, MPI_FLOAT, MPI_SUM, zero);
+  MPI_Reduce_scatter_c(y, b, big_counts, MPI_FLOAT, MPI_SUM, zero);
+  same("MPI_Reduce_scatter_c", a, b, counts[rank]);
+
+  MPI_Allgatherv(x, counts[rank], MPI_FLOAT, a, counts, displs, MPI_FLOAT, zero);
+  MPI_Allgatherv_c(y, big_counts[rank], MPI_FLOAT, b, big_counts, big_displs, MPI_FLOAT, zero);
+  same("MPI_Allgatherv_c zero", a, b, total);
+}
+
+static void nonblocking(MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
+  /* x is the int calls' input, y the _c calls' (reduce-scatters key the residual by it). */
+  float *x = filled(rank), *y = filled(rank), *a = fresh(), *b = fresh();
+  MPI_Request r[2];
+  MPI_Status st[2];
+  MPI_Iallreduce(x, a, N, MPI_FLOAT, MPI_SUM, dp, &r[0]);
+  MPI_Iallreduce_c(y, b, N, MPI_FLOAT, MPI_SUM, dp, &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Iallreduce_c dp", a, b, N);
+
+  MPI_Ibcast(memcpy(a, x, sizeof(float) * N), N, MPI_FLOAT, 0, tp, &r[0]);
+  MPI_Ibcast_c(memcpy(b, y, sizeof(float) * N), N, MPI_FLOAT, 0, tp, &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Ibcast_c tp", a, b, N);
+
+  const long per = N / size;
+  MPI_Ireduce_scatter_block(x, a, (int)per, MPI_FLOAT, MPI_SUM, zero, &r[0]);
+  MPI_Ireduce_scatter_block_c(y, b, per, MPI_FLOAT, MPI_SUM, zero, &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Ireduce_scatter_block_c", a, b, per);
+
+  MPI_Iallgather(x, (int)per, MPI_FLOAT, a, (int)per, MPI_FLOAT, zero, &r[0]);
+  MPI_Iallgather_c(y, per, MPI_FLOAT, b, per, MPI_FLOAT, zero, &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Iallgather_c zero", a, b, per * size);
+
+  MPI_Ialltoall(x, (int)per, MPI_FLOAT, a, (int)per, MPI_FLOAT, tp, &r[0]);
+  MPI_Ialltoall_c(y, per, MPI_FLOAT, b, per, MPI_FLOAT, tp, &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Ialltoall_c tp", a, b, per * size);
+
+  int counts[64], displs[64];
+  MPI_Count big_counts[64];
+  MPI_Aint big_displs[64];
+  const long total = shards(N - 1, counts, big_counts, displs, big_displs);
+  MPI_Ireduce_scatter(x, a, counts, MPI_FLOAT, MPI_SUM, zero, &r[0]);
+  MPI_Ireduce_scatter_c(y, b, big_counts, MPI_FLOAT, MPI_SUM, zero, &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Ireduce_scatter_c", a, b, counts[rank]);
+
+  MPI_Iallgatherv(x, counts[rank], MPI_FLOAT, a, counts, displs, MPI_FLOAT, zero, &r[0]);
+  MPI_Iallgatherv_c(y, big_counts[rank], MPI_FLOAT, b, big_counts, big_displs, MPI_FLOAT, zero,
+                    &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Iallgatherv_c zero", a, b, total);
+
+  /* Blocks of unequal length (every other rank's half as long) go to MPI with the program's
+   * arrays: exactly every rank's values, the same as the int call. */
+  long at = 0;
+  for (int q = 0; q < size; ++q) {
+    big_counts[q] = counts[q] = (int)(q % 2 ? per / 2 : per);
+    big_displs[q] = displs[q] = (int)at;
+    at += counts[q];
+  }
+  float* exact = fresh();
+  for (int q = 0; q < size; ++q)
+    for (long i = 0; i < counts[q]; ++i) exact[displs[q] + i] = value(q, i);
+  MPI_Iallgatherv(x, counts[rank], MPI_FLOAT, a, counts, displs, MPI_FLOAT, zero, &r[0]);
+  MPI_Iallgatherv_c(y, big_counts[rank], MPI_FLOAT, b, big_counts, big_displs, MPI_FLOAT, zero,
+                    &r[1]);
+  MPI_Waitall(2, r, st);
+  same("MPI_Iallgatherv_c unequal blocks", a, b, at);
+  same("  ... exact", exact, b, at);
+}
+
+/* Round the ring on pp: rank r sends its values to r + 1. The int exchange is the reference;
+ * each other one has a _c form at one end or both. */
+static void point_to_point(MPI_Comm pp) {
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  float *x = filled(rank), *ref = fresh(), *got = fresh();
+  MPI_Request r;
+  MPI_Status st;
+  MPI_Irecv(ref, N, MPI_FLOAT, prev, 1, pp, &r);
+  MPI_Send(x, N, MPI_FLOAT, next, 1, pp);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+
+  MPI_Isend_c(x, N, MPI_FLOAT, next, 2, pp, &r);
+  MPI_Recv(got, N, MPI_FLOAT, prev, 2, pp, MPI_STATUS_IGNORE);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Isend_c into MPI_Recv", ref, got, N);
+
+  memset(got, 0, sizeof(float) * N);
+  MPI_Isend(x, N, MPI_FLOAT, next, 3, pp, &r);
+  MPI_Recv_c(got, N, MPI_FLOAT, prev, 3, pp, &st);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Isend into MPI_Recv_c", ref, got, N);
+  MPI_Count count = -1;
+  MPI_Get_count_c(&st, MPI_FLOAT, &count);
+  int bad = count != N;
+  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) printf("%-34s %s\n", "MPI_Get_count_c", bad ? "WRONG" : "the sent count");
+  failures += bad;
+
+  memset(got, 0, sizeof(float) * N);
+  MPI_Irecv_c(got, N, MPI_FLOAT, prev, 4, pp, &r);
+  MPI_Send_c(x, N, MPI_FLOAT, next, 4, pp);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Send_c into MPI_Irecv_c", ref, got, N);
+
+  memset(got, 0, sizeof(float) * N);
+  MPI_Irecv(got, N, MPI_FLOAT, prev, 5, pp, &r);
+  MPI_Ssend_c(x, N, MPI_FLOAT, next, 5, pp);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Ssend_c into MPI_Irecv", ref, got, N);
+
+  memset(got, 0, sizeof(float) * N);
+  MPI_Sendrecv_c(x, N, MPI_FLOAT, next, 6, got, N, MPI_FLOAT, prev, 6, pp, MPI_STATUS_IGNORE);
+  same("MPI_Sendrecv_c", ref, got, N);
+
+  memcpy(got, x, sizeof(float) * N);
+  MPI_Sendrecv_replace_c(got, N, MPI_FLOAT, next, 7, prev, 7, pp, MPI_STATUS_IGNORE);
+  same("MPI_Sendrecv_replace_c", ref, got, N);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 64) {
+    if (rank == 0) fprintf(stderr, "dropin large count: at most 64 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Comm dp = named_dup("dp"), tp = named_dup("tp"), pp = named_dup("pp");
+  /* "zero": zero_grad for the reductions, zero_param for the rest (docs/policy.md). */
+  MPI_Comm zero = named_dup("zero");
+  blocking(dp, tp, zero);
+  nonblocking(dp, tp, zero);
+  point_to_point(pp);
+  MPI_Comm_free(&dp), MPI_Comm_free(&tp), MPI_Comm_free(&pp);
+  MPI_Comm_free(&zero);
+  if (rank == 0) printf(failures ? "dropin large count: FAILED\n" : "dropin large count: OK\n");
+  for (int i = 0; i < nkept; ++i) free(kept[i]);
+  MPI_Finalize();
+  return failures ? 1 : 0;
+}
+
+#else
+
+int main(void) {
+  printf("dropin large count: this MPI (version %d.%d) has no large-count calls\n", MPI_VERSION,
+         MPI_SUBVERSION);
+  return 77;
+}
+
+#endif
