@@ -227,6 +227,28 @@ int MPI_Sendrecv_replace_c(void* buf, MPI_Count count, MPI_Datatype datatype, in
                               status);
 }
 
+int MPI_Isendrecv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
+                    int sendtag, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                    int source, int recvtag, MPI_Comm comm, MPI_Request* request) {
+  if (!fits(sendcount) || !fits(recvcount)) {
+    return PMPI_Isendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                            recvtype, source, recvtag, comm, request);
+  }
+  return MPI_Isendrecv(sendbuf, int(sendcount), sendtype, dest, sendtag, recvbuf, int(recvcount),
+                       recvtype, source, recvtag, comm, request);
+}
+
+int MPI_Isendrecv_replace_c(void* buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                            int sendtag, int source, int recvtag, MPI_Comm comm,
+                            MPI_Request* request) {
+  if (!fits(count)) {
+    return PMPI_Isendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                                    request);
+  }
+  return MPI_Isendrecv_replace(buf, int(count), datatype, dest, sendtag, source, recvtag, comm,
+                               request);
+}
+
 }  // extern "C"
 
 #endif  // MPI_VERSION >= 4

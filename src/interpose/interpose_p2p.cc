@@ -3,7 +3,8 @@
 // (the codec the policy chooses for the message size; codec none below the threshold or when
 // compression would not shrink it) on the communicator's private point-to-point duplicate, with the
 // application's tag. The receiver learns the codec and the element count from the stream.
-// Nonblocking receives are decoded when the application completes them (MPI_Wait*, MPI_Test*).
+// Nonblocking receives are decoded when the application completes them (MPI_Wait*, MPI_Test*),
+// and so is MPI 4's MPI_Isendrecv (one request of streams on the duplicate).
 // Device buffers of CUDA-aware programs are staged through host memory (device_memory.h).
 #include <mpi.h>
 
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -110,6 +112,48 @@ int blocking_send(SendFunction send, const char* name, const void* buf, int coun
     return fail(comm, name, e.what());
   }
 }
+
+#if MPI_VERSION >= 4
+// MPI 4's MPI_Isendrecv and MPI_Isendrecv_replace (sendbuf == recvbuf): when each direction is
+// routed or idle (MPI_PROC_NULL) and one is routed, one MPI_Isendrecv of streams on the private
+// duplicate, the receive decoded on completion as MPI_Irecv's; when neither is routed, MPI's own
+// call (`native`). A float message one way and another type with a real peer the other way
+// would need two requests; that call is MPI's too (docs/dropin.md, "Point to point").
+int isendrecv(const char* name, const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+              int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+              int recvtag, MPI_Comm comm, MPI_Request* request,
+              const std::function<int()>& native) {
+  CommState* send = route(comm, sendtype, dest);
+  CommState* recv = route(comm, recvtype, source);
+  const bool send_ok = send != nullptr || dest == MPI_PROC_NULL;
+  const bool recv_ok = recv != nullptr || source == MPI_PROC_NULL;
+  if ((send == nullptr && recv == nullptr) || !send_ok || !recv_ok) return native();
+  CommState& s = send != nullptr ? *send : *recv;
+  const Inside guard;
+  try {
+    Pending p;
+    if (send != nullptr) {
+      HostStaging data(sendbuf, size_t(sendcount) * sizeof(float));
+      Outgoing m(s, data.floats(), sendcount);
+      m.record();
+      p.outgoing = std::move(m.stream);
+    }
+    if (recv != nullptr) {
+      p.stream.resize(capacity_bytes(recvcount));
+      p.out = std::make_unique<HostStaging>(recvbuf, size_t(recvcount) * sizeof(float), false);
+      p.capacity = size_t(recvcount);
+      p.length_from_stream = true;
+    }
+    const int rc = PMPI_Isendrecv(p.outgoing.data(), static_cast<int>(p.outgoing.size()), MPI_BYTE,
+                                  dest, sendtag, p.stream.data(), static_cast<int>(p.stream.size()),
+                                  MPI_BYTE, source, recvtag, s.p2p_shadow, request);
+    if (rc == MPI_SUCCESS) track(*request, std::move(p));
+    return rc;
+  } catch (const std::exception& e) {
+    return fail(comm, name, e.what());
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace hycc::interpose
@@ -224,5 +268,26 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int 
   return MPI_Sendrecv(copy.data(), count, type, dest, sendtag, buf, count, type, source, recvtag,
                       comm, status);
 }
+
+#if MPI_VERSION >= 4
+int MPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                  MPI_Comm comm, MPI_Request* request) {
+  return ip::isendrecv("MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                       recvcount, recvtype, source, recvtag, comm, request, [&] {
+                         return PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                               recvcount, recvtype, source, recvtag, comm, request);
+                       });
+}
+
+int MPI_Isendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
+                          int source, int recvtag, MPI_Comm comm, MPI_Request* request) {
+  return ip::isendrecv("MPI_Isendrecv_replace", buf, count, type, dest, sendtag, buf, count, type,
+                       source, recvtag, comm, request, [&] {
+                         return PMPI_Isendrecv_replace(buf, count, type, dest, sendtag, source,
+                                                       recvtag, comm, request);
+                       });
+}
+#endif
 
 }  // extern "C"

@@ -59,11 +59,12 @@ int finish(MPI_Request handle, MPI_Status* status) {
   }
   if (p.out == nullptr) return MPI_SUCCESS;
   int cancelled = 0;
-  PMPI_Test_cancelled(status, &cancelled);
+  if (!p.length_from_stream) PMPI_Test_cancelled(status, &cancelled);
   if (cancelled != 0) return MPI_SUCCESS;
   const Inside guard;
   try {
-    const size_t n = decode(p.stream, received_bytes(*status), p.out->floats(), p.capacity, status);
+    const size_t bytes = p.length_from_stream ? p.stream.size() : received_bytes(*status);
+    const size_t n = decode(p.stream, bytes, p.out->floats(), p.capacity, status);
     p.out->store(n * sizeof(float));  // a shorter message leaves the rest as it was
   } catch (const std::exception& e) {
     return fail(MPI_COMM_WORLD, "completing a receive", e.what());
@@ -131,7 +132,7 @@ extern "C" {
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (!ip::any_ours(1, request)) return PMPI_Wait(request, status);
   const MPI_Request handle = *request;
-  MPI_Status st;
+  MPI_Status st{};  // zeroed in all four: an MPI may complete a request without filling it in
   const int rc = PMPI_Wait(request, &st);
   const int fin = rc == MPI_SUCCESS ? ip::finish(handle, &st) : rc;
   if (status != MPI_STATUS_IGNORE) *status = st;
@@ -141,7 +142,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (!ip::any_ours(1, request)) return PMPI_Test(request, flag, status);
   const MPI_Request handle = *request;
-  MPI_Status st;
+  MPI_Status st{};
   const int rc = PMPI_Test(request, flag, &st);
   if (rc != MPI_SUCCESS || *flag == 0) return rc;
   const int fin = ip::finish(handle, &st);
@@ -168,7 +169,7 @@ int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[])
 int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!ip::any_ours(n, requests)) return PMPI_Waitany(n, requests, index, status);
   const std::vector<MPI_Request> handles(requests, requests + n);
-  MPI_Status st;
+  MPI_Status st{};
   const int rc = PMPI_Waitany(n, requests, index, &st);
   if (rc != MPI_SUCCESS || *index == MPI_UNDEFINED) return rc;
   const int fin = ip::finish(handles[size_t(*index)], &st);
@@ -179,7 +180,7 @@ int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
 int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (!ip::any_ours(n, requests)) return PMPI_Testany(n, requests, index, flag, status);
   const std::vector<MPI_Request> handles(requests, requests + n);
-  MPI_Status st;
+  MPI_Status st{};
   const int rc = PMPI_Testany(n, requests, index, flag, &st);
   if (rc != MPI_SUCCESS || *flag == 0 || *index == MPI_UNDEFINED) return rc;
   const int fin = ip::finish(handles[size_t(*index)], &st);

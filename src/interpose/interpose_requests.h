@@ -20,6 +20,11 @@ struct Pending {
   // nullptr: a send.
   std::unique_ptr<HostStaging> out;
   size_t capacity = 0;  // elements the receive buffer holds
+  // MPI_Isendrecv's outgoing stream (the receive's is `stream`), kept until completion.
+  std::vector<std::byte> outgoing;
+  // The received stream's length from its own header, not from the status: MPICH 4.0's
+  // MPI_Isendrecv completes with a status it has not filled in.
+  bool length_from_stream = false;
   // A nonblocking collective (interpose_nonblocking.cc): decodes into the program's buffers
   // once MPI has completed the request; a failure is reported as `call` on MPI_COMM_WORLD, as
   // for receives (the program may have freed the collective's communicator by then).

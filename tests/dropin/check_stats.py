@@ -2,6 +2,7 @@
 """Checks the statistics (HYCC_LOG json=FILE) of a drop-in test program run under `hybrid`.
 
 Usage: check_stats.py RANKS JSON [DIMENSION/OPERATION=COMPRESSED_CALLS_PER_RANK ...]
+(calls per rank: their mean, 15.5 where the 4 ranks make 62 in all).
 """
 import json
 import sys
@@ -24,4 +25,4 @@ assert 0 < dp["error_samples"] <= dp["compressed_calls"] and 0 < dp["max_error"]
 for want in sys.argv[3:]:
     key, calls = want.split("=")
     row = rows[tuple(key.split("/"))]
-    assert row["calls"] == row["compressed_calls"] == int(calls) * ranks, (want, row)
+    assert row["calls"] == row["compressed_calls"] == round(float(calls) * ranks), (want, row)

@@ -6,8 +6,8 @@
 #  - the C program and the Fortran program (mpif.h and mpi_f08, built with MPICH's mpif90):
 #    every result within the bound, calls the library leaves alone exact (the programs check),
 #    and the statistics count every routed call of each program as compressed;
-#  - the large-count program (MPI 4's MPI_Allreduce_c, ..., which mpi4py 4 makes): each _c
-#    call the same bits as its int form, and counted as compressed;
+#  - the MPI 4 program (the large-count MPI_Allreduce_c, ..., which mpi4py 4 makes, and
+#    MPI_Isendrecv): each _c call the same bits as its int form, and counted as compressed;
 #  - the nonblocking program and the device-buffer program (bit-for-bit checks of their own).
 # The programs' results are checked against the values they know, not against a run without
 # the library: MPICH 4.0.2's own runs of them stop in MPI_Reduce_scatter with MPI_IN_PLACE.
@@ -22,7 +22,7 @@ for tool in mpicc.mpich mpicxx.mpich mpif90.mpich mpiexec.mpich; do
 done
 
 targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program
-  dropin_large_count_program)
+  dropin_mpi4_program)
 [ "$full" = --full ] && targets+=(hycc_mpi_tests)
 echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
 mkdir -p "$build"
@@ -50,7 +50,7 @@ run_hybrid() {  # name "compressed calls (check_stats.py)" program
     cat "$work/$1.out"; echo "FAIL: $1 under MPICH"; exit 1; }
   grep -q "policy 'hybrid'" "$work/$1.out" || {
     cat "$work/$1.out"; echo "FAIL: the library did not report (not loaded?)"; exit 1; }
-  grep -E "(dropin_program(_fortran)?|dropin large count): OK" "$work/$1.out"
+  grep -E "(dropin_program(_fortran)?|dropin mpi4): OK" "$work/$1.out"
   # shellcheck disable=SC2086
   /usr/bin/python3 "$src/tests/dropin/check_stats.py" "$ranks" "$work/$1.json" $2
   passed=$((passed + 1))
@@ -68,11 +68,12 @@ for binding in mpi f08; do
     "$work/fortran-$binding"
 done
 
-# MPI 4's large-count calls (mpi4py 4 makes only these): each _c call the same bits as its int
-# form, both counted as compressed (twice the calls of each), point to point mixing the forms.
-run_hybrid large-count \
-  "dp/allreduce=4 zero_grad/reduce_scatter=8 zero_param/allgather=8 tp/alltoall=4 pp/sendrecv=7" \
-  "$build/bin/dropin_large_count_program"
+# MPI 4's calls: each _c call the same bits as its int form, both counted as compressed (twice
+# the calls of each), point to point mixing the forms and MPI_Isendrecv (15.5 sends a rank: a
+# shift without wrap-around each way has 2 (p - 1) sends).
+run_hybrid mpi4 \
+  "dp/allreduce=4 zero_grad/reduce_scatter=8 zero_param/allgather=8 tp/alltoall=4 pp/sendrecv=15.5" \
+  "$build/bin/dropin_mpi4_program"
 echo "== the nonblocking program"
 LD_PRELOAD=$lib HYCC_POLICY=$src/tests/dropin/nonblocking_policy.toml \
   "${mpi[@]}" "$build/bin/dropin_nonblocking_program" >"$work/nonblocking.out" 2>&1 || {

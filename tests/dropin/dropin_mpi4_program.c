@@ -1,14 +1,15 @@
-/* The large-count calls of MPI 4 (MPI_Allreduce_c, MPI_Send_c, ...; mpi4py 4 makes only these)
- * under libhycc_mpi.so: every call the library routes is made twice on equal inputs in buffers
- * of their own, once in its int form and once in its _c form, and the two results must be the
- * same bits (the policy's codecs and error feedback are deterministic and each buffer starts
- * with no residual). A _c call that went to MPI instead would give MPI's exact result where the
- * int call gives a compressed one; the run's statistics (checked by the caller) count both forms
- * as compressed. Point to point mixes the forms on one message (a _c send into an int receive and
- * the reverse): on a routed communicator a message that one end left to MPI would never arrive.
- * Needs an MPI with the large-count calls (MPI_VERSION >= 4: MPICH 4); otherwise it says so and
- * exits with 77. Prints "dropin large count: OK" on rank 0 when every check passed.
- * Usage: dropin_large_count_program */
+/* MPI 4's calls under libhycc_mpi.so: the large-count forms (MPI_Allreduce_c, MPI_Send_c, ...;
+ * mpi4py 4 makes only these), MPI_Isendrecv and MPI_Isendrecv_replace. Every call the library
+ * routes is made twice on equal inputs in buffers of their own, once in its int form and once in
+ * its _c form, and the two results must be the same bits (the policy's codecs and error feedback
+ * are deterministic and each buffer starts with no residual). A _c call that went to MPI instead
+ * would give MPI's exact result where the int call gives a compressed one; the run's statistics
+ * (checked by the caller) count both forms as compressed. Point to point mixes the forms on one
+ * message (a _c send into an int receive and the reverse, MPI_Isendrecv against MPI_Sendrecv_c):
+ * on a routed communicator a message that one end left to MPI would never arrive.
+ * Needs an MPI 4 library (MPICH 4); otherwise it says so and exits with 77. Prints
+ * "dropin mpi4: OK" on rank 0 when every check passed.
+ * Usage: dropin_mpi4_program */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,12 +219,73 @@ static void point_to_point(MPI_Comm pp) {
   same("MPI_Sendrecv_replace_c", ref, got, N);
 }
 
+/* A shift along the ring without its wrap-around (step +1: rank size - 1 sends to, and rank 0
+ * receives from, MPI_PROC_NULL; step -1 the other way): where a rank receives, `ref`; where it
+ * does not, its buffer as it was. */
+static void shift(MPI_Comm pp, int step, const float* x, const float* ref, const char* what) {
+  const int dest = rank + step, source = rank - step;
+  float* got = filled(size + 5);
+  float* kept_as_was = filled(size + 5);
+  MPI_Request r;
+  MPI_Isendrecv(x, N, MPI_FLOAT, dest >= 0 && dest < size ? dest : MPI_PROC_NULL, 20 + step, got, N,
+                MPI_FLOAT, source >= 0 && source < size ? source : MPI_PROC_NULL, 20 + step, pp,
+                &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same(what, source >= 0 && source < size ? ref : kept_as_was, got, N);
+}
+
+/* MPI 4's MPI_Isendrecv and MPI_Isendrecv_replace in both forms round the ring on pp, against
+ * the int exchange `ref` of point_to_point(); against MPI_Sendrecv_c on the other ranks; at the
+ * ends of a shift without wrap-around (MPI_PROC_NULL). */
+static void isendrecv(MPI_Comm pp) {
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  float *x = filled(rank), *ref = fresh(), *down = fresh(), *got = fresh();
+  MPI_Request r;
+  MPI_Irecv(ref, N, MPI_FLOAT, prev, 10, pp, &r);
+  MPI_Send(x, N, MPI_FLOAT, next, 10, pp);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  MPI_Irecv(down, N, MPI_FLOAT, next, 11, pp, &r);
+  MPI_Send(x, N, MPI_FLOAT, prev, 11, pp);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+
+  MPI_Isendrecv(x, N, MPI_FLOAT, next, 12, got, N, MPI_FLOAT, prev, 12, pp, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Isendrecv", ref, got, N);
+
+  memset(got, 0, sizeof(float) * N);
+  MPI_Isendrecv_c(x, N, MPI_FLOAT, next, 13, got, N, MPI_FLOAT, prev, 13, pp, &r);
+  for (int done = 0; !done;) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+  same("MPI_Isendrecv_c (MPI_Test)", ref, got, N);
+
+  memcpy(got, x, sizeof(float) * N);
+  MPI_Isendrecv_replace(got, N, MPI_FLOAT, next, 14, prev, 14, pp, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Isendrecv_replace", ref, got, N);
+
+  memcpy(got, x, sizeof(float) * N);
+  MPI_Isendrecv_replace_c(got, N, MPI_FLOAT, next, 15, prev, 15, pp, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  same("MPI_Isendrecv_replace_c", ref, got, N);
+
+  memset(got, 0, sizeof(float) * N);
+  if (rank % 2 == 0) {
+    MPI_Isendrecv(x, N, MPI_FLOAT, next, 16, got, N, MPI_FLOAT, prev, 16, pp, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Sendrecv_c(x, N, MPI_FLOAT, next, 16, got, N, MPI_FLOAT, prev, 16, pp, MPI_STATUS_IGNORE);
+  }
+  same("MPI_Isendrecv with MPI_Sendrecv_c", ref, got, N);
+
+  shift(pp, 1, x, ref, "MPI_Isendrecv, MPI_PROC_NULL ends");
+  shift(pp, -1, x, down, "  ... the other way");
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 64) {
-    if (rank == 0) fprintf(stderr, "dropin large count: at most 64 ranks\n");
+    if (rank == 0) fprintf(stderr, "dropin mpi4: at most 64 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Comm dp = named_dup("dp"), tp = named_dup("tp"), pp = named_dup("pp");
@@ -232,9 +294,10 @@ int main(int argc, char** argv) {
   blocking(dp, tp, zero);
   nonblocking(dp, tp, zero);
   point_to_point(pp);
+  isendrecv(pp);
   MPI_Comm_free(&dp), MPI_Comm_free(&tp), MPI_Comm_free(&pp);
   MPI_Comm_free(&zero);
-  if (rank == 0) printf(failures ? "dropin large count: FAILED\n" : "dropin large count: OK\n");
+  if (rank == 0) printf(failures ? "dropin mpi4: FAILED\n" : "dropin mpi4: OK\n");
   for (int i = 0; i < nkept; ++i) free(kept[i]);
   MPI_Finalize();
   return failures ? 1 : 0;
@@ -243,7 +306,7 @@ int main(int argc, char** argv) {
 #else
 
 int main(void) {
-  printf("dropin large count: this MPI (version %d.%d) has no large-count calls\n", MPI_VERSION,
+  printf("dropin mpi4: this MPI (version %d.%d) has no large-count calls\n", MPI_VERSION,
          MPI_SUBVERSION);
   return 77;
 }
