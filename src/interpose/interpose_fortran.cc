@@ -256,6 +256,22 @@ void ialltoall(const void* sendbuf, const Fint* sendcount, const Fint* sendtype,
   });
 }
 
+using CSend = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
+using CIsend = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
+
+// A send of any mode through the library's C entry point for it (MPI_Send, MPI_Ssend, ...).
+void send_as(CSend send, const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+             const Fint* tag, const Fint* comm, Fint* ierror) {
+  put(ierror, send(c_buffer(buf), *count, type_of(type), *dest, *tag, comm_of(comm)));
+}
+
+void isend_as(CIsend isend, const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+              const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  put(ierror, isend(c_buffer(buf), *count, type_of(type), *dest, *tag, comm_of(comm), &r));
+  *request = MPI_Request_c2f(r);
+}
+
 }  // namespace
 
 // The mpif.h functions: exported for Open MPI, internal otherwise (above).
@@ -363,11 +379,19 @@ void mpi_ialltoall_(const void* sendbuf, const Fint* sendcount, const Fint* send
 
 void mpi_send_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
                const Fint* tag, const Fint* comm, Fint* ierror) {
-  put(ierror, MPI_Send(c_buffer(buf), *count, type_of(type), *dest, *tag, comm_of(comm)));
+  send_as(MPI_Send, buf, count, type, dest, tag, comm, ierror);
 }
 void mpi_ssend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
                 const Fint* tag, const Fint* comm, Fint* ierror) {
-  put(ierror, MPI_Ssend(c_buffer(buf), *count, type_of(type), *dest, *tag, comm_of(comm)));
+  send_as(MPI_Ssend, buf, count, type, dest, tag, comm, ierror);
+}
+void mpi_bsend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                const Fint* tag, const Fint* comm, Fint* ierror) {
+  send_as(MPI_Bsend, buf, count, type, dest, tag, comm, ierror);
+}
+void mpi_rsend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                const Fint* tag, const Fint* comm, Fint* ierror) {
+  send_as(MPI_Rsend, buf, count, type, dest, tag, comm, ierror);
 }
 void mpi_recv_(void* buf, const Fint* count, const Fint* type, const Fint* source, const Fint* tag,
                const Fint* comm, Fint* status, Fint* ierror) {
@@ -393,9 +417,19 @@ void mpi_sendrecv_replace_(void* buf, const Fint* count, const Fint* type, const
 }
 void mpi_isend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
                 const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
-  MPI_Request r = MPI_REQUEST_NULL;
-  put(ierror, MPI_Isend(c_buffer(buf), *count, type_of(type), *dest, *tag, comm_of(comm), &r));
-  *request = MPI_Request_c2f(r);
+  isend_as(MPI_Isend, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_issend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                 const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Issend, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_ibsend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                 const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Ibsend, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_irsend_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                 const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Irsend, buf, count, type, dest, tag, comm, request, ierror);
 }
 void mpi_irecv_(void* buf, const Fint* count, const Fint* type, const Fint* source, const Fint* tag,
                 const Fint* comm, Fint* request, Fint* ierror) {
@@ -581,6 +615,14 @@ void mpi_ssend_f08_(const void* buf, const Fint* count, const Fint* type, const 
                     const Fint* tag, const Fint* comm, Fint* ierror) {
   mpi_ssend_(buf, count, type, dest, tag, comm, ierror);
 }
+void mpi_bsend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                    const Fint* tag, const Fint* comm, Fint* ierror) {
+  mpi_bsend_(buf, count, type, dest, tag, comm, ierror);
+}
+void mpi_rsend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                    const Fint* tag, const Fint* comm, Fint* ierror) {
+  mpi_rsend_(buf, count, type, dest, tag, comm, ierror);
+}
 void mpi_recv_f08_(void* buf, const Fint* count, const Fint* type, const Fint* source,
                    const Fint* tag, const Fint* comm, Fint* status, Fint* ierror) {
   mpi_recv_(buf, count, type, source, tag, comm, status, ierror);
@@ -600,6 +642,18 @@ void mpi_sendrecv_replace_f08_(void* buf, const Fint* count, const Fint* type, c
 void mpi_isend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
   mpi_isend_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_issend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_issend_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_ibsend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_ibsend_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_irsend_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_irsend_(buf, count, type, dest, tag, comm, request, ierror);
 }
 void mpi_irecv_f08_(void* buf, const Fint* count, const Fint* type, const Fint* source,
                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {

@@ -188,6 +188,18 @@ int MPI_Ssend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int des
   return MPI_Ssend(buf, int(count), datatype, dest, tag, comm);
 }
 
+int MPI_Bsend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                MPI_Comm comm) {
+  if (!fits(count)) return PMPI_Bsend_c(buf, count, datatype, dest, tag, comm);
+  return MPI_Bsend(buf, int(count), datatype, dest, tag, comm);
+}
+
+int MPI_Rsend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                MPI_Comm comm) {
+  if (!fits(count)) return PMPI_Rsend_c(buf, count, datatype, dest, tag, comm);
+  return MPI_Rsend(buf, int(count), datatype, dest, tag, comm);
+}
+
 int MPI_Recv_c(void* buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
                MPI_Comm comm, MPI_Status* status) {
   if (!fits(count)) return PMPI_Recv_c(buf, count, datatype, source, tag, comm, status);
@@ -198,6 +210,24 @@ int MPI_Isend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int des
                 MPI_Comm comm, MPI_Request* request) {
   if (!fits(count)) return PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
   return MPI_Isend(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Issend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Issend(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Ibsend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Ibsend_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Ibsend(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Irsend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Irsend_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Irsend(buf, int(count), datatype, dest, tag, comm, request);
 }
 
 int MPI_Irecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,

@@ -95,8 +95,11 @@ size_t capacity_bytes(int count) {
 }
 
 using SendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
+using IsendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 
-// MPI_Send and MPI_Ssend: the stream goes with the same kind of send (Ssend stays synchronous).
+// MPI_Send, MPI_Ssend, MPI_Bsend, MPI_Rsend: the stream goes with the same kind of send
+// (synchronous, buffered in the program's attached buffer, or ready: the routed receive it
+// meets was posted on the duplicate).
 int blocking_send(SendFunction send, const char* name, const void* buf, int count,
                   MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   CommState* s = route(comm, type, dest);
@@ -107,6 +110,28 @@ int blocking_send(SendFunction send, const char* name, const void* buf, int coun
     Outgoing m(*s, data.floats(), count);
     const int rc = send(m.stream.data(), m.size(), MPI_BYTE, dest, tag, s->p2p_shadow);
     m.record();
+    return rc;
+  } catch (const std::exception& e) {
+    return fail(comm, name, e.what());
+  }
+}
+
+// MPI_Isend, MPI_Issend, MPI_Ibsend, MPI_Irsend: the stream goes with the same kind of send and
+// is kept until the request completes.
+int nonblocking_send(IsendFunction isend, const char* name, const void* buf, int count,
+                     MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  CommState* s = route(comm, type, dest);
+  if (s == nullptr) return isend(buf, count, type, dest, tag, comm, request);
+  const Inside guard;
+  try {
+    Pending p;
+    HostStaging data(buf, size_t(count) * sizeof(float));
+    Outgoing m(*s, data.floats(), count);
+    m.record();
+    p.stream = std::move(m.stream);
+    const int rc = isend(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, dest, tag,
+                         s->p2p_shadow, request);
+    if (rc == MPI_SUCCESS) track(*request, std::move(p));
     return rc;
   } catch (const std::exception& e) {
     return fail(comm, name, e.what());
@@ -172,6 +197,14 @@ int MPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
   return ip::blocking_send(PMPI_Ssend, "MPI_Ssend", buf, count, type, dest, tag, comm);
 }
 
+int MPI_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return ip::blocking_send(PMPI_Bsend, "MPI_Bsend", buf, count, type, dest, tag, comm);
+}
+
+int MPI_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return ip::blocking_send(PMPI_Rsend, "MPI_Rsend", buf, count, type, dest, tag, comm);
+}
+
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status* status) {
   CommState* s = ip::route(comm, type, source);
@@ -196,22 +229,25 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  CommState* s = ip::route(comm, type, dest);
-  if (s == nullptr) return PMPI_Isend(buf, count, type, dest, tag, comm, request);
-  const Inside guard;
-  try {
-    ip::Pending p;
-    ip::HostStaging data(buf, size_t(count) * sizeof(float));
-    ip::Outgoing m(*s, data.floats(), count);
-    m.record();
-    p.stream = std::move(m.stream);
-    const int rc = PMPI_Isend(p.stream.data(), static_cast<int>(p.stream.size()), MPI_BYTE, dest,
-                              tag, s->p2p_shadow, request);
-    if (rc == MPI_SUCCESS) ip::track(*request, std::move(p));
-    return rc;
-  } catch (const std::exception& e) {
-    return ip::fail(comm, "MPI_Isend", e.what());
-  }
+  return ip::nonblocking_send(PMPI_Isend, "MPI_Isend", buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  return ip::nonblocking_send(PMPI_Issend, "MPI_Issend", buf, count, type, dest, tag, comm,
+                              request);
+}
+
+int MPI_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  return ip::nonblocking_send(PMPI_Ibsend, "MPI_Ibsend", buf, count, type, dest, tag, comm,
+                              request);
+}
+
+int MPI_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  return ip::nonblocking_send(PMPI_Irsend, "MPI_Irsend", buf, count, type, dest, tag, comm,
+                              request);
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,

@@ -217,6 +217,31 @@ static void point_to_point(MPI_Comm pp) {
   memcpy(got, x, sizeof(float) * N);
   MPI_Sendrecv_replace_c(got, N, MPI_FLOAT, next, 7, prev, 7, pp, MPI_STATUS_IGNORE);
   same("MPI_Sendrecv_replace_c", ref, got, N);
+
+  /* The other send modes' _c forms, each into an int receive posted before the barrier. */
+  const int attached = 2 * ((int)(sizeof(float) * N) + 48 + MPI_BSEND_OVERHEAD);
+  void* buffer = malloc((size_t)attached);
+  MPI_Buffer_attach(buffer, attached);
+  static const char* const modes[] = {"MPI_Issend_c", "MPI_Ibsend_c", "MPI_Irsend_c", "MPI_Bsend_c",
+                                      "MPI_Rsend_c"};
+  for (int mode = 0; mode < 5; ++mode) {
+    MPI_Request q[2];
+    MPI_Status qs[2];
+    memset(got, 0, sizeof(float) * N);
+    MPI_Irecv(got, N, MPI_FLOAT, prev, 30 + mode, pp, &q[0]);
+    MPI_Barrier(pp);
+    q[1] = MPI_REQUEST_NULL;
+    if (mode == 0) MPI_Issend_c(x, N, MPI_FLOAT, next, 30, pp, &q[1]);
+    if (mode == 1) MPI_Ibsend_c(x, N, MPI_FLOAT, next, 31, pp, &q[1]);
+    if (mode == 2) MPI_Irsend_c(x, N, MPI_FLOAT, next, 32, pp, &q[1]);
+    if (mode == 3) MPI_Bsend_c(x, N, MPI_FLOAT, next, 33, pp);
+    if (mode == 4) MPI_Rsend_c(x, N, MPI_FLOAT, next, 34, pp);
+    MPI_Waitall(2, q, qs);
+    same(modes[mode], ref, got, N);
+  }
+  int detached_size = 0;
+  MPI_Buffer_detach(&buffer, &detached_size);
+  free(buffer);
 }
 
 /* A shift along the ring without its wrap-around (step +1: rank size - 1 sends to, and rank 0

@@ -3,7 +3,7 @@
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
 ! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather,
 ! blocking and nonblocking, with counts one apart) and point-to-point messages
-! (blocking and nonblocking),
+! (blocking and nonblocking; synchronous and ready sends too),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
 !   - prints, on rank 0, the largest error of each call against the exact result (computed in
@@ -211,6 +211,25 @@ program dropin_program_fortran
       failures = failures + 1
     end if
     call check('isend/irecv pp', y, e, n, .false.)
+
+    ! The synchronous and ready modes, each into a receive posted before the barrier.
+    do j = 1, 3
+      y = 0
+      call MPI_Irecv(y, n + 10, MPI_REAL, prev, 10 + j, pp, requests(1), ierr)
+      call MPI_Barrier(pp, ierr)
+      requests(2) = MPI_REQUEST_NULL
+      if (j == 1) then
+        call MPI_Issend(x, n, MPI_REAL, next, 11, pp, requests(2), ierr)
+      else if (j == 2) then
+        call MPI_Irsend(x, n, MPI_REAL, next, 12, pp, requests(2), ierr)
+      else
+        call MPI_Rsend(x, n, MPI_REAL, next, 13, pp, ierr)
+      end if
+      call MPI_Waitall(2, requests, statuses, ierr)
+      call MPI_Get_count(STATUS_OF(statuses, 1), MPI_REAL, count, ierr)
+      call expect_status('issend/irsend/rsend', STATUS_OF(statuses, 1), count, prev, 10 + j)
+      call check('issend/irsend/rsend pp', y, e, n, .false.)
+    end do
 
     ! The other completions: MPI_Waitany (1-based indices), MPI_Testall, MPI_Waitsome.
     y = 0

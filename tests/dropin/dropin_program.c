@@ -237,6 +237,47 @@ static void point_to_point(MPI_Comm pp) {
   }
   check("isend/irecv pp", y, e, N, 0);
 
+  /* The other send modes round the ring, each into a receive posted first (MPI_Rsend and
+   * MPI_Irsend need it posted; the barrier says it is): synchronous, buffered (in a buffer
+   * attached for two messages: the floats, room for a stream's 48-byte header, MPI's overhead),
+   * ready. */
+  const int attached = 2 * ((int)(sizeof(float) * N) + 48 + MPI_BSEND_OVERHEAD);
+  void* buffer = malloc((size_t)attached);
+  MPI_Buffer_attach(buffer, attached);
+  static const char* const modes[] = {"issend pp", "ibsend pp", "irsend pp",
+                                      "bsend pp",  "rsend pp",  "ssend pp"};
+  for (int mode = 0; mode < 6; ++mode) {
+    memset(y, 0, sizeof(float) * N);
+    MPI_Irecv(y, N, MPI_FLOAT, prev, 20 + mode, pp, &r[0]);
+    MPI_Barrier(pp);
+    r[1] = MPI_REQUEST_NULL;
+    switch (mode) {
+      case 0:
+        MPI_Issend(x, N, MPI_FLOAT, next, 20, pp, &r[1]);
+        break;
+      case 1:
+        MPI_Ibsend(x, N, MPI_FLOAT, next, 21, pp, &r[1]);
+        break;
+      case 2:
+        MPI_Irsend(x, N, MPI_FLOAT, next, 22, pp, &r[1]);
+        break;
+      case 3:
+        MPI_Bsend(x, N, MPI_FLOAT, next, 23, pp);
+        break;
+      case 4:
+        MPI_Rsend(x, N, MPI_FLOAT, next, 24, pp);
+        break;
+      default:
+        MPI_Ssend(x, N, MPI_FLOAT, next, 25, pp);
+        break;
+    }
+    MPI_Waitall(2, r, sts);
+    check(modes[mode], y, e, N, 0);
+  }
+  int detached_size = 0;
+  MPI_Buffer_detach(&buffer, &detached_size);
+  free(buffer);
+
   /* Blocking, in pairs (0 <-> 1, 2 <-> 3, ...) so that it cannot deadlock: even sizes only. */
   if (size % 2 == 0) {
     const int peer = rank ^ 1;
