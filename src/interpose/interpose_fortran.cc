@@ -443,6 +443,17 @@ void mpi_wait_(Fint* request, Fint* status, Fint* ierror) {
   Status s(status);
   put(ierror, r.done(s.done(MPI_Wait(r.c(), s.c())), 0));
 }
+void mpi_probe_(const Fint* source, const Fint* tag, const Fint* comm, Fint* status, Fint* ierror) {
+  Status s(status);
+  put(ierror, s.done(MPI_Probe(*source, *tag, comm_of(comm), s.c())));
+}
+void mpi_iprobe_(const Fint* source, const Fint* tag, const Fint* comm, Fint* flag, Fint* status,
+                 Fint* ierror) {
+  Status s(status);
+  int f = 0;
+  put(ierror, s.done(MPI_Iprobe(*source, *tag, comm_of(comm), &f, s.c())));
+  *flag = f;
+}
 void mpi_test_(Fint* request, Fint* flag, Fint* status, Fint* ierror) {
   Requests r(1, request, nullptr);
   Status s(status);
@@ -658,6 +669,14 @@ void mpi_irsend_f08_(const void* buf, const Fint* count, const Fint* type, const
 void mpi_irecv_f08_(void* buf, const Fint* count, const Fint* type, const Fint* source,
                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
   mpi_irecv_(buf, count, type, source, tag, comm, request, ierror);
+}
+void mpi_probe_f08_(const Fint* source, const Fint* tag, const Fint* comm, Fint* status,
+                    Fint* ierror) {
+  mpi_probe_(source, tag, comm, status, ierror);
+}
+void mpi_iprobe_f08_(const Fint* source, const Fint* tag, const Fint* comm, Fint* flag,
+                     Fint* status, Fint* ierror) {
+  mpi_iprobe_(source, tag, comm, flag, status, ierror);
 }
 void mpi_wait_f08_(Fint* request, Fint* status, Fint* ierror) {
   mpi_wait_(request, status, ierror);

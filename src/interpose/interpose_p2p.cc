@@ -19,18 +19,13 @@
 #include "hycc/codec.h"
 #include "hycc/policy_engine.h"
 #include "interpose/device_memory.h"
+#include "interpose/interpose_p2p.h"
 #include "interpose/interpose_requests.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
-namespace {
 
-// The state of comm when a float message on it goes through hycc. Only named dimensions: on
-// other communicators a receiver may probe for messages, which would not see ours.
-// Both ends decide alike, from the name and the policy only: the policy must have a rule that
-// compresses this dimension's point-to-point messages (of some size). Otherwise, as under the
-// baseline policy, messages are MPI's own.
-CommState* route(MPI_Comm comm, MPI_Datatype type, int peer) {
+CommState* p2p_route(MPI_Comm comm, MPI_Datatype type, int peer) {
   if (inside() || engine() == nullptr || !is_float32(type) || peer == MPI_PROC_NULL) {
     return nullptr;
   }
@@ -45,6 +40,8 @@ CommState* route(MPI_Comm comm, MPI_Datatype type, int peer) {
   }
   return nullptr;
 }
+
+namespace {
 
 // One outgoing message: its stream (the policy's codec, or none when that would not shrink the
 // message) and what it cost. record() adds it to the statistics once it has left.
@@ -102,7 +99,7 @@ using IsendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm
 // meets was posted on the duplicate).
 int blocking_send(SendFunction send, const char* name, const void* buf, int count,
                   MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  CommState* s = route(comm, type, dest);
+  CommState* s = p2p_route(comm, type, dest);
   if (s == nullptr) return send(buf, count, type, dest, tag, comm);
   const Inside guard;
   try {
@@ -120,7 +117,7 @@ int blocking_send(SendFunction send, const char* name, const void* buf, int coun
 // is kept until the request completes.
 int nonblocking_send(IsendFunction isend, const char* name, const void* buf, int count,
                      MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
-  CommState* s = route(comm, type, dest);
+  CommState* s = p2p_route(comm, type, dest);
   if (s == nullptr) return isend(buf, count, type, dest, tag, comm, request);
   const Inside guard;
   try {
@@ -148,8 +145,8 @@ int isendrecv(const char* name, const void* sendbuf, int sendcount, MPI_Datatype
               int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
               int recvtag, MPI_Comm comm, MPI_Request* request,
               const std::function<int()>& native) {
-  CommState* send = route(comm, sendtype, dest);
-  CommState* recv = route(comm, recvtype, source);
+  CommState* send = p2p_route(comm, sendtype, dest);
+  CommState* recv = p2p_route(comm, recvtype, source);
   const bool send_ok = send != nullptr || dest == MPI_PROC_NULL;
   const bool recv_ok = recv != nullptr || source == MPI_PROC_NULL;
   if ((send == nullptr && recv == nullptr) || !send_ok || !recv_ok) return native();
@@ -207,18 +204,26 @@ int MPI_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status* status) {
-  CommState* s = ip::route(comm, type, source);
+  CommState* s = ip::p2p_route(comm, type, source);
   if (s == nullptr) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   const Inside guard;
   try {
-    std::vector<std::byte> m(ip::capacity_bytes(count));
-    MPI_Status st;
-    const int rc =
-        PMPI_Recv(m.data(), static_cast<int>(m.size()), MPI_BYTE, source, tag, s->p2p_shadow, &st);
-    if (rc != MPI_SUCCESS) return rc;
+    std::vector<std::byte> m;
+    size_t bytes = 0;
+    MPI_Status st{};
+    if (auto held = ip::take_held(comm, source, tag)) {  // a probe received it already
+      m = std::move(held->stream);
+      bytes = m.size();
+      st = held->status;
+    } else {
+      m.resize(ip::capacity_bytes(count));
+      const int rc = PMPI_Recv(m.data(), static_cast<int>(m.size()), MPI_BYTE, source, tag,
+                               s->p2p_shadow, &st);
+      if (rc != MPI_SUCCESS) return rc;
+      bytes = ip::received_bytes(st);
+    }
     ip::HostStaging out(buf, size_t(count) * sizeof(float), false);
-    const size_t n =
-        ip::decode(m, size_t(ip::received_bytes(st)), out.floats(), size_t(count), &st);
+    const size_t n = ip::decode(m, bytes, out.floats(), size_t(count), &st);
     out.store(n * sizeof(float));  // a shorter message leaves the rest of the buffer as it was
     if (status != MPI_STATUS_IGNORE) *status = st;
     return MPI_SUCCESS;
@@ -252,10 +257,17 @@ int MPI_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag,
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  CommState* s = ip::route(comm, type, source);
+  CommState* s = ip::p2p_route(comm, type, source);
   if (s == nullptr) return PMPI_Irecv(buf, count, type, source, tag, comm, request);
   const Inside guard;
   try {
+    if (auto held = ip::take_held(comm, source, tag)) {  // a probe received it: complete now
+      ip::HostStaging out(buf, size_t(count) * sizeof(float), false);
+      const size_t n =
+          ip::decode(held->stream, held->stream.size(), out.floats(), size_t(count), &held->status);
+      out.store(n * sizeof(float));
+      return ip::completed_request(held->status, request);
+    }
     ip::Pending p;
     p.stream.resize(ip::capacity_bytes(count));
     p.out = std::make_unique<ip::HostStaging>(buf, size_t(count) * sizeof(float), false);
@@ -273,7 +285,8 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
 int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status* status) {
-  if (ip::route(comm, sendtype, dest) == nullptr && ip::route(comm, recvtype, source) == nullptr) {
+  if (ip::p2p_route(comm, sendtype, dest) == nullptr &&
+      ip::p2p_route(comm, recvtype, source) == nullptr) {
     return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                          source, recvtag, comm, status);
   }
@@ -290,7 +303,7 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
 
 int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag, int source,
                          int recvtag, MPI_Comm comm, MPI_Status* status) {
-  if (ip::route(comm, type, dest) == nullptr && ip::route(comm, type, source) == nullptr) {
+  if (ip::p2p_route(comm, type, dest) == nullptr && ip::p2p_route(comm, type, source) == nullptr) {
     return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
   }
   std::vector<float> copy(size_t(count > 0 ? count : 0));

@@ -3,7 +3,7 @@
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
 ! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather,
 ! blocking and nonblocking, with counts one apart) and point-to-point messages
-! (blocking and nonblocking; synchronous and ready sends too),
+! (blocking and nonblocking; synchronous and ready sends too; a probed one),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
 !   - prints, on rank 0, the largest error of each call against the exact result (computed in
@@ -230,6 +230,21 @@ program dropin_program_fortran
       call expect_status('issend/irsend/rsend', STATUS_OF(statuses, 1), count, prev, 10 + j)
       call check('issend/irsend/rsend pp', y, e, n, .false.)
     end do
+
+    ! A message whose length the receiver learns from MPI_Probe and MPI_Get_count.
+    y = 0
+    call MPI_Isend(x, n - 1000 * (rank + 1), MPI_REAL, next, 14, pp, requests(2), ierr)
+    call MPI_Probe(prev, 14, pp, st, ierr)
+    call MPI_Get_count(st, MPI_REAL, count, ierr)
+    if (count /= n - 1000 * (prev + 1) .or. SOURCE_OF(st) /= prev .or. TAG_OF(st) /= 14) then
+      print '(a, i0, 3(a, i0))', 'rank ', rank, ': MPI_Probe count ', count, ' source ', &
+        SOURCE_OF(st), ' tag ', TAG_OF(st)
+      failures = failures + 1
+      count = n - 1000 * (prev + 1)
+    end if
+    call MPI_Recv(y, count, MPI_REAL, prev, 14, pp, st, ierr)
+    call MPI_Wait(requests(2), st, ierr)
+    call check('probe/recv pp', y, e, count, .false.)
 
     ! The other completions: MPI_Waitany (1-based indices), MPI_Testall, MPI_Waitsome.
     y = 0

@@ -278,6 +278,45 @@ static void point_to_point(MPI_Comm pp) {
   MPI_Buffer_detach(&buffer, &detached_size);
   free(buffer);
 
+  /* Messages whose length the receiver learns from a probe, each after an int header (which
+   * travels as MPI's own) probed and received first: MPI_Probe, twice (the same message), then
+   * MPI_Get_count and MPI_Recv; MPI_Iprobe polled with wildcards, then MPI_Irecv. */
+  const int mine_len = N - 1000 * (rank + 1), prev_len = N - 1000 * (prev + 1);
+  for (int k = 0; k < 2; ++k) {
+    MPI_Request sends[2];
+    MPI_Status pst;
+    int header = mine_len, got_header = -1, header_count = -1;
+    MPI_Isend(&header, 1, MPI_INT, next, 40 + k, pp, &sends[0]);
+    MPI_Isend(x, mine_len, MPI_FLOAT, next, 42 + k, pp, &sends[1]);
+    MPI_Probe(prev, 40 + k, pp, &pst);
+    MPI_Get_count(&pst, MPI_INT, &header_count);
+    MPI_Recv(&got_header, 1, MPI_INT, prev, 40 + k, pp, MPI_STATUS_IGNORE);
+    if (k == 0) {
+      MPI_Probe(prev, 42, pp, &pst);
+      MPI_Probe(MPI_ANY_SOURCE, 42, pp, &pst);
+    } else {
+      for (int flag = 0; !flag;) MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, pp, &flag, &pst);
+    }
+    MPI_Get_count(&pst, MPI_FLOAT, &count);
+    if (header_count != 1 || got_header != prev_len || count != prev_len ||
+        pst.MPI_SOURCE != prev || pst.MPI_TAG != 42 + k) {
+      printf("rank %d: probe %d: header count %d value %d, count %d source %d tag %d\n", rank, k,
+             header_count, got_header, count, pst.MPI_SOURCE, pst.MPI_TAG);
+      ++failures;
+      count = prev_len;
+    }
+    float* z = malloc(sizeof(float) * (size_t)count);
+    if (k == 0) {
+      MPI_Recv(z, count, MPI_FLOAT, pst.MPI_SOURCE, pst.MPI_TAG, pp, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Irecv(z, count, MPI_FLOAT, pst.MPI_SOURCE, pst.MPI_TAG, pp, &r[0]);
+      MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    }
+    MPI_Waitall(2, sends, MPI_STATUSES_IGNORE);
+    check(k == 0 ? "probe/recv pp" : "iprobe/irecv pp", z, e, prev_len, 0);
+    free(z);
+  }
+
   /* Blocking, in pairs (0 <-> 1, 2 <-> 3, ...) so that it cannot deadlock: even sizes only. */
   if (size % 2 == 0) {
     const int peer = rank ^ 1;

@@ -1,0 +1,37 @@
+// Point to point of libhycc_mpi.so, shared by the sends and receives (interpose_p2p.cc) and the
+// probes (interpose_probe.cc).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "interpose/interpose_state.h"
+
+namespace hycc::interpose {
+
+// The state of comm when a float message to or from `peer` goes through hycc. Only named
+// dimensions: on other communicators a program's probes would have to look at two communicators
+// for each message. Both ends decide alike, from the name and the policy only: the policy must
+// have a rule that compresses this dimension's point-to-point messages (of some size).
+// Otherwise, as under the baseline policy, messages are MPI's own.
+CommState* p2p_route(MPI_Comm comm, MPI_Datatype type, int peer);
+
+// A message of hycc's that a probe received from the private duplicate to learn its element
+// count (MPI_Probe, MPI_Iprobe): its stream, and the status the probe gave (source, tag, the
+// element count as floats). The next receive that matches it takes it.
+struct HeldMessage {
+  std::vector<std::byte> stream;
+  MPI_Status status{};
+};
+
+// The first held message of comm that a receive from `source` with `tag` (wildcards allowed)
+// matches, taken out; nothing when there is none.
+std::optional<HeldMessage> take_held(MPI_Comm comm, int source, int tag);
+
+// A request already complete with `status` (a generalized request): MPI_Irecv of a held message.
+int completed_request(const MPI_Status& status, MPI_Request* request);
+
+}  // namespace hycc::interpose

@@ -1,0 +1,149 @@
+// MPI_Probe and MPI_Iprobe of libhycc_mpi.so. On a communicator whose float messages hycc routes
+// (interpose_p2p.h), a program's message is on the communicator itself (any other type) or on
+// the private duplicate (floats, as one hycc stream). A probe looks at both. A stream's length
+// says nothing of how many floats it holds, and MPI cannot read a message without receiving it,
+// so a probe that finds a stream receives it (MPI_Improbe + MPI_Mrecv: exactly the message it
+// found), reads the element count from its header, keeps it as held, and reports it with that
+// count (MPI_Get_count(status, MPI_FLOAT) gives what was sent). The next receive on the
+// communicator that matches a held message takes it before anything MPI still has: a message
+// probed is the message then received, as MPI promises. A blocking probe polls both until one
+// has a message, yielding the processor between rounds.
+#include <mpi.h>
+#include <sched.h>
+
+#include <deque>
+#include <exception>
+#include <mutex>
+
+#include "hycc/codec.h"
+#include "hycc/error.h"
+#include "interpose/interpose_p2p.h"
+
+namespace hycc::interpose {
+namespace {
+
+struct Held {
+  MPI_Comm comm;
+  HeldMessage message;
+};
+
+std::mutex g_mutex;
+std::deque<Held> g_held;  // in the order probes took them; guarded by g_mutex
+
+bool matches(const Held& h, MPI_Comm comm, int source, int tag) {
+  return h.comm == comm && (source == MPI_ANY_SOURCE || source == h.message.status.MPI_SOURCE) &&
+         (tag == MPI_ANY_TAG || tag == h.message.status.MPI_TAG);
+}
+
+// The status of the first held message of comm that matches, if there is one.
+bool held_status(MPI_Comm comm, int source, int tag, MPI_Status* status) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  for (const Held& h : g_held) {
+    if (matches(h, comm, source, tag)) {
+      if (status != MPI_STATUS_IGNORE) *status = h.message.status;
+      return true;
+    }
+  }
+  return false;
+}
+
+// One look at comm and at its duplicate. Throws CorruptStream (a stream that is not one).
+int probe_once(const CommState& s, int source, int tag, MPI_Comm comm, int* flag,
+               MPI_Status* status) {
+  *flag = 0;
+  if (held_status(comm, source, tag, status)) {
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  int rc = PMPI_Iprobe(source, tag, comm, flag, status);
+  if (rc != MPI_SUCCESS || *flag != 0) return rc;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status st{};
+  rc = PMPI_Improbe(source, tag, s.p2p_shadow, flag, &message, &st);
+  if (rc != MPI_SUCCESS || *flag == 0) return rc;
+  int bytes = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  Held h{comm, {std::vector<std::byte>(size_t(bytes > 0 ? bytes : 0)), {}}};
+  rc = PMPI_Mrecv(h.message.stream.data(), bytes, MPI_BYTE, &message, &st);
+  if (rc != MPI_SUCCESS) return rc;
+  const StreamInfo info = inspect(h.message.stream);
+  if (info.dtype != DType::kF32) {
+    throw CorruptStream(
+        tagged("dropin", "a probed message holds ", dtype_name(info.dtype), ", not float32"));
+  }
+  PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
+  h.message.status = st;
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_held.push_back(std::move(h));
+  return MPI_SUCCESS;
+}
+
+int query_status(void* extra, MPI_Status* status) {
+  *status = *static_cast<MPI_Status*>(extra);
+  return MPI_SUCCESS;
+}
+int free_status(void* extra) {
+  delete static_cast<MPI_Status*>(extra);
+  return MPI_SUCCESS;
+}
+int cancel_nothing(void*, int) { return MPI_SUCCESS; }
+
+}  // namespace
+
+std::optional<HeldMessage> take_held(MPI_Comm comm, int source, int tag) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto it = g_held.begin(); it != g_held.end(); ++it) {
+    if (matches(*it, comm, source, tag)) {
+      HeldMessage m = std::move(it->message);
+      g_held.erase(it);
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+int completed_request(const MPI_Status& status, MPI_Request* request) {
+  auto* extra = new MPI_Status(status);
+  const int rc = PMPI_Grequest_start(query_status, free_status, cancel_nothing, extra, request);
+  if (rc != MPI_SUCCESS) {
+    delete extra;
+    return rc;
+  }
+  return PMPI_Grequest_complete(*request);
+}
+
+}  // namespace hycc::interpose
+
+namespace ip = hycc::interpose;
+
+extern "C" {
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, source);
+  if (s == nullptr) return PMPI_Iprobe(source, tag, comm, flag, status);
+  const ip::Inside guard;
+  try {
+    return ip::probe_once(*s, source, tag, comm, flag, status);
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Iprobe", e.what());
+  }
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, source);
+  if (s == nullptr) return PMPI_Probe(source, tag, comm, status);
+  const ip::Inside guard;
+  try {
+    for (;;) {
+      int flag = 0;
+      const int rc = ip::probe_once(*s, source, tag, comm, &flag, status);
+      if (rc != MPI_SUCCESS || flag != 0) return rc;
+      sched_yield();
+    }
+  } catch (const std::exception& e) {
+    return ip::fail(comm, "MPI_Probe", e.what());
+  }
+}
+
+}  // extern "C"
