@@ -33,12 +33,20 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
+// True when comm's ranks are MPI_COMM_WORLD's (a local comparison of the groups).
+bool spans_world(MPI_Comm comm) {
+  int result = MPI_UNEQUAL;
+  return PMPI_Comm_compare(comm, MPI_COMM_WORLD, &result) == MPI_SUCCESS &&
+         (result == MPI_IDENT || result == MPI_CONGRUENT);
+}
+
 // The communicator's name as the policy reads it (HYCC_COMM_NAMES applied).
 std::string name_of(MPI_Comm comm) {
   char name[MPI_MAX_OBJECT_NAME] = {};
   int len = 0;
   PMPI_Comm_get_name(comm, name, &len);
-  return g_comm_names.apply(std::string(name, static_cast<size_t>(len)));
+  return g_comm_names.apply(std::string(name, static_cast<size_t>(len)),
+                            g_comm_names.has_world() && spans_world(comm));
 }
 
 // Names that mean nothing to the policy are kept as they are: dimension_of() maps them to

@@ -27,16 +27,29 @@ CommNames CommNames::parse(std::string_view spec, std::string_view setting) {
                                    dimension,
                                    "' is not a dimension; expected dp, tp, pp, zero or embedding"));
     }
-    if (!out.dimensions_.emplace(std::string(name), std::string(dimension)).second) {
+    if (name.front() == '@') {
+      if (name != "@world") {
+        throw InvalidArgument(
+            tagged("policy", setting, ": '", name,
+                   "' is not a group of communicators; @world is the one there is"));
+      }
+      if (!out.world_.empty()) {
+        throw InvalidArgument(tagged("policy", setting, ": the name '", name, "' is listed twice"));
+      }
+      out.world_ = std::string(dimension);
+    } else if (!out.dimensions_.emplace(std::string(name), std::string(dimension)).second) {
       throw InvalidArgument(tagged("policy", setting, ": the name '", name, "' is listed twice"));
     }
   }
   return out;
 }
 
-const std::string& CommNames::apply(const std::string& name) const {
+const std::string& CommNames::apply(const std::string& name, bool spans_world) const {
   const auto it = dimensions_.find(name);
-  return it == dimensions_.end() ? name : it->second;
+  if (it != dimensions_.end()) return it->second;
+  // MPI_COMM_WORLD's own name is MPI's, not the program's: @world covers it too.
+  const bool unnamed = name.empty() || name == "MPI_COMM_WORLD";
+  return spans_world && unnamed && !world_.empty() ? world_ : name;
 }
 
 }  // namespace hycc

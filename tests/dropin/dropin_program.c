@@ -59,12 +59,15 @@ static MPI_Comm named_dup(const char* name) {
   return c;
 }
 
-static void reductions(MPI_Comm world_like, MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
+/* world_dup: an unnamed duplicate of MPI_COMM_WORLD, as Horovod reduces on. */
+static void reductions(MPI_Comm world_dup, MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
   float* x = inputs(rank, N);
   float* y = malloc(sizeof(float) * N);
   double* e = sum_of_inputs(N, 0);
-  MPI_Allreduce(x, y, N, MPI_FLOAT, MPI_SUM, world_like);
+  MPI_Allreduce(x, y, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   check("allreduce world", y, e, N, 0);
+  MPI_Allreduce(x, y, N, MPI_FLOAT, MPI_SUM, world_dup);
+  check("allreduce world dup", y, e, N, 0);
   memcpy(y, x, sizeof(float) * N);
   MPI_Allreduce(MPI_IN_PLACE, y, N, MPI_FLOAT, MPI_SUM, dp);
   check("allreduce dp in place", y, e, N, 0);
@@ -380,7 +383,9 @@ int main(int argc, char** argv) {
   }
   MPI_Comm dp = named_dup("dp"), tp = named_dup("tp"), pp = named_dup("pp"),
            zero = named_dup("zero");
-  reductions(MPI_COMM_WORLD, dp, tp, zero);
+  MPI_Comm world_dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &world_dup);
+  reductions(world_dup, dp, tp, zero);
   movements(zero, tp, pp);
   vector_variants(zero);
   point_to_point(pp);
@@ -390,6 +395,7 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&tp);
   MPI_Comm_free(&pp);
   MPI_Comm_free(&zero);
+  MPI_Comm_free(&world_dup);
   MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) printf("%s\n", failures == 0 ? "dropin_program: OK" : "dropin_program: FAILED");
   MPI_Finalize();

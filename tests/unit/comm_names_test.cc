@@ -35,6 +35,23 @@ TEST(CommNames, MapsListedNamesAndKeepsOthers) {
   EXPECT_EQ(names.apply("mpi_comm_world"), "mpi_comm_world");  // names are case-sensitive
 }
 
+TEST(CommNames, WorldCoversTheUnnamedCommunicatorsOfAllRanks) {
+  const CommNames names = CommNames::parse("@world=dp, stage=pp", "HYCC_COMM_NAMES");
+  EXPECT_FALSE(names.empty());
+  EXPECT_TRUE(names.has_world());
+  EXPECT_EQ(names.apply("", true), "dp");                // an unnamed duplicate of world
+  EXPECT_EQ(names.apply("MPI_COMM_WORLD", true), "dp");  // world itself
+  EXPECT_EQ(names.apply("", false), "");                 // unnamed, some of the ranks
+  EXPECT_EQ(names.apply("grads", true), "grads");        // a name of the program's own
+  EXPECT_EQ(names.apply("stage", true), "pp");
+  EXPECT_EQ(names.apply(""), "");  // spans_world defaults to false
+  // A listed name wins over @world.
+  const CommNames both = CommNames::parse("MPI_COMM_WORLD=tp,@world=dp", "HYCC_COMM_NAMES");
+  EXPECT_EQ(both.apply("MPI_COMM_WORLD", true), "tp");
+  EXPECT_EQ(both.apply("", true), "dp");
+  EXPECT_FALSE(CommNames::parse("world=dp", "HYCC_COMM_NAMES").has_world());
+}
+
 TEST(CommNames, AnEmptySpecListsNothing) {
   EXPECT_TRUE(CommNames::parse("", "HYCC_COMM_NAMES").empty());
   EXPECT_TRUE(CommNames::parse(" , ,", "HYCC_COMM_NAMES").empty());
@@ -53,6 +70,10 @@ TEST(CommNames, RefusesWhatItCannotRead) {
   EXPECT_NE(refusal("world=DP").find("not a dimension"), std::string::npos);
   const std::string twice = refusal("world=dp,world=tp");
   EXPECT_NE(twice.find("'world' is listed twice"), std::string::npos) << twice;
+  EXPECT_NE(refusal("@world=dp,@world=tp").find("'@world' is listed twice"), std::string::npos);
+  const std::string group = refusal("@all=dp");
+  EXPECT_NE(group.find("'@all' is not a group of communicators"), std::string::npos) << group;
+  EXPECT_NE(refusal("@world=data").find("'data' is not a dimension"), std::string::npos);
 }
 
 }  // namespace
