@@ -49,7 +49,7 @@ test-sanitize: deps data
 
 # The library and the drop-in library built against MPICH instead of Open MPI, and the drop-in
 # test programs (C, Fortran mpif.h and mpi_f08, MPI 4's large-count calls and MPI_Isendrecv,
-# nonblocking, device buffers) run under MPICH
+# nonblocking, threads, device buffers) run under MPICH
 # (tests/mpich/mpich_test.sh; docs/dropin.md, "MPI implementations"). MPICH_FULL=1 adds hycc's
 # MPI test suite at 1 to 4 ranks (about 6 more minutes).
 test-mpich: deps

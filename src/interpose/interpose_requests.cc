@@ -9,6 +9,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "hycc/codec.h"
@@ -37,17 +38,8 @@ bool any_ours(int n, const MPI_Request* requests) {
   return false;
 }
 
-// Finishes `handle` (if ours) that MPI completed with `status`.
-int finish(MPI_Request handle, MPI_Status* status) {
-  Pending p;
-  {
-    const std::lock_guard<std::mutex> lock(g_mutex);
-    const auto it = g_pending.find(handle);
-    if (it == g_pending.end()) return MPI_SUCCESS;
-    p = std::move(it->second);
-    g_pending.erase(it);
-    g_count.fetch_sub(1, std::memory_order_release);
-  }
+// Finishes p, whose request MPI completed with `status`.
+int finish(Pending p, MPI_Status* status) {
   if (p.complete) {
     const Inside guard;
     try {
@@ -81,18 +73,56 @@ struct Statuses {
   }
 };
 
-// Finishes requests i of `handles` for the completed entries: indices[k] with statuses[k]
-// (k < n), or, with indices null, every i < n with statuses[i]. Returns the first failure.
-int finish_all(const std::vector<MPI_Request>& handles, int n, const int* indices,
-               MPI_Status* statuses) {
-  int rc = MPI_SUCCESS;
-  for (int k = 0; k < n; ++k) {
-    const int i = indices == nullptr ? k : indices[k];
-    const int fin = finish(handles[size_t(i)], &statuses[k]);
-    if (fin != MPI_SUCCESS && rc == MPI_SUCCESS) rc = fin;
+// Our entries for the requests a completion call is given, taken out of the table before MPI
+// completes them and finished after: MPI frees a completed request's handle at once, and with
+// MPI_THREAD_MULTIPLE another thread's next request may get the same handle and be tracked
+// under it while this thread has yet to finish the old entry (MPICH reuses handles at once;
+// the lost entry's stream was freed while MPI still sent it). Entries whose requests did not
+// complete go back (their handles are still live, so no other request has them).
+class Claimed {
+ public:
+  Claimed(int n, const MPI_Request* requests) : handles_(requests, requests + n), entries_(n) {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    for (size_t i = 0; i < handles_.size(); ++i) {
+      const auto it = g_pending.find(handles_[i]);
+      if (it == g_pending.end()) continue;
+      entries_[i] = std::move(it->second);
+      g_pending.erase(it);
+      g_count.fetch_sub(1, std::memory_order_release);
+    }
   }
-  return rc;
-}
+  Claimed(const Claimed&) = delete;
+  Claimed& operator=(const Claimed&) = delete;
+  ~Claimed() {
+    for (size_t i = 0; i < handles_.size(); ++i) {
+      if (entries_[i]) track(handles_[i], std::move(*entries_[i]));
+    }
+  }
+
+  // Finishes request i, which MPI completed with `status` (if it is ours).
+  int finish(int i, MPI_Status* status) {
+    std::optional<Pending>& e = entries_[size_t(i)];
+    if (!e) return MPI_SUCCESS;
+    Pending p = std::move(*e);
+    e.reset();
+    return interpose::finish(std::move(p), status);
+  }
+
+  // Finishes the completed requests: indices[k] with statuses[k] (k < n), or, with indices null,
+  // every i < n with statuses[i]. Returns the first failure.
+  int finish_all(int n, const int* indices, MPI_Status* statuses) {
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < n; ++k) {
+      const int fin = finish(indices == nullptr ? k : indices[k], &statuses[k]);
+      if (fin != MPI_SUCCESS && rc == MPI_SUCCESS) rc = fin;
+    }
+    return rc;
+  }
+
+ private:
+  std::vector<MPI_Request> handles_;
+  std::vector<std::optional<Pending>> entries_;
+};
 
 }  // namespace
 
@@ -131,59 +161,59 @@ extern "C" {
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (!ip::any_ours(1, request)) return PMPI_Wait(request, status);
-  const MPI_Request handle = *request;
+  ip::Claimed claimed(1, request);
   MPI_Status st{};  // zeroed in all four: an MPI may complete a request without filling it in
   const int rc = PMPI_Wait(request, &st);
-  const int fin = rc == MPI_SUCCESS ? ip::finish(handle, &st) : rc;
+  const int fin = rc == MPI_SUCCESS ? claimed.finish(0, &st) : rc;
   if (status != MPI_STATUS_IGNORE) *status = st;
   return fin;
 }
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (!ip::any_ours(1, request)) return PMPI_Test(request, flag, status);
-  const MPI_Request handle = *request;
+  ip::Claimed claimed(1, request);
   MPI_Status st{};
   const int rc = PMPI_Test(request, flag, &st);
   if (rc != MPI_SUCCESS || *flag == 0) return rc;
-  const int fin = ip::finish(handle, &st);
+  const int fin = claimed.finish(0, &st);
   if (status != MPI_STATUS_IGNORE) *status = st;
   return fin;
 }
 
 int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
   if (!ip::any_ours(n, requests)) return PMPI_Waitall(n, requests, statuses);
-  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
   const int rc = PMPI_Waitall(n, requests, st.p);
-  return rc != MPI_SUCCESS ? rc : ip::finish_all(handles, n, nullptr, st.p);
+  return rc != MPI_SUCCESS ? rc : claimed.finish_all(n, nullptr, st.p);
 }
 
 int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (!ip::any_ours(n, requests)) return PMPI_Testall(n, requests, flag, statuses);
-  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
   const int rc = PMPI_Testall(n, requests, flag, st.p);
-  return rc != MPI_SUCCESS || *flag == 0 ? rc : ip::finish_all(handles, n, nullptr, st.p);
+  return rc != MPI_SUCCESS || *flag == 0 ? rc : claimed.finish_all(n, nullptr, st.p);
 }
 
 int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!ip::any_ours(n, requests)) return PMPI_Waitany(n, requests, index, status);
-  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Claimed claimed(n, requests);
   MPI_Status st{};
   const int rc = PMPI_Waitany(n, requests, index, &st);
   if (rc != MPI_SUCCESS || *index == MPI_UNDEFINED) return rc;
-  const int fin = ip::finish(handles[size_t(*index)], &st);
+  const int fin = claimed.finish(*index, &st);
   if (status != MPI_STATUS_IGNORE) *status = st;
   return fin;
 }
 
 int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (!ip::any_ours(n, requests)) return PMPI_Testany(n, requests, index, flag, status);
-  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Claimed claimed(n, requests);
   MPI_Status st{};
   const int rc = PMPI_Testany(n, requests, index, flag, &st);
   if (rc != MPI_SUCCESS || *flag == 0 || *index == MPI_UNDEFINED) return rc;
-  const int fin = ip::finish(handles[size_t(*index)], &st);
+  const int fin = claimed.finish(*index, &st);
   if (status != MPI_STATUS_IGNORE) *status = st;
   return fin;
 }
@@ -191,21 +221,21 @@ int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status
 int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   if (!ip::any_ours(n, requests)) return PMPI_Waitsome(n, requests, outcount, indices, statuses);
-  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
   const int rc = PMPI_Waitsome(n, requests, outcount, indices, st.p);
   if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
-  return ip::finish_all(handles, *outcount, indices, st.p);
+  return claimed.finish_all(*outcount, indices, st.p);
 }
 
 int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   if (!ip::any_ours(n, requests)) return PMPI_Testsome(n, requests, outcount, indices, statuses);
-  const std::vector<MPI_Request> handles(requests, requests + n);
+  ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
   const int rc = PMPI_Testsome(n, requests, outcount, indices, st.p);
   if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
-  return ip::finish_all(handles, *outcount, indices, st.p);
+  return claimed.finish_all(*outcount, indices, st.p);
 }
 
 // A freed send completes in the background: its stream must outlive it. A freed receive is

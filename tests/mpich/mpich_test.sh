@@ -8,7 +8,8 @@
 #    and the statistics count every routed call of each program as compressed;
 #  - the MPI 4 program (the large-count MPI_Allreduce_c, ..., which mpi4py 4 makes, and
 #    MPI_Isendrecv): each _c call the same bits as its int form, and counted as compressed;
-#  - the nonblocking program and the device-buffer program (bit-for-bit checks of their own).
+#  - the nonblocking program, the threads program (MPI_THREAD_MULTIPLE) and the device-buffer
+#    program (checks of their own).
 # The programs' results are checked against the values they know, not against a run without
 # the library: MPICH 4.0.2's own runs of them stop in MPI_Reduce_scatter with MPI_IN_PLACE.
 # With --full, also hycc's MPI test suite (hycc_mpi_tests) at 1 to 4 ranks.
@@ -22,7 +23,7 @@ for tool in mpicc.mpich mpicxx.mpich mpif90.mpich mpiexec.mpich; do
 done
 
 targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program
-  dropin_mpi4_program)
+  dropin_mpi4_program dropin_threads_program)
 [ "$full" = --full ] && targets+=(hycc_mpi_tests)
 echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
 mkdir -p "$build"
@@ -81,6 +82,12 @@ LD_PRELOAD=$lib HYCC_POLICY=$src/tests/dropin/nonblocking_policy.toml \
   "${mpi[@]}" "$build/bin/dropin_nonblocking_program" >"$work/nonblocking.out" 2>&1 || {
   cat "$work/nonblocking.out"; echo "FAIL: the nonblocking program under MPICH"; exit 1; }
 grep "dropin nonblocking: OK" "$work/nonblocking.out"
+passed=$((passed + 1))
+echo "== the threads program (MPI_THREAD_MULTIPLE)"
+LD_PRELOAD=$lib HYCC_POLICY=hybrid HYCC_LOG=off \
+  "${mpi[@]}" "$build/bin/dropin_threads_program" >"$work/threads.out" 2>&1 || {
+  cat "$work/threads.out"; echo "FAIL: the threads program under MPICH"; exit 1; }
+grep "dropin threads: OK" "$work/threads.out"
 passed=$((passed + 1))
 echo "== the device-buffer program (stand-in CUDA driver)"
 LD_PRELOAD=$lib HYCC_POLICY=hybrid HYCC_LOG=off \
