@@ -43,6 +43,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -156,13 +157,15 @@ class PolicyEngine {
   bool sample_error(const Communicator& comm, Operation op);
   void log_decision(const Communicator& comm, Operation op, size_t bytes,
                     const PolicyDecision& decision);
-  std::mutex& grad_mutex() { return *grad_mutex_; }
+  // Gradient compressor steps on the host share it (they may run on several threads at once,
+  // grad/engine.h); loading compressor states and device compressor steps take it alone.
+  std::shared_mutex& grad_mutex() { return *grad_mutex_; }
 
  private:
   Policy policy_;
   EngineOptions options_;
-  std::unique_ptr<std::mutex> mutex_;       // stats_, compressors_, counters
-  std::unique_ptr<std::mutex> grad_mutex_;  // gradient compressor calls
+  std::unique_ptr<std::mutex> mutex_;              // stats_, compressors_, counters
+  std::unique_ptr<std::shared_mutex> grad_mutex_;  // gradient compressor calls
   CommStats stats_;
   std::map<std::string, std::unique_ptr<GradCompressor>> compressors_;
   std::map<std::string, std::unique_ptr<DeviceGradCompressor>> device_compressors_;

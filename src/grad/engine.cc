@@ -1,6 +1,7 @@
 #include "grad/engine.h"
 
 #include <chrono>
+#include <mutex>
 
 #include "codec/float_io.h"
 #include "grad/low_rank_plan.h"
@@ -56,6 +57,7 @@ std::string Engine::call_error(const char* what, const GradTensor& tensor, Const
     }
     if (std::string error = buffer_error(what, "shard", *shard); !error.empty()) return error;
   }
+  const std::lock_guard<std::mutex> lock(*mutex_);
   const auto found = states_.find(tensor.key);
   if (found != states_.end()) {
     const TensorState& state = found->second;
@@ -69,20 +71,59 @@ std::string Engine::call_error(const char* what, const GradTensor& tensor, Const
   return {};
 }
 
-Engine::Engine(std::string_view spec) : spec_(parse_grad_spec(spec)), method_(make_method(spec_)) {}
+Engine::Engine(std::string_view spec) : spec_(parse_grad_spec(spec)) {
+  idle_.push_back(std::make_unique<Worker>(Worker{make_method(spec_), {}}));
+}
 
-GradStepStats Engine::step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
-                           std::span<float> out, ReduceOp op, bool shard_only) {
-  TensorState& state = states_[tensor.key];
+class Engine::Lease {
+ public:
+  explicit Lease(Engine& e) : engine_(e) {
+    {
+      const std::lock_guard<std::mutex> lock(*e.mutex_);
+      if (!e.idle_.empty()) {
+        worker_ = std::move(e.idle_.back());
+        e.idle_.pop_back();
+      }
+    }
+    if (worker_ == nullptr) worker_ = std::make_unique<Worker>(Worker{make_method(e.spec_), {}});
+  }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    const std::lock_guard<std::mutex> lock(*engine_.mutex_);
+    engine_.idle_.push_back(std::move(worker_));
+  }
+  Worker& operator*() { return *worker_; }
+  Worker* operator->() { return worker_.get(); }
+
+ private:
+  Engine& engine_;
+  std::unique_ptr<Worker> worker_;
+};
+
+TensorState& Engine::state_of(uint64_t key) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return states_[key];
+}
+
+void Engine::drop_state(uint64_t key) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  states_.erase(key);
+}
+
+GradStepStats Engine::step(Exchange& ex, Method& method, const GradTensor& tensor,
+                           std::span<const float> grad, std::span<float> out, ReduceOp op,
+                           bool shard_only) {
+  TensorState& state = state_of(tensor.key);
   GradStepStats stats;
   stats.elements = grad.size();
   const double comm0 = ex.seconds();
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    method_->step({ex, op, tensor, grad, out, shard_only}, state, stats);
-    method_->restart_nonfinite(state);
+    method.step({ex, op, tensor, grad, out, shard_only}, state, stats);
+    method.restart_nonfinite(state);
   } catch (...) {
-    states_.erase(tensor.key);  // a half-updated state must not be used again
+    drop_state(tensor.key);  // a half-updated state must not be used again
     throw;
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -103,12 +144,12 @@ void Engine::feedback_step(const GradTensor& tensor, ConstTensorView grad, int r
   }
   const std::string error = call_error("grad_allreduce", tensor, grad, nullptr, rank, size);
   if (!error.empty()) throw InvalidArgument(error);
-  TensorState& state = states_[tensor.key];
+  TensorState& state = state_of(tensor.key);
   try {
     state.residual.resize(grad.count, 0.0f);
     run(state.residual, step_seed(tensor.key, state.steps, rank));
   } catch (...) {
-    states_.erase(tensor.key);  // a half-updated state must not be used again
+    drop_state(tensor.key);  // a half-updated state must not be used again
     throw;
   }
   state.steps += 1;
@@ -122,14 +163,16 @@ GradStepStats Engine::allreduce(Exchange& ex, const GradTensor& tensor, TensorVi
   const std::string error =
       call_error("grad_allreduce", tensor, grad, nullptr, ex.rank(), ex.size());
   if (!error.empty()) throw InvalidArgument(error);
+  Lease worker(*this);
   if (grad.dtype == DType::kF32) {
     const std::span<float> data(static_cast<float*>(grad.data), grad.count);
-    return step(ex, tensor, data, data, op, false);
+    return step(ex, *worker->method, tensor, data, data, op, false);
   }
-  scratch_.resize(grad.count);
-  codec::load_as_float(grad, 0, grad.count, scratch_.data());
-  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op, false);
-  codec::store_from_float(scratch_.data(), grad.count, grad, 0);
+  std::vector<float>& scratch = worker->scratch;
+  scratch.resize(grad.count);
+  codec::load_as_float(grad, 0, grad.count, scratch.data());
+  const GradStepStats stats = step(ex, *worker->method, tensor, scratch, scratch, op, false);
+  codec::store_from_float(scratch.data(), grad.count, grad, 0);
   return stats;
 }
 
@@ -139,10 +182,12 @@ GradStepStats Engine::reduce_scatter(Exchange& ex, const GradTensor& tensor, Con
       call_error("grad_reduce_scatter", tensor, grad, &shard, ex.rank(), ex.size());
   if (!error.empty()) throw InvalidArgument(error);
   const ChunkRange mine = chunk_range(grad.count, ex.size(), ex.rank());
-  scratch_.resize(grad.count);
-  codec::load_as_float(grad, 0, grad.count, scratch_.data());
-  const GradStepStats stats = step(ex, tensor, scratch_, scratch_, op, true);
-  codec::store_from_float(scratch_.data() + mine.offset, mine.count, shard, 0);
+  Lease worker(*this);
+  std::vector<float>& scratch = worker->scratch;
+  scratch.resize(grad.count);
+  codec::load_as_float(grad, 0, grad.count, scratch.data());
+  const GradStepStats stats = step(ex, *worker->method, tensor, scratch, scratch, op, true);
+  codec::store_from_float(scratch.data() + mine.offset, mine.count, shard, 0);
   return stats;
 }
 

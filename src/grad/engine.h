@@ -2,10 +2,18 @@
 // conversions between the caller's dtype and the float32 the methods work on. It runs over any
 // Exchange, so the unit tests drive it with threads (thread_exchange.h) and the library with a
 // Communicator (exchange.h).
+//
+// Steps may run on several threads at once, each for its own key on its own exchange (a program
+// that reduces gradients on two communicators from two threads): each step takes a worker of
+// its own (the method, which keeps scratch between steps, and a float32 copy of 16-bit
+// gradients) and its key's state; the table of states and the idle workers are under a lock
+// that no step holds while it communicates. reset(), save() and load() (states()) are for
+// times when no step runs.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -50,15 +58,28 @@ class Engine {
                          const TensorView* shard, int rank, int size) const;
 
  private:
+  struct Worker {
+    std::unique_ptr<Method> method;
+    std::vector<float> scratch;  // float32 copy of 16-bit gradients
+  };
+  class Lease;  // a worker taken for one step and given back after it
+
+  // The state of `key`, made empty if there is none (under mutex_; the reference stays valid
+  // while other keys come and go) and dropping it.
+  TensorState& state_of(uint64_t key);
+  void drop_state(uint64_t key);
+
   // One step on float32 data (grad and out the same memory or disjoint); shard_only: see
   // StepArgs.
-  GradStepStats step(Exchange& ex, const GradTensor& tensor, std::span<const float> grad,
-                     std::span<float> out, ReduceOp op, bool shard_only);
+  GradStepStats step(Exchange& ex, Method& method, const GradTensor& tensor,
+                     std::span<const float> grad, std::span<float> out, ReduceOp op,
+                     bool shard_only);
 
   GradSpec spec_;
-  std::unique_ptr<Method> method_;
+  // states_ as a table and idle_ (behind a pointer: engines move, as vectors of them do).
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+  std::vector<std::unique_ptr<Worker>> idle_;
   StateTable states_;
-  std::vector<float> scratch_;  // float32 copy of 16-bit gradients
 };
 
 // The engine of a GradCompressor, for the library's own callers (the drop-in library's

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 
 #include "coll/split_collectives.h"
@@ -73,7 +74,7 @@ auto with_feedback(const CommState& s, const PolicyDecision& d, const void* key_
                    const float* input, size_t count, Start&& start) {
   if (!d.gradient) return start(nullptr);
   PolicyEngine& e = *engine();
-  const std::lock_guard<std::mutex> lock(e.grad_mutex());
+  const std::shared_lock<std::shared_mutex> lock(e.grad_mutex());
   grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
   decltype(start(nullptr)) started;
   g.feedback_step(GradTensor(policy::buffer_key(key_buffer, count)),

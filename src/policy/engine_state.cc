@@ -6,6 +6,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -148,7 +150,7 @@ void PolicyEngine::load_state(std::span<const std::byte> blob,
       add(host, std::move(c));
     }
   }
-  const std::lock_guard<std::mutex> calls(*grad_mutex_);  // no compressor mid-step
+  const std::unique_lock<std::shared_mutex> calls(*grad_mutex_);  // no compressor mid-step
   const std::lock_guard<std::mutex> lock(*mutex_);
   const auto install = [](auto& loaded, auto& engines) {
     for (auto& [spec, c] : loaded) {

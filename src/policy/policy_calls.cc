@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "codec/float_io.h"
@@ -72,7 +73,7 @@ class PolicyCall {
   }
 
   GradCompressor& compressor() { return engine_.grad_compressor(decision_.compressor); }
-  std::mutex& grad_mutex() { return engine_.grad_mutex(); }
+  std::shared_mutex& grad_mutex() { return engine_.grad_mutex(); }
   void gradient_ran(const GradStepStats& g, size_t message_bytes) {
     stats_ = CollectiveStats{};
     stats_.compressed = g.compressed;
@@ -137,7 +138,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     if (!in_place) std::memmove(recv.data, send.data, send.bytes());
     GradStepStats g;
     {
-      const std::lock_guard<std::mutex> lock(call.grad_mutex());
+      const std::shared_lock<std::shared_mutex> lock(call.grad_mutex());
       g = grad_allreduce(comm, call.compressor(), tensor, recv,
                          GradOptions{op, options.tag, options.check_arguments});
     }
@@ -161,7 +162,7 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     const TensorView tmp{recv.dtype, recv.count, shard.data()};
     GradStepStats g;
     {
-      const std::lock_guard<std::mutex> lock(call.grad_mutex());
+      const std::shared_lock<std::shared_mutex> lock(call.grad_mutex());
       g = grad_reduce_scatter(comm, call.compressor(), tensor, send, tmp,
                               GradOptions{op, options.tag, options.check_arguments});
     }

@@ -87,7 +87,7 @@ PolicyEngine::PolicyEngine(Policy policy, EngineOptions options)
     : policy_(std::move(policy)),
       options_(std::move(options)),
       mutex_(std::make_unique<std::mutex>()),
-      grad_mutex_(std::make_unique<std::mutex>()) {
+      grad_mutex_(std::make_unique<std::shared_mutex>()) {
   if (options_.pool_limit_bytes) set_pool_limit(*options_.pool_limit_bytes);
 }
 

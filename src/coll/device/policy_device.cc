@@ -4,6 +4,7 @@
 // compressed call, gradient calls included, also runs natively and records its error).
 #include <chrono>
 #include <mutex>
+#include <shared_mutex>
 
 #include "coll/device/device_entry.h"
 #include "hycc/policy_engine.h"
@@ -33,7 +34,8 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
     const auto start = std::chrono::steady_clock::now();
     GradStepStats g;
     {
-      const std::lock_guard<std::mutex> lock(engine.grad_mutex());
+      // Device compressors step one at a time (their engines share scratch between steps).
+      const std::unique_lock<std::shared_mutex> lock(engine.grad_mutex());
       g = gradient(engine.device_grad_compressor(decision.compressor), inner);
     }
     if (sampled) engine.record_error(comm, op, error);
