@@ -31,8 +31,8 @@
 //                      element type for the next call (default 256; 0 keeps none)
 //
 // An engine is used by one thread at a time, or by several with calls on distinct communicators
-// (the statistics and the compressor table are locked; a gradient compressor is not shared
-// between concurrent calls of the same spec).
+// (the statistics and the compressor table are locked; concurrent gradient steps of one spec
+// share its compressor, each with a worker of its own, on tensors of their own: grad/engine.h).
 #pragma once
 
 #include <cstddef>
