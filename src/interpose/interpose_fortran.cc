@@ -5,8 +5,8 @@
 //
 // - mpif.h and `use mpi` (mpi_xxx_, the gfortran / Intel / flang naming): the lifecycle, the
 //   communicators the application makes and names, the seven collectives, and point-to-point
-//   (blocking, nonblocking and their completion), so that every message a Fortran program sends
-//   and receives goes the same way.
+//   (blocking, nonblocking, persistent and their completion), so that every message a Fortran
+//   program sends and receives goes the same way.
 // - `use mpi_f08` (mpi_xxx_f08_): the same calls. Its handles are one-integer derived types, and
 //   in Open MPI its TYPE(MPI_Status) has the layout of the C status (and of mpif.h's
 //   MPI_STATUS_SIZE integers: Open MPI's own mpi_f08 hands it to its mpif.h functions), so each
@@ -438,6 +438,47 @@ void mpi_irecv_(void* buf, const Fint* count, const Fint* type, const Fint* sour
   *request = MPI_Request_c2f(r);
 }
 
+void mpi_send_init_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                    const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Send_init, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_ssend_init_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Ssend_init, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_bsend_init_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Bsend_init, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_rsend_init_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                     const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  isend_as(MPI_Rsend_init, buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_recv_init_(void* buf, const Fint* count, const Fint* type, const Fint* source,
+                    const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  started(request, ierror, [&](MPI_Request* r) {
+    return MPI_Recv_init(c_buffer(buf), *count, type_of(type), *source, *tag, comm_of(comm), r);
+  });
+}
+void mpi_start_(Fint* request, Fint* ierror) {
+  Requests r(1, request, nullptr);
+  put(ierror, r.done(MPI_Start(r.c()), 0));
+}
+void mpi_startall_(const Fint* count, Fint* requests, Fint* ierror) {
+  Requests r(*count, requests, nullptr);
+  put(ierror, r.done(MPI_Startall(*count, r.c()), 0));
+}
+void mpi_cancel_(const Fint* request, Fint* ierror) {
+  MPI_Request r = MPI_Request_f2c(*request);
+  put(ierror, MPI_Cancel(&r));
+}
+void mpi_request_get_status_(const Fint* request, Fint* flag, Fint* status, Fint* ierror) {
+  Status s(status);
+  int f = 0;
+  put(ierror, s.done(MPI_Request_get_status(MPI_Request_f2c(*request), &f, s.c())));
+  *flag = f;
+}
+
 void mpi_wait_(Fint* request, Fint* status, Fint* ierror) {
   Requests r(1, request, nullptr);
   Status s(status);
@@ -706,5 +747,33 @@ void mpi_testsome_f08_(const Fint* incount, Fint* requests, Fint* outcount, Fint
   mpi_testsome_(incount, requests, outcount, indices, statuses, ierror);
 }
 void mpi_request_free_f08_(Fint* request, Fint* ierror) { mpi_request_free_(request, ierror); }
+void mpi_send_init_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                        const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_send_init_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_ssend_init_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                         const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_ssend_init_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_bsend_init_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                         const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_bsend_init_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_rsend_init_f08_(const void* buf, const Fint* count, const Fint* type, const Fint* dest,
+                         const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_rsend_init_(buf, count, type, dest, tag, comm, request, ierror);
+}
+void mpi_recv_init_f08_(void* buf, const Fint* count, const Fint* type, const Fint* source,
+                        const Fint* tag, const Fint* comm, Fint* request, Fint* ierror) {
+  mpi_recv_init_(buf, count, type, source, tag, comm, request, ierror);
+}
+void mpi_start_f08_(Fint* request, Fint* ierror) { mpi_start_(request, ierror); }
+void mpi_startall_f08_(const Fint* count, Fint* requests, Fint* ierror) {
+  mpi_startall_(count, requests, ierror);
+}
+void mpi_cancel_f08_(const Fint* request, Fint* ierror) { mpi_cancel_(request, ierror); }
+void mpi_request_get_status_f08_(const Fint* request, Fint* flag, Fint* status, Fint* ierror) {
+  mpi_request_get_status_(request, flag, status, ierror);
+}
 
 }  // extern "C"

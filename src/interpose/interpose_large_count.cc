@@ -236,6 +236,36 @@ int MPI_Irecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, int source, i
   return MPI_Irecv(buf, int(count), datatype, source, tag, comm, request);
 }
 
+int MPI_Send_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                    MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Send_init_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Send_init(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Ssend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                     MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Ssend_init_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Ssend_init(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Bsend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                     MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Bsend_init_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Bsend_init(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Rsend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                     MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Rsend_init_c(buf, count, datatype, dest, tag, comm, request);
+  return MPI_Rsend_init(buf, int(count), datatype, dest, tag, comm, request);
+}
+
+int MPI_Recv_init_c(void* buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                    MPI_Comm comm, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Recv_init_c(buf, count, datatype, source, tag, comm, request);
+  return MPI_Recv_init(buf, int(count), datatype, source, tag, comm, request);
+}
+
 int MPI_Sendrecv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
                    int sendtag, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                    int source, int recvtag, MPI_Comm comm, MPI_Status* status) {

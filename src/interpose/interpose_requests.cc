@@ -3,7 +3,8 @@
 // (MPI sets completed ones to MPI_REQUEST_NULL), lets MPI complete them, then finishes ours:
 // a send's stream is freed, a receive's stream is decoded into the application's buffer and the
 // status gets the element count, a collective's slots are decoded into its buffers. With no
-// request of ours outstanding, each is one MPI call.
+// request of ours outstanding, each is one MPI call. A persistent request of hycc's
+// (interpose_persistent.h) is completed as its round's request.
 #include "interpose/interpose_requests.h"
 
 #include <atomic>
@@ -14,6 +15,7 @@
 
 #include "hycc/codec.h"
 #include "hycc/error.h"
+#include "interpose/interpose_persistent.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
@@ -160,6 +162,11 @@ namespace ip = hycc::interpose;
 extern "C" {
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (ip::any_persistent(1, request)) {
+    ip::RoundRequests rounds(1, request);
+    MPI_Request* r = rounds.data();
+    return MPI_Wait(r, status);
+  }
   if (!ip::any_ours(1, request)) return PMPI_Wait(request, status);
   ip::Claimed claimed(1, request);
   MPI_Status st{};  // zeroed in all four: an MPI may complete a request without filling it in
@@ -170,6 +177,11 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 }
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (ip::any_persistent(1, request)) {
+    ip::RoundRequests rounds(1, request);
+    MPI_Request* r = rounds.data();
+    return MPI_Test(r, flag, status);
+  }
   if (!ip::any_ours(1, request)) return PMPI_Test(request, flag, status);
   ip::Claimed claimed(1, request);
   MPI_Status st{};
@@ -181,6 +193,11 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
+  if (ip::any_persistent(n, requests)) {
+    ip::RoundRequests rounds(n, requests);
+    MPI_Request* r = rounds.data();
+    return MPI_Waitall(n, r, statuses);
+  }
   if (!ip::any_ours(n, requests)) return PMPI_Waitall(n, requests, statuses);
   ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
@@ -189,6 +206,11 @@ int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
 }
 
 int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (ip::any_persistent(n, requests)) {
+    ip::RoundRequests rounds(n, requests);
+    MPI_Request* r = rounds.data();
+    return MPI_Testall(n, r, flag, statuses);
+  }
   if (!ip::any_ours(n, requests)) return PMPI_Testall(n, requests, flag, statuses);
   ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
@@ -197,6 +219,11 @@ int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[])
 }
 
 int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (ip::any_persistent(n, requests)) {
+    ip::RoundRequests rounds(n, requests);
+    MPI_Request* r = rounds.data();
+    return MPI_Waitany(n, r, index, status);
+  }
   if (!ip::any_ours(n, requests)) return PMPI_Waitany(n, requests, index, status);
   ip::Claimed claimed(n, requests);
   MPI_Status st{};
@@ -208,6 +235,11 @@ int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
 }
 
 int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (ip::any_persistent(n, requests)) {
+    ip::RoundRequests rounds(n, requests);
+    MPI_Request* r = rounds.data();
+    return MPI_Testany(n, r, index, flag, status);
+  }
   if (!ip::any_ours(n, requests)) return PMPI_Testany(n, requests, index, flag, status);
   ip::Claimed claimed(n, requests);
   MPI_Status st{};
@@ -220,6 +252,11 @@ int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status
 
 int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
+  if (ip::any_persistent(n, requests)) {
+    ip::RoundRequests rounds(n, requests);
+    MPI_Request* r = rounds.data();
+    return MPI_Waitsome(n, r, outcount, indices, statuses);
+  }
   if (!ip::any_ours(n, requests)) return PMPI_Waitsome(n, requests, outcount, indices, statuses);
   ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
@@ -230,6 +267,11 @@ int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
 
 int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
+  if (ip::any_persistent(n, requests)) {
+    ip::RoundRequests rounds(n, requests);
+    MPI_Request* r = rounds.data();
+    return MPI_Testsome(n, r, outcount, indices, statuses);
+  }
   if (!ip::any_ours(n, requests)) return PMPI_Testsome(n, requests, outcount, indices, statuses);
   ip::Claimed claimed(n, requests);
   ip::Statuses st(n, statuses);
@@ -241,6 +283,7 @@ int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
 // A freed send completes in the background: its stream must outlive it. A freed receive is
 // never decoded (the application gave up the only way to know when it completes).
 int MPI_Request_free(MPI_Request* request) {
+  if (ip::any_persistent(1, request)) return ip::free_persistent(request);
   if (!ip::any_ours(1, request)) return PMPI_Request_free(request);
   {
     const std::lock_guard<std::mutex> lock(ip::g_mutex);

@@ -239,6 +239,31 @@ static void point_to_point(MPI_Comm pp) {
     MPI_Waitall(2, q, qs);
     same(modes[mode], ref, got, N);
   }
+
+  /* The persistent requests' _c forms: each send mode's into an int receive, and a receive of
+   * an int send; started twice (the second round's result is checked). */
+  static const char* const inits[] = {"MPI_Send_init_c", "MPI_Ssend_init_c", "MPI_Bsend_init_c",
+                                      "MPI_Rsend_init_c", "MPI_Recv_init_c"};
+  for (int mode = 0; mode < 5; ++mode) {
+    MPI_Request p = MPI_REQUEST_NULL, q = MPI_REQUEST_NULL;
+    const int tag = 40 + mode;
+    if (mode == 0) MPI_Send_init_c(x, N, MPI_FLOAT, next, tag, pp, &p);
+    if (mode == 1) MPI_Ssend_init_c(x, N, MPI_FLOAT, next, tag, pp, &p);
+    if (mode == 2) MPI_Bsend_init_c(x, N, MPI_FLOAT, next, tag, pp, &p);
+    if (mode == 3) MPI_Rsend_init_c(x, N, MPI_FLOAT, next, tag, pp, &p);
+    if (mode == 4) MPI_Recv_init_c(got, N, MPI_FLOAT, prev, tag, pp, &p);
+    for (int round = 0; round < 2; ++round) {
+      memset(got, 0, sizeof(float) * N);
+      if (mode < 4) MPI_Irecv(got, N, MPI_FLOAT, prev, tag, pp, &q);
+      MPI_Barrier(pp);
+      MPI_Start(&p);
+      if (mode == 4) MPI_Isend(x, N, MPI_FLOAT, next, tag, pp, &q);
+      MPI_Wait(&p, MPI_STATUS_IGNORE);
+      MPI_Wait(&q, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&p);
+    same(inits[mode], ref, got, N);
+  }
   int detached_size = 0;
   MPI_Buffer_detach(&buffer, &detached_size);
   free(buffer);

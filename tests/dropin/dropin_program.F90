@@ -3,7 +3,7 @@
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
 ! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather,
 ! blocking and nonblocking, with counts one apart) and point-to-point messages
-! (blocking and nonblocking; synchronous and ready sends too; a probed one),
+! (blocking, nonblocking and persistent; synchronous and ready sends too; a probed one),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
 !   - prints, on rank 0, the largest error of each call against the exact result (computed in
@@ -40,10 +40,10 @@ program dropin_program_fortran
   double precision :: bound
   character(len=4096) :: prefix, arg
   COMM_T :: dp, tp, pp, zero
-  real, allocatable :: x(:), y(:), all(:), s(:), v(:)
+  real, allocatable :: x(:), y(:), all(:), s(:), v(:), ps(:), pv(:)
   double precision, allocatable :: e(:), ev(:)
   integer, allocatable :: ix(:), iy(:), counts(:), displs(:)
-  REQUEST_T :: requests(2)
+  REQUEST_T :: requests(2), persistent(2)
   integer :: index, outcount, completed, indices(2)
   logical :: flag
   STATUS_T :: st
@@ -288,6 +288,40 @@ program dropin_program_fortran
       completed = completed + outcount
     end do
     call check('isend/irecv waitsome pp', y, e, n, .false.)
+
+    ! Persistent requests, two rounds of new data: a persistent send into a plain MPI_Irecv and a
+    ! persistent receive of a plain MPI_Isend; MPI_Start, then MPI_Startall; the handles stay.
+    allocate (ps(n), pv(n))
+    call MPI_Send_init(ps, n, MPI_REAL, next, 15, pp, persistent(1), ierr)
+    call MPI_Recv_init(pv, n, MPI_REAL, prev, 16, pp, persistent(2), ierr)
+    do j = 1, 2
+      ps = x * real(j)
+      do i = 1, n
+        e(i) = dble(input(prev, i - 1) * real(j))
+      end do
+      y = 0
+      pv = 0
+      call MPI_Irecv(y, n, MPI_REAL, prev, 15, pp, requests(1), ierr)
+      if (j == 1) then
+        call MPI_Start(persistent(1), ierr)
+        call MPI_Start(persistent(2), ierr)
+      else
+        call MPI_Startall(2, persistent, ierr)
+      end if
+      call MPI_Isend(ps, n, MPI_REAL, next, 16, pp, requests(2), ierr)
+      call MPI_Waitall(2, persistent, statuses, ierr)
+      call MPI_Get_count(STATUS_OF(statuses, 2), MPI_REAL, count, ierr)
+      call expect_status('recv_init', STATUS_OF(statuses, 2), count, prev, 16)
+      call MPI_Waitall(2, requests, MPI_STATUSES_IGNORE, ierr)
+      if (persistent(1) == MPI_REQUEST_NULL .or. persistent(2) == MPI_REQUEST_NULL) then
+        print '(a, i0, a)', 'rank ', rank, ': a persistent request became MPI_REQUEST_NULL'
+        failures = failures + 1
+      end if
+      call check('send_init pp', y, e, n, .false.)
+      call check('recv_init pp', pv, e, n, .false.)
+    end do
+    call MPI_Request_free(persistent(1), ierr)
+    call MPI_Request_free(persistent(2), ierr)
   end if
 
   close (unit)

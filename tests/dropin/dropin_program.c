@@ -208,6 +208,84 @@ static void vector_variants(MPI_Comm zero) {
   free(first);
 }
 
+/* Persistent requests, four rounds, data new each round: a persistent send (MPI_Send_init,
+ * MPI_Ssend_init, MPI_Bsend_init, MPI_Rsend_init in turn) into a plain MPI_Irecv, and a
+ * persistent receive (MPI_Recv_init) of a plain MPI_Isend; started by MPI_Start or
+ * MPI_Startall; completed by MPI_Waitall over all four, MPI_Wait and MPI_Test polling,
+ * MPI_Waitany, MPI_Testall. Each routed end would miss a message MPI's persistent request sent.
+ * Needs the attached buffer of point_to_point (MPI_Bsend_init). */
+static void persistent(MPI_Comm pp, const float* x) {
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  float* mine = malloc(sizeof(float) * N);
+  float* got_plain = malloc(sizeof(float) * N);
+  float* got_persistent = malloc(sizeof(float) * N);
+  double* e = malloc(sizeof(double) * N);
+  MPI_Request sends[4], recv;
+  MPI_Send_init(mine, N, MPI_FLOAT, next, 50, pp, &sends[0]);
+  MPI_Ssend_init(mine, N, MPI_FLOAT, next, 51, pp, &sends[1]);
+  MPI_Bsend_init(mine, N, MPI_FLOAT, next, 52, pp, &sends[2]);
+  MPI_Rsend_init(mine, N, MPI_FLOAT, next, 53, pp, &sends[3]);
+  MPI_Recv_init(got_persistent, N, MPI_FLOAT, prev, 54, pp, &recv);
+  static const char* const names[] = {"send_init pp", "ssend_init pp", "bsend_init pp",
+                                      "rsend_init pp"};
+  for (int round = 0; round < 4; ++round) {
+    for (long i = 0; i < N; ++i) {
+      mine[i] = x[i] * (float)(round + 1);
+      e[i] = (double)(input(prev, i) * (float)(round + 1));
+    }
+    memset(got_plain, 0, sizeof(float) * N);
+    memset(got_persistent, 0, sizeof(float) * N);
+    MPI_Request r[4] = {sends[round], recv, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Irecv(got_plain, N, MPI_FLOAT, prev, 50 + round, pp, &r[2]);
+    MPI_Barrier(pp); /* MPI_Rsend_init's receive is posted */
+    if (round % 2 == 0) {
+      MPI_Start(&r[0]);
+      MPI_Start(&r[1]);
+    } else {
+      MPI_Startall(2, r);
+    }
+    MPI_Isend(mine, N, MPI_FLOAT, next, 54, pp, &r[3]);
+    MPI_Status st[4];
+    int flag = 0, index = 0;
+    if (round == 0) {
+      MPI_Waitall(4, r, st);
+    } else if (round == 1) {
+      MPI_Wait(&r[1], &st[1]);
+      while (!flag) MPI_Test(&r[0], &flag, MPI_STATUS_IGNORE);
+      MPI_Waitall(2, r + 2, MPI_STATUSES_IGNORE);
+    } else if (round == 2) {
+      for (int k = 0; k < 4; ++k) {
+        MPI_Waitany(4, r, &index, &st[1]);
+        if (index == 1) break;
+      }
+      MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
+    } else {
+      while (!flag) MPI_Testall(4, r, &flag, st);
+    }
+    int count = 0;
+    MPI_Get_count(&st[1], MPI_FLOAT, &count);
+    if (r[0] != sends[round] || r[1] != recv || r[2] != MPI_REQUEST_NULL || count != N ||
+        st[1].MPI_SOURCE != prev || st[1].MPI_TAG != 54) {
+      printf("rank %d: persistent round %d: handles %d %d %d, count %d source %d tag %d\n", rank,
+             round, r[0] == sends[round], r[1] == recv, r[2] == MPI_REQUEST_NULL, count,
+             st[1].MPI_SOURCE, st[1].MPI_TAG);
+      ++failures;
+    }
+    check(names[round], got_plain, e, N, 0);
+    check("recv_init pp", got_persistent, e, N, 0);
+  }
+  for (int k = 0; k < 4; ++k) MPI_Request_free(&sends[k]);
+  MPI_Request_free(&recv);
+  if (recv != MPI_REQUEST_NULL || sends[0] != MPI_REQUEST_NULL) {
+    printf("rank %d: MPI_Request_free left a persistent handle\n", rank);
+    ++failures;
+  }
+  free(e);
+  free(got_persistent);
+  free(got_plain);
+  free(mine);
+}
+
 static void point_to_point(MPI_Comm pp) {
   if (size < 2) return;
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -277,6 +355,7 @@ static void point_to_point(MPI_Comm pp) {
     MPI_Waitall(2, r, sts);
     check(modes[mode], y, e, N, 0);
   }
+  persistent(pp, x);
   int detached_size = 0;
   MPI_Buffer_detach(&buffer, &detached_size);
   free(buffer);

@@ -1,0 +1,199 @@
+// Persistent point-to-point requests of libhycc_mpi.so: MPI_Send_init, MPI_Ssend_init,
+// MPI_Bsend_init, MPI_Rsend_init and MPI_Recv_init of float messages on a routed communicator
+// (interpose_p2p.h). MPI's own persistent request would send the floats on the program's
+// communicator, where a routed receive never looks (and a persistent receive would miss a routed
+// send): the two ends hung unless both were persistent. A compressed message has a new length
+// each time, so no persistent request of MPI's can carry it; each start is instead one round of
+// the routed nonblocking call (MPI_Isend, ..., MPI_Irecv), and the program holds a handle that
+// stands for the request between rounds: a real, inactive persistent request of MPI's (a receive
+// from MPI_PROC_NULL on MPI_COMM_SELF that is never started), so the handle converts to Fortran,
+// is freed by MPI_Request_free, and never equals another live request. MPI_Start, MPI_Startall,
+// the completion calls, MPI_Cancel and MPI_Request_get_status put the round's request in its
+// place. On other communicators, and for other types, these are MPI's own calls.
+#include <mpi.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "interpose/interpose_p2p.h"
+#include "interpose/interpose_persistent.h"
+#include "interpose/interpose_state.h"
+
+namespace hycc::interpose {
+namespace {
+
+struct Persistent {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::function<int(MPI_Request*)> start;  // starts one round: the routed nonblocking call
+  MPI_Request round = MPI_REQUEST_NULL;    // the round's request; null while inactive
+};
+
+std::mutex g_mutex;
+std::unordered_map<MPI_Request, Persistent> g_persistent;  // guarded by g_mutex
+std::atomic<size_t> g_count{0};
+
+bool is_persistent(MPI_Request r) {
+  if (r == MPI_REQUEST_NULL) return false;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  return g_persistent.count(r) != 0;
+}
+
+// A new persistent request of hycc's whose rounds `start` begins.
+int make(MPI_Comm comm, std::function<int(MPI_Request*)> start, MPI_Request* request) {
+  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request);
+  if (rc != MPI_SUCCESS) return rc;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_persistent[*request] = Persistent{comm, std::move(start), MPI_REQUEST_NULL};
+  g_count.fetch_add(1, std::memory_order_release);
+  return MPI_SUCCESS;
+}
+
+using IsendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
+using SendInitFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
+
+// MPI_Send_init and its modes: each round is `isend` (the library's routed entry point of the
+// same mode).
+int send_init(IsendFunction isend, SendInitFunction native, const void* buf, int count,
+              MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (p2p_route(comm, type, dest) == nullptr) {
+    return native(buf, count, type, dest, tag, comm, request);
+  }
+  return make(
+      comm, [=](MPI_Request* r) { return isend(buf, count, type, dest, tag, comm, r); }, request);
+}
+
+// Starts the round of hycc's persistent request `handle`.
+int start(MPI_Request handle) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::function<int(MPI_Request*)> round;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    Persistent& p = g_persistent.at(handle);
+    comm = p.comm;
+    if (p.round == MPI_REQUEST_NULL) round = p.start;
+  }
+  if (!round) return fail(comm, "MPI_Start", "the persistent request is active already");
+  MPI_Request r = MPI_REQUEST_NULL;
+  const int rc = round(&r);
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_persistent.at(handle).round = r;
+  return rc;
+}
+
+}  // namespace
+
+int free_persistent(MPI_Request* request) {
+  MPI_Request round = MPI_REQUEST_NULL;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    const auto it = g_persistent.find(*request);
+    round = it->second.round;
+    g_persistent.erase(it);
+    g_count.fetch_sub(1, std::memory_order_release);
+  }
+  if (round != MPI_REQUEST_NULL) {
+    const int rc = MPI_Request_free(&round);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return PMPI_Request_free(request);
+}
+
+bool any_persistent(int n, const MPI_Request* requests) {
+  if (g_count.load(std::memory_order_acquire) == 0) return false;
+  for (int i = 0; i < n; ++i) {
+    if (is_persistent(requests[i])) return true;
+  }
+  return false;
+}
+
+RoundRequests::RoundRequests(int n, MPI_Request* given)
+    : given_(given), rounds_(given, given + (n > 0 ? n : 0)), persistent_(rounds_.size()) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  for (size_t i = 0; i < rounds_.size(); ++i) {
+    const auto it = g_persistent.find(rounds_[i]);
+    if (rounds_[i] == MPI_REQUEST_NULL || it == g_persistent.end()) continue;
+    persistent_[i] = true;
+    rounds_[i] = it->second.round;
+  }
+}
+
+RoundRequests::~RoundRequests() {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  for (size_t i = 0; i < rounds_.size(); ++i) {
+    if (!persistent_[i]) {
+      given_[i] = rounds_[i];
+      continue;
+    }
+    const auto it = g_persistent.find(given_[i]);
+    if (it != g_persistent.end()) it->second.round = rounds_[i];
+  }
+}
+
+}  // namespace hycc::interpose
+
+namespace ip = hycc::interpose;
+
+extern "C" {
+
+int MPI_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request) {
+  return ip::send_init(MPI_Isend, PMPI_Send_init, buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return ip::send_init(MPI_Issend, PMPI_Ssend_init, buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return ip::send_init(MPI_Ibsend, PMPI_Bsend_init, buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return ip::send_init(MPI_Irsend, PMPI_Rsend_init, buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                  MPI_Request* request) {
+  if (ip::p2p_route(comm, type, source) == nullptr) {
+    return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
+  }
+  return ip::make(
+      comm, [=](MPI_Request* r) { return MPI_Irecv(buf, count, type, source, tag, comm, r); },
+      request);
+}
+
+int MPI_Start(MPI_Request* request) {
+  if (!ip::any_persistent(1, request)) return PMPI_Start(request);
+  return ip::start(*request);
+}
+
+// In order, each start MPI's or hycc's (the first failure ends it, as MPI_Startall reports one).
+int MPI_Startall(int n, MPI_Request requests[]) {
+  if (!ip::any_persistent(n, requests)) return PMPI_Startall(n, requests);
+  for (int i = 0; i < n; ++i) {
+    const int rc = MPI_Start(&requests[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Cancel(MPI_Request* request) {
+  if (!ip::any_persistent(1, request)) return PMPI_Cancel(request);
+  ip::RoundRequests round(1, request);
+  MPI_Request* r = round.data();
+  return *r == MPI_REQUEST_NULL ? PMPI_Cancel(request) : PMPI_Cancel(r);
+}
+
+int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (!ip::any_persistent(1, &request)) return PMPI_Request_get_status(request, flag, status);
+  ip::RoundRequests round(1, &request);
+  return PMPI_Request_get_status(round.data()[0], flag, status);
+}
+
+}  // extern "C"

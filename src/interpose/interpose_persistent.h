@@ -1,0 +1,39 @@
+// Persistent point-to-point requests of libhycc_mpi.so on routed communicators
+// (interpose_persistent.cc). The completion calls (interpose_requests.cc) work on a round's
+// request in place of the persistent handle the program holds.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+namespace hycc::interpose {
+
+// Whether any of the n requests is a persistent request of hycc's (cheap while there is none).
+bool any_persistent(int n, const MPI_Request* requests);
+
+// MPI_Request_free of a persistent request of hycc's: an active round is freed as MPI_Request_free
+// frees a nonblocking request (a send completes in the background; a receive is never
+// decoded), then the handle.
+int free_persistent(MPI_Request* request);
+
+// The requests a completion call is given, with each persistent handle of hycc's replaced by its
+// round's request (MPI_REQUEST_NULL when it was not started: MPI treats an inactive persistent
+// request as a null one, so every completion call answers alike). On destruction the program's
+// array gets the outcome back: its other requests as MPI left them, its persistent handles as
+// they were, and the rounds that completed make their handles inactive again.
+class RoundRequests {
+ public:
+  RoundRequests(int n, MPI_Request* given);
+  RoundRequests(const RoundRequests&) = delete;
+  RoundRequests& operator=(const RoundRequests&) = delete;
+  ~RoundRequests();
+  MPI_Request* data() { return rounds_.data(); }
+
+ private:
+  MPI_Request* given_;
+  std::vector<MPI_Request> rounds_;
+  std::vector<bool> persistent_;
+};
+
+}  // namespace hycc::interpose
