@@ -5,8 +5,8 @@
 //
 // - mpif.h and `use mpi` (mpi_xxx_, the gfortran / Intel / flang naming): the lifecycle, the
 //   communicators the application makes and names, the seven collectives, and point-to-point
-//   (blocking, nonblocking, persistent and their completion), so that every message a Fortran
-//   program sends and receives goes the same way.
+//   (blocking, nonblocking, persistent, the probes and the completions), so that every message a
+//   Fortran program sends and receives goes the same way.
 // - `use mpi_f08` (mpi_xxx_f08_): the same calls. Its handles are one-integer derived types, and
 //   in Open MPI its TYPE(MPI_Status) has the layout of the C status (and of mpif.h's
 //   MPI_STATUS_SIZE integers: Open MPI's own mpi_f08 hands it to its mpif.h functions), so each
@@ -495,6 +495,36 @@ void mpi_iprobe_(const Fint* source, const Fint* tag, const Fint* comm, Fint* fl
   put(ierror, s.done(MPI_Iprobe(*source, *tag, comm_of(comm), &f, s.c())));
   *flag = f;
 }
+void mpi_mprobe_(const Fint* source, const Fint* tag, const Fint* comm, Fint* message, Fint* status,
+                 Fint* ierror) {
+  Status s(status);
+  MPI_Message m = MPI_MESSAGE_NULL;
+  put(ierror, s.done(MPI_Mprobe(*source, *tag, comm_of(comm), &m, s.c())));
+  *message = MPI_Message_c2f(m);
+}
+void mpi_improbe_(const Fint* source, const Fint* tag, const Fint* comm, Fint* flag, Fint* message,
+                  Fint* status, Fint* ierror) {
+  Status s(status);
+  MPI_Message m = MPI_MESSAGE_NULL;
+  int f = 0;
+  put(ierror, s.done(MPI_Improbe(*source, *tag, comm_of(comm), &f, &m, s.c())));
+  *flag = f;
+  if (f != 0) *message = MPI_Message_c2f(m);
+}
+void mpi_mrecv_(void* buf, const Fint* count, const Fint* type, Fint* message, Fint* status,
+                Fint* ierror) {
+  Status s(status);
+  MPI_Message m = MPI_Message_f2c(*message);
+  put(ierror, s.done(MPI_Mrecv(c_buffer(buf), *count, type_of(type), &m, s.c())));
+  *message = MPI_Message_c2f(m);
+}
+void mpi_imrecv_(void* buf, const Fint* count, const Fint* type, Fint* message, Fint* request,
+                 Fint* ierror) {
+  MPI_Message m = MPI_Message_f2c(*message);
+  started(request, ierror,
+          [&](MPI_Request* r) { return MPI_Imrecv(c_buffer(buf), *count, type_of(type), &m, r); });
+  *message = MPI_Message_c2f(m);
+}
 void mpi_test_(Fint* request, Fint* flag, Fint* status, Fint* ierror) {
   Requests r(1, request, nullptr);
   Status s(status);
@@ -718,6 +748,22 @@ void mpi_probe_f08_(const Fint* source, const Fint* tag, const Fint* comm, Fint*
 void mpi_iprobe_f08_(const Fint* source, const Fint* tag, const Fint* comm, Fint* flag,
                      Fint* status, Fint* ierror) {
   mpi_iprobe_(source, tag, comm, flag, status, ierror);
+}
+void mpi_mprobe_f08_(const Fint* source, const Fint* tag, const Fint* comm, Fint* message,
+                     Fint* status, Fint* ierror) {
+  mpi_mprobe_(source, tag, comm, message, status, ierror);
+}
+void mpi_improbe_f08_(const Fint* source, const Fint* tag, const Fint* comm, Fint* flag,
+                      Fint* message, Fint* status, Fint* ierror) {
+  mpi_improbe_(source, tag, comm, flag, message, status, ierror);
+}
+void mpi_mrecv_f08_(void* buf, const Fint* count, const Fint* type, Fint* message, Fint* status,
+                    Fint* ierror) {
+  mpi_mrecv_(buf, count, type, message, status, ierror);
+}
+void mpi_imrecv_f08_(void* buf, const Fint* count, const Fint* type, Fint* message, Fint* request,
+                     Fint* ierror) {
+  mpi_imrecv_(buf, count, type, message, request, ierror);
 }
 void mpi_wait_f08_(Fint* request, Fint* status, Fint* ierror) {
   mpi_wait_(request, status, ierror);

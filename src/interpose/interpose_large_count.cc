@@ -266,6 +266,18 @@ int MPI_Recv_init_c(void* buf, MPI_Count count, MPI_Datatype datatype, int sourc
   return MPI_Recv_init(buf, int(count), datatype, source, tag, comm, request);
 }
 
+int MPI_Mrecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message* message,
+                MPI_Status* status) {
+  if (!fits(count)) return PMPI_Mrecv_c(buf, count, datatype, message, status);
+  return MPI_Mrecv(buf, int(count), datatype, message, status);
+}
+
+int MPI_Imrecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message* message,
+                 MPI_Request* request) {
+  if (!fits(count)) return PMPI_Imrecv_c(buf, count, datatype, message, request);
+  return MPI_Imrecv(buf, int(count), datatype, message, request);
+}
+
 int MPI_Sendrecv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
                    int sendtag, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                    int source, int recvtag, MPI_Comm comm, MPI_Status* status) {

@@ -208,20 +208,16 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
   if (s == nullptr) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   const Inside guard;
   try {
-    std::vector<std::byte> m;
-    size_t bytes = 0;
-    MPI_Status st{};
     if (auto held = ip::take_held(comm, source, tag)) {  // a probe received it already
-      m = std::move(held->stream);
-      bytes = m.size();
-      st = held->status;
-    } else {
-      m.resize(ip::capacity_bytes(count));
-      const int rc = PMPI_Recv(m.data(), static_cast<int>(m.size()), MPI_BYTE, source, tag,
-                               s->p2p_shadow, &st);
-      if (rc != MPI_SUCCESS) return rc;
-      bytes = ip::received_bytes(st);
+      ip::deliver(*held, buf, count, status);
+      return MPI_SUCCESS;
     }
+    std::vector<std::byte> m(ip::capacity_bytes(count));
+    MPI_Status st{};
+    const int rc =
+        PMPI_Recv(m.data(), static_cast<int>(m.size()), MPI_BYTE, source, tag, s->p2p_shadow, &st);
+    if (rc != MPI_SUCCESS) return rc;
+    const size_t bytes = ip::received_bytes(st);
     ip::HostStaging out(buf, size_t(count) * sizeof(float), false);
     const size_t n = ip::decode(m, bytes, out.floats(), size_t(count), &st);
     out.store(n * sizeof(float));  // a shorter message leaves the rest of the buffer as it was
@@ -262,10 +258,7 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
   const Inside guard;
   try {
     if (auto held = ip::take_held(comm, source, tag)) {  // a probe received it: complete now
-      ip::HostStaging out(buf, size_t(count) * sizeof(float), false);
-      const size_t n =
-          ip::decode(held->stream, held->stream.size(), out.floats(), size_t(count), &held->status);
-      out.store(n * sizeof(float));
+      ip::deliver(*held, buf, count, MPI_STATUS_IGNORE);
       return ip::completed_request(held->status, request);
     }
     ip::Pending p;

@@ -13,11 +13,14 @@
 
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 
 #include "hycc/codec.h"
 #include "hycc/error.h"
+#include "interpose/device_memory.h"
 #include "interpose/interpose_p2p.h"
+#include "interpose/interpose_requests.h"
 
 namespace hycc::interpose {
 namespace {
@@ -55,28 +58,14 @@ int probe_once(const CommState& s, int source, int tag, MPI_Comm comm, int* flag
     *flag = 1;
     return MPI_SUCCESS;
   }
-  int rc = PMPI_Iprobe(source, tag, comm, flag, status);
+  const int rc = PMPI_Iprobe(source, tag, comm, flag, status);
   if (rc != MPI_SUCCESS || *flag != 0) return rc;
-  MPI_Message message = MPI_MESSAGE_NULL;
-  MPI_Status st{};
-  rc = PMPI_Improbe(source, tag, s.p2p_shadow, flag, &message, &st);
-  if (rc != MPI_SUCCESS || *flag == 0) return rc;
-  int bytes = 0;
-  PMPI_Get_count(&st, MPI_BYTE, &bytes);
-  Held h{comm, {std::vector<std::byte>(size_t(bytes > 0 ? bytes : 0)), {}}};
-  rc = PMPI_Mrecv(h.message.stream.data(), bytes, MPI_BYTE, &message, &st);
-  if (rc != MPI_SUCCESS) return rc;
-  const StreamInfo info = inspect(h.message.stream);
-  if (info.dtype != DType::kF32) {
-    throw CorruptStream(
-        tagged("dropin", "a probed message holds ", dtype_name(info.dtype), ", not float32"));
-  }
-  PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
-  h.message.status = st;
-  if (status != MPI_STATUS_IGNORE) *status = st;
-  const std::lock_guard<std::mutex> lock(g_mutex);
-  g_held.push_back(std::move(h));
-  return MPI_SUCCESS;
+  Held h{comm, {}};
+  return receive_stream(s, source, tag, flag, &h.message, [&] {
+    if (status != MPI_STATUS_IGNORE) *status = h.message.status;
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    g_held.push_back(std::move(h));
+  });
 }
 
 int query_status(void* extra, MPI_Status* status) {
@@ -90,6 +79,35 @@ int free_status(void* extra) {
 int cancel_nothing(void*, int) { return MPI_SUCCESS; }
 
 }  // namespace
+
+int receive_stream(const CommState& s, int source, int tag, int* flag, HeldMessage* out,
+                   const std::function<void()>& received) {
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status st{};
+  int rc = PMPI_Improbe(source, tag, s.p2p_shadow, flag, &message, &st);
+  if (rc != MPI_SUCCESS || *flag == 0) return rc;
+  int bytes = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  out->stream.resize(size_t(bytes > 0 ? bytes : 0));
+  rc = PMPI_Mrecv(out->stream.data(), bytes, MPI_BYTE, &message, &st);
+  if (rc != MPI_SUCCESS) return rc;
+  const StreamInfo info = inspect(out->stream);
+  if (info.dtype != DType::kF32) {
+    throw CorruptStream(
+        tagged("dropin", "a probed message holds ", dtype_name(info.dtype), ", not float32"));
+  }
+  PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
+  out->status = st;
+  received();
+  return MPI_SUCCESS;
+}
+
+void deliver(HeldMessage& m, void* buf, int count, MPI_Status* status) {
+  HostStaging out(buf, size_t(count > 0 ? count : 0) * sizeof(float), false);
+  const size_t n = decode(m.stream, m.stream.size(), out.floats(), size_t(count), &m.status);
+  out.store(n * sizeof(float));  // a shorter message leaves the rest of the buffer as it was
+  if (status != MPI_STATUS_IGNORE) *status = m.status;
+}
 
 std::optional<HeldMessage> take_held(MPI_Comm comm, int source, int tag) {
   const std::lock_guard<std::mutex> lock(g_mutex);

@@ -264,6 +264,24 @@ static void point_to_point(MPI_Comm pp) {
     MPI_Request_free(&p);
     same(inits[mode], ref, got, N);
   }
+
+  /* The matched receives' _c forms: MPI_Mprobe then MPI_Mrecv_c, MPI_Improbe then MPI_Imrecv_c. */
+  for (int k = 0; k < 2; ++k) {
+    MPI_Message msg = MPI_MESSAGE_NULL;
+    memset(got, 0, sizeof(float) * N);
+    MPI_Isend(x, N, MPI_FLOAT, next, 50 + k, pp, &r);
+    if (k == 0) {
+      MPI_Mprobe(prev, 50, pp, &msg, MPI_STATUS_IGNORE);
+      MPI_Mrecv_c(got, N, MPI_FLOAT, &msg, MPI_STATUS_IGNORE);
+    } else {
+      for (int flag = 0; !flag;) MPI_Improbe(prev, 51, pp, &flag, &msg, MPI_STATUS_IGNORE);
+      MPI_Request q;
+      MPI_Imrecv_c(got, N, MPI_FLOAT, &msg, &q);
+      MPI_Wait(&q, MPI_STATUS_IGNORE);
+    }
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    same(k == 0 ? "MPI_Mrecv_c" : "MPI_Imrecv_c", ref, got, N);
+  }
   int detached_size = 0;
   MPI_Buffer_detach(&buffer, &detached_size);
   free(buffer);

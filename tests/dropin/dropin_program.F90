@@ -3,7 +3,7 @@
 ! names its communicators after the parallel dimensions, runs the intercepted collectives on
 ! REAL data (in place and out of place; an allgather nonblocking; a reduce-scatter and an allgather,
 ! blocking and nonblocking, with counts one apart) and point-to-point messages
-! (blocking, nonblocking and persistent; synchronous and ready sends too; a probed one),
+! (blocking, nonblocking and persistent; synchronous and ready sends too; probed ones),
 ! plus calls the library must leave alone, and, as dropin_program.c does,
 !   - writes every result, as raw bytes, to PREFIX.rankR (compared bit for bit across runs);
 !   - prints, on rank 0, the largest error of each call against the exact result (computed in
@@ -14,6 +14,7 @@
 #ifdef HYCC_F08
 #define COMM_T type(MPI_Comm)
 #define REQUEST_T type(MPI_Request)
+#define MESSAGE_T type(MPI_Message)
 #define STATUS_T type(MPI_Status)
 #define STATUSES_T(n) type(MPI_Status) :: statuses(n)
 #define SOURCE_OF(s) s%MPI_SOURCE
@@ -22,6 +23,7 @@
 #else
 #define COMM_T integer
 #define REQUEST_T integer
+#define MESSAGE_T integer
 #define STATUS_T integer, dimension(MPI_STATUS_SIZE)
 #define STATUSES_T(n) integer :: statuses(MPI_STATUS_SIZE, n)
 #define SOURCE_OF(s) s(MPI_SOURCE)
@@ -44,6 +46,7 @@ program dropin_program_fortran
   double precision, allocatable :: e(:), ev(:)
   integer, allocatable :: ix(:), iy(:), counts(:), displs(:)
   REQUEST_T :: requests(2), persistent(2)
+  MESSAGE_T :: message
   integer :: index, outcount, completed, indices(2)
   logical :: flag
   STATUS_T :: st
@@ -245,6 +248,25 @@ program dropin_program_fortran
     call MPI_Recv(y, count, MPI_REAL, prev, 14, pp, st, ierr)
     call MPI_Wait(requests(2), st, ierr)
     call check('probe/recv pp', y, e, count, .false.)
+
+    ! The same with the matched probe: MPI_Mprobe, MPI_Get_count, MPI_Mrecv.
+    y = 0
+    call MPI_Isend(x, n - 1000 * (rank + 1), MPI_REAL, next, 17, pp, requests(2), ierr)
+    call MPI_Mprobe(prev, 17, pp, message, st, ierr)
+    call MPI_Get_count(st, MPI_REAL, count, ierr)
+    if (count /= n - 1000 * (prev + 1) .or. SOURCE_OF(st) /= prev .or. TAG_OF(st) /= 17) then
+      print '(a, i0, 3(a, i0))', 'rank ', rank, ': MPI_Mprobe count ', count, ' source ', &
+        SOURCE_OF(st), ' tag ', TAG_OF(st)
+      failures = failures + 1
+      count = n - 1000 * (prev + 1)
+    end if
+    call MPI_Mrecv(y, count, MPI_REAL, message, st, ierr)
+    if (message /= MPI_MESSAGE_NULL) then
+      print '(a, i0, a)', 'rank ', rank, ': the message is not MPI_MESSAGE_NULL after MPI_Mrecv'
+      failures = failures + 1
+    end if
+    call MPI_Wait(requests(2), st, ierr)
+    call check('mprobe/mrecv pp', y, e, count, .false.)
 
     ! The other completions: MPI_Waitany (1-based indices), MPI_Testall, MPI_Waitsome.
     y = 0

@@ -399,6 +399,55 @@ static void point_to_point(MPI_Comm pp) {
     free(z);
   }
 
+  /* The matched probes, on messages of each sender's own length after an int header: MPI_Mprobe
+   * and MPI_Mrecv for both (the header is MPI's own message); the header by MPI_Recv, then a
+   * wildcard MPI_Improbe loop and MPI_Imrecv; MPI_Probe (which holds the message), then
+   * MPI_Mprobe of that message and MPI_Mrecv. Each message handle ends as MPI_MESSAGE_NULL. */
+  static const char* const matched[] = {"mprobe/mrecv pp", "improbe/imrecv pp",
+                                        "probe/mprobe/mrecv pp"};
+  for (int k = 0; k < 3; ++k) {
+    MPI_Request sends[2];
+    MPI_Message msg = MPI_MESSAGE_NULL, header_msg = MPI_MESSAGE_NULL;
+    MPI_Status pst, rst;
+    int header = mine_len, got_header = -1, recv_count = -1;
+    MPI_Isend(&header, 1, MPI_INT, next, 60 + k, pp, &sends[0]);
+    MPI_Isend(x, mine_len, MPI_FLOAT, next, 63 + k, pp, &sends[1]);
+    if (k == 0) {
+      MPI_Mprobe(prev, 60, pp, &header_msg, MPI_STATUS_IGNORE);
+      MPI_Mrecv(&got_header, 1, MPI_INT, &header_msg, MPI_STATUS_IGNORE);
+      MPI_Mprobe(prev, 63, pp, &msg, &pst);
+    } else {
+      MPI_Recv(&got_header, 1, MPI_INT, prev, 60 + k, pp, MPI_STATUS_IGNORE);
+      if (k == 1) {
+        for (int flag = 0; !flag;) MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, pp, &flag, &msg, &pst);
+      } else {
+        MPI_Probe(prev, 65, pp, &pst);
+        MPI_Mprobe(MPI_ANY_SOURCE, 65, pp, &msg, &pst);
+      }
+    }
+    MPI_Get_count(&pst, MPI_FLOAT, &count);
+    const int probed = count;
+    float* z = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+    if (k == 1) {
+      MPI_Imrecv(z, count, MPI_FLOAT, &msg, &r[0]);
+      MPI_Wait(&r[0], &rst);
+    } else {
+      MPI_Mrecv(z, count, MPI_FLOAT, &msg, &rst);
+    }
+    MPI_Get_count(&rst, MPI_FLOAT, &recv_count);
+    MPI_Waitall(2, sends, MPI_STATUSES_IGNORE);
+    if (got_header != prev_len || probed != prev_len || recv_count != prev_len ||
+        pst.MPI_SOURCE != prev || pst.MPI_TAG != 63 + k || msg != MPI_MESSAGE_NULL ||
+        header_msg != MPI_MESSAGE_NULL) {
+      printf("rank %d: %s: header %d, count %d/%d, source %d tag %d, handles null %d %d\n", rank,
+             matched[k], got_header, probed, recv_count, pst.MPI_SOURCE, pst.MPI_TAG,
+             msg == MPI_MESSAGE_NULL, header_msg == MPI_MESSAGE_NULL);
+      ++failures;
+    }
+    if (probed == prev_len) check(matched[k], z, e, prev_len, 0);
+    free(z);
+  }
+
   /* Blocking, in pairs (0 <-> 1, 2 <-> 3, ...) so that it cannot deadlock: even sizes only. */
   if (size % 2 == 0) {
     const int peer = rank ^ 1;
