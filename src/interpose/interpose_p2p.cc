@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "hycc/codec.h"
@@ -140,7 +141,8 @@ int nonblocking_send(IsendFunction isend, const char* name, const void* buf, int
 // routed or idle (MPI_PROC_NULL) and one is routed, one MPI_Isendrecv of streams on the private
 // duplicate, the receive decoded on completion as MPI_Irecv's; when neither is routed, MPI's own
 // call (`native`). A float message one way and another type with a real peer the other way
-// would need two requests; that call is MPI's too (docs/dropin.md, "Point to point").
+// would need two requests; that call is MPI's too (docs/dropin.md, "Point to point"). A receive
+// of a message a probe holds is done at once; the request is then the send's.
 int isendrecv(const char* name, const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
               int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
               int recvtag, MPI_Comm comm, MPI_Request* request,
@@ -159,6 +161,16 @@ int isendrecv(const char* name, const void* sendbuf, int sendcount, MPI_Datatype
       Outgoing m(s, data.floats(), sendcount);
       m.record();
       p.outgoing = std::move(m.stream);
+    }
+    if (std::optional<HeldMessage> held =
+            recv != nullptr ? take_held(comm, source, recvtag) : std::nullopt) {
+      deliver(*held, recvbuf, recvcount, MPI_STATUS_IGNORE);  // a probe received it already
+      if (send == nullptr) return completed_request(held->status, request);
+      p.received = held->status;
+      const int rc = PMPI_Isend(p.outgoing.data(), static_cast<int>(p.outgoing.size()), MPI_BYTE,
+                                dest, sendtag, s.p2p_shadow, request);
+      if (rc == MPI_SUCCESS) track(*request, std::move(p));
+      return rc;
     }
     if (recv != nullptr) {
       p.stream.resize(capacity_bytes(recvcount));

@@ -51,6 +51,7 @@ int finish(Pending p, MPI_Status* status) {
     }
     return MPI_SUCCESS;
   }
+  if (p.received) *status = *p.received;
   if (p.out == nullptr) return MPI_SUCCESS;
   int cancelled = 0;
   if (!p.length_from_stream) PMPI_Test_cancelled(status, &cancelled);

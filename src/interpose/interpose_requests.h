@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "interpose/device_memory.h"
@@ -25,6 +26,9 @@ struct Pending {
   // The received stream's length from its own header, not from the status: MPICH 4.0's
   // MPI_Isendrecv completes with a status it has not filled in.
   bool length_from_stream = false;
+  // The status of a receive completed at initiation (MPI_Isendrecv of a probed, held message):
+  // the request is then its send's, whose status would not say what was received.
+  std::optional<MPI_Status> received;
   // A nonblocking collective (interpose_nonblocking.cc): decodes into the program's buffers
   // once MPI has completed the request; a failure is reported as `call` on MPI_COMM_WORLD, as
   // for receives (the program may have freed the collective's communicator by then).

@@ -344,6 +344,31 @@ static void isendrecv(MPI_Comm pp) {
   }
   same("MPI_Isendrecv with MPI_Sendrecv_c", ref, got, N);
 
+  /* A probed message is the one MPI_Isendrecv then receives (the probe holds it): with a send
+   * (into a receive posted before), and with MPI_PROC_NULL as the destination. */
+  for (int k = 0; k < 2; ++k) {
+    MPI_Request s, q = MPI_REQUEST_NULL;
+    MPI_Status st;
+    float* sent = fresh();
+    memset(got, 0, sizeof(float) * N);
+    MPI_Isend(x, N, MPI_FLOAT, next, 17 + k, pp, &s);
+    if (k == 0) MPI_Irecv(sent, N, MPI_FLOAT, prev, 19, pp, &q);
+    MPI_Probe(prev, 17 + k, pp, MPI_STATUS_IGNORE);
+    MPI_Isendrecv(x, N, MPI_FLOAT, k == 0 ? next : MPI_PROC_NULL, 19, got, N, MPI_FLOAT, prev,
+                  17 + k, pp, &r);
+    MPI_Wait(&r, &st);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    MPI_Wait(&s, MPI_STATUS_IGNORE);
+    int count = -1;
+    MPI_Get_count(&st, MPI_FLOAT, &count);
+    int bad = count != N || st.MPI_SOURCE != prev || st.MPI_TAG != 17 + k;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    failures += bad;
+    same(k == 0 ? "MPI_Isendrecv of a probed message" : "  ... from MPI_PROC_NULL", ref, got, N);
+    if (bad && rank == 0) printf("  its status is WRONG\n");
+    if (k == 0) same("  ... and its send", ref, sent, N);
+  }
+
   shift(pp, 1, x, ref, "MPI_Isendrecv, MPI_PROC_NULL ends");
   shift(pp, -1, x, down, "  ... the other way");
 }
