@@ -41,16 +41,6 @@ bool is_persistent(MPI_Request r) {
   return g_persistent.count(r) != 0;
 }
 
-// A new persistent request of hycc's whose rounds `start` begins.
-int make(MPI_Comm comm, std::function<int(MPI_Request*)> start, MPI_Request* request) {
-  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request);
-  if (rc != MPI_SUCCESS) return rc;
-  const std::lock_guard<std::mutex> lock(g_mutex);
-  g_persistent[*request] = Persistent{comm, std::move(start), MPI_REQUEST_NULL};
-  g_count.fetch_add(1, std::memory_order_release);
-  return MPI_SUCCESS;
-}
-
 using IsendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 using SendInitFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 
@@ -61,7 +51,7 @@ int send_init(IsendFunction isend, SendInitFunction native, const void* buf, int
   if (p2p_route(comm, type, dest) == nullptr) {
     return native(buf, count, type, dest, tag, comm, request);
   }
-  return make(
+  return make_persistent(
       comm, [=](MPI_Request* r) { return isend(buf, count, type, dest, tag, comm, r); }, request);
 }
 
@@ -84,6 +74,15 @@ int start(MPI_Request handle) {
 }
 
 }  // namespace
+
+int make_persistent(MPI_Comm comm, std::function<int(MPI_Request*)> start, MPI_Request* request) {
+  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request);
+  if (rc != MPI_SUCCESS) return rc;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_persistent[*request] = Persistent{comm, std::move(start), MPI_REQUEST_NULL};
+  g_count.fetch_add(1, std::memory_order_release);
+  return MPI_SUCCESS;
+}
 
 int free_persistent(MPI_Request* request) {
   MPI_Request round = MPI_REQUEST_NULL;
@@ -163,7 +162,7 @@ int MPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, 
   if (ip::p2p_route(comm, type, source) == nullptr) {
     return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
   }
-  return ip::make(
+  return ip::make_persistent(
       comm, [=](MPI_Request* r) { return MPI_Irecv(buf, count, type, source, tag, comm, r); },
       request);
 }

@@ -5,12 +5,17 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <vector>
 
 namespace hycc::interpose {
 
 // Whether any of the n requests is a persistent request of hycc's (cheap while there is none).
 bool any_persistent(int n, const MPI_Request* requests);
+
+// A new persistent request of hycc's on comm, whose every MPI_Start runs `start` (the library's
+// nonblocking call, which gives the round's request) and whose handle is *request.
+int make_persistent(MPI_Comm comm, std::function<int(MPI_Request*)> start, MPI_Request* request);
 
 // MPI_Request_free of a persistent request of hycc's: an active round is freed as MPI_Request_free
 // frees a nonblocking request (a send completes in the background; a receive is never

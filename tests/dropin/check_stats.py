@@ -11,8 +11,10 @@ ranks = int(sys.argv[1])
 s = json.load(open(sys.argv[2]))
 rows = {(e["dimension"], e["operation"]): e for e in s["statistics"]["entries"]}
 print("statistics:", {f"{d}/{o}": round(e["ratio"], 2) for (d, o), e in rows.items()})
+# The dp allreduce under hybrid's 6-bit quantization: more than 3x (bf16 would be 2x; blocking
+# calls travel at about 5x, nonblocking and persistent ones in fixed slots at 3.6x).
 dp = rows[("dp", "allreduce")]
-assert dp["compressed_calls"] > 0 and dp["wire_bytes"] * 4 < dp["raw_bytes"], dp
+assert dp["compressed_calls"] > 0 and dp["wire_bytes"] * 3 < dp["raw_bytes"], dp
 # Point to point on pp (every program sends round the ring; Fortran's mpif.h and mpi_f08 alike).
 pp = rows[("pp", "sendrecv")]
 assert pp["compressed_calls"] > 0 and pp["wire_bytes"] < pp["raw_bytes"], pp

@@ -1,5 +1,6 @@
 /* MPI 4's calls under libhycc_mpi.so: the large-count forms (MPI_Allreduce_c, MPI_Send_c, ...;
- * mpi4py 4 makes only these), MPI_Isendrecv and MPI_Isendrecv_replace. Every call the library
+ * mpi4py 4 makes only these), MPI_Isendrecv and MPI_Isendrecv_replace, the persistent
+ * collectives (two rounds of each give the bits of two nonblocking calls). Every call the library
  * routes is made twice on equal inputs in buffers of their own, once in its int form and once in
  * its _c form, and the two results must be the same bits (the policy's codecs and error feedback
  * are deterministic and each buffer starts with no residual). A _c call that went to MPI instead
@@ -27,11 +28,11 @@ static float value(int r, long i) { return (float)(sin(0.002 * (double)i + r) + 
 
 /* Every buffer is new and kept to the end: error feedback keys its residual by the buffer's
  * address, so a freed buffer's address reused by another would carry a residual over. */
-static float* kept[64];
+static float* kept[128];
 static int nkept;
 
 static float* fresh(void) {
-  if (nkept == 64) MPI_Abort(MPI_COMM_WORLD, 3);
+  if (nkept == 128) MPI_Abort(MPI_COMM_WORLD, 3);
   return kept[nkept++] = calloc(N, sizeof(float));
 }
 
@@ -168,6 +169,95 @@ static void nonblocking(MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
   MPI_Waitall(2, r, st);
   same("MPI_Iallgatherv_c unequal blocks", a, b, at);
   same("  ... exact", exact, b, at);
+}
+
+/* Collective k of the seven (allreduce dp, bcast tp from rank 1, reduce-scatter-block zero,
+ * allgather zero, alltoall tp, reduce-scatter zero and allgatherv zero with counts one apart),
+ * on input x and output a: started as the int nonblocking call, or (init) made persistent. */
+static void collective(int k, int init, const float* x, float* a, MPI_Comm dp, MPI_Comm tp,
+                       MPI_Comm zero, MPI_Request* r) {
+  const int per = N / size;
+  static int counts[64], displs[64];
+  MPI_Count big_counts[64];
+  MPI_Aint big_displs[64];
+  shards(N - 1, counts, big_counts, displs, big_displs);
+  const MPI_Info none = MPI_INFO_NULL;
+  switch (k) {
+    case 0:
+      if (init)
+        MPI_Allreduce_init(x, a, N, MPI_FLOAT, MPI_SUM, dp, none, r);
+      else
+        MPI_Iallreduce(x, a, N, MPI_FLOAT, MPI_SUM, dp, r);
+      break;
+    case 1:
+      if (init)
+        MPI_Bcast_init(a, N, MPI_FLOAT, 1 % size, tp, none, r);
+      else
+        MPI_Ibcast(a, N, MPI_FLOAT, 1 % size, tp, r);
+      break;
+    case 2:
+      if (init)
+        MPI_Reduce_scatter_block_init(x, a, per, MPI_FLOAT, MPI_SUM, zero, none, r);
+      else
+        MPI_Ireduce_scatter_block(x, a, per, MPI_FLOAT, MPI_SUM, zero, r);
+      break;
+    case 3:
+      if (init)
+        MPI_Allgather_init(x, per, MPI_FLOAT, a, per, MPI_FLOAT, zero, none, r);
+      else
+        MPI_Iallgather(x, per, MPI_FLOAT, a, per, MPI_FLOAT, zero, r);
+      break;
+    case 4:
+      if (init)
+        MPI_Alltoall_init(x, per, MPI_FLOAT, a, per, MPI_FLOAT, tp, none, r);
+      else
+        MPI_Ialltoall(x, per, MPI_FLOAT, a, per, MPI_FLOAT, tp, r);
+      break;
+    case 5:
+      if (init)
+        MPI_Reduce_scatter_init(x, a, counts, MPI_FLOAT, MPI_SUM, zero, none, r);
+      else
+        MPI_Ireduce_scatter(x, a, counts, MPI_FLOAT, MPI_SUM, zero, r);
+      break;
+    default:
+      if (init) {
+        MPI_Allgatherv_init(x, counts[rank], MPI_FLOAT, a, counts, displs, MPI_FLOAT, zero, none,
+                            r);
+      } else {
+        MPI_Iallgatherv(x, counts[rank], MPI_FLOAT, a, counts, displs, MPI_FLOAT, zero, r);
+      }
+      break;
+  }
+}
+
+/* MPI 4's persistent collectives: two rounds (MPI_Start, MPI_Wait) of each give the bits of two
+ * rounds of the nonblocking call on buffers of their own (the second round carries the first's
+ * error feedback residual); the handle stays until MPI_Request_free. */
+static void persistent_collectives(MPI_Comm dp, MPI_Comm tp, MPI_Comm zero) {
+  static const char* const names[] = {"MPI_Allreduce_init dp",         "MPI_Bcast_init tp",
+                                      "MPI_Reduce_scatter_block_init", "MPI_Allgather_init zero",
+                                      "MPI_Alltoall_init tp",          "MPI_Reduce_scatter_init",
+                                      "MPI_Allgatherv_init zero"};
+  for (int k = 0; k < 7; ++k) {
+    float *x = filled(rank), *y = filled(rank), *a = fresh(), *b = fresh();
+    MPI_Request p, r;
+    collective(k, 1, y, b, dp, tp, zero, &p);
+    const MPI_Request handle = p;
+    for (int round = 0; round < 2; ++round) {
+      if (k == 1) memcpy(a, x, sizeof(float) * N), memcpy(b, y, sizeof(float) * N);
+      collective(k, 0, x, a, dp, tp, zero, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+      MPI_Start(&p);
+      MPI_Wait(&p, MPI_STATUS_IGNORE);
+    }
+    same(names[k], a, b, N);
+    int bad = p != handle;
+    MPI_Request_free(&p);
+    bad |= p != MPI_REQUEST_NULL;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (bad && rank == 0) printf("  the persistent handle is WRONG\n");
+    failures += bad;
+  }
 }
 
 /* Round the ring on pp: rank r sends its values to r + 1. The int exchange is the reference;
@@ -386,6 +476,7 @@ int main(int argc, char** argv) {
   MPI_Comm zero = named_dup("zero");
   blocking(dp, tp, zero);
   nonblocking(dp, tp, zero);
+  persistent_collectives(dp, tp, zero);
   point_to_point(pp);
   isendrecv(pp);
   MPI_Comm_free(&dp), MPI_Comm_free(&tp), MPI_Comm_free(&pp);

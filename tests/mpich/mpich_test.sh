@@ -73,11 +73,12 @@ for binding in mpi f08; do
 done
 
 # MPI 4's calls: each _c call the same bits as its int form, both counted as compressed (twice
-# the calls of each), point to point mixing the forms, persistent requests (two rounds of five),
-# matched receives (two) and MPI_Isendrecv (35.5 sends a rank: a shift without wrap-around each
-# way has 2 (p - 1) sends).
+# the calls of each; the persistent collectives as many again: two rounds against two calls),
+# point to point mixing the forms, persistent requests (two rounds of five), matched receives
+# (two) and MPI_Isendrecv (35.5 sends a rank: a shift without wrap-around each way has 2 (p - 1)
+# sends).
 run_hybrid mpi4 \
-  "dp/allreduce=4 zero_grad/reduce_scatter=8 zero_param/allgather=8 tp/alltoall=4 pp/sendrecv=35.5" \
+  "dp/allreduce=8 zero_grad/reduce_scatter=16 zero_param/allgather=16 tp/alltoall=8 pp/sendrecv=35.5" \
   "$build/bin/dropin_mpi4_program"
 run_checked() {  # name policy log "the OK line" program: a program that checks its own results
   echo "== the $1 program"
