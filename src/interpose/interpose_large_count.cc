@@ -321,6 +321,56 @@ int MPI_Isendrecv_replace_c(void* buf, MPI_Count count, MPI_Datatype datatype, i
                                request);
 }
 
+// The persistent collectives (interpose_persistent_collectives.cc); those with count arrays are
+// MPI's own.
+
+int MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  if (!fits(count)) {
+    return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+  }
+  return MPI_Allreduce_init(sendbuf, recvbuf, int(count), datatype, op, comm, info, request);
+}
+
+int MPI_Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                    MPI_Request* request) {
+  if (!fits(recvcount)) {
+    return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info,
+                                            request);
+  }
+  return MPI_Reduce_scatter_block_init(sendbuf, recvbuf, int(recvcount), datatype, op, comm, info,
+                                       request);
+}
+
+int MPI_Bcast_init_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                     MPI_Info info, MPI_Request* request) {
+  if (!fits(count)) return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+  return MPI_Bcast_init(buffer, int(count), datatype, root, comm, info, request);
+}
+
+int MPI_Allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Info info, MPI_Request* request) {
+  if (!fits(sendcount) || !fits(recvcount)) {
+    return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                 info, request);
+  }
+  return MPI_Allgather_init(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype,
+                            comm, info, request);
+}
+
+int MPI_Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                        void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Info info, MPI_Request* request) {
+  if (!fits(sendcount) || !fits(recvcount)) {
+    return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                info, request);
+  }
+  return MPI_Alltoall_init(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype,
+                           comm, info, request);
+}
+
 }  // extern "C"
 
 #endif  // MPI_VERSION >= 4

@@ -4,14 +4,12 @@
 // keyed by the buffer as for every other call, otherwise MPI's own nonblocking call), on a
 // persistent request of hycc's (interpose_persistent.h). A persistent collective is the natural
 // form of a training loop's gradient allreduce: one buffer, reduced every step; left to MPI it
-// went uncompressed. Other datatypes, other reduction operations and the large-count forms with
-// vector arguments are MPI's own persistent collectives. The MPI_Info argument is for MPI's own
-// call; hycc's rounds have none to give.
+// went uncompressed. Other datatypes and other reduction operations are MPI's own persistent
+// collectives (the large-count forms: interpose_large_count.cc). The MPI_Info argument is for
+// MPI's own call; hycc's rounds have none to give.
 #include <mpi.h>
 
 #if MPI_VERSION >= 4
-
-#include <climits>
 
 #include "interpose/interpose_persistent.h"
 #include "interpose/interpose_routing.h"
@@ -25,13 +23,10 @@ bool blocks_for_hycc(const void* sendbuf, MPI_Datatype sendtype, MPI_Datatype re
   return for_hycc(sendbuf == MPI_IN_PLACE ? MPI_FLOAT : sendtype, recvtype);
 }
 
-bool fits(MPI_Count n) { return n >= INT_MIN && n <= INT_MAX; }
-
 }  // namespace
 }  // namespace hycc::interpose
 
 namespace ip = hycc::interpose;
-using ip::fits;
 
 extern "C" {
 
@@ -132,55 +127,6 @@ int MPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
         return MPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
       },
       request);
-}
-
-// The large-count forms whose counts fit in an int are the int forms (interpose_large_count.cc).
-
-int MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
-                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  if (!fits(count)) {
-    return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-  }
-  return MPI_Allreduce_init(sendbuf, recvbuf, int(count), datatype, op, comm, info, request);
-}
-
-int MPI_Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
-                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
-                                    MPI_Request* request) {
-  if (!fits(recvcount)) {
-    return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info,
-                                            request);
-  }
-  return MPI_Reduce_scatter_block_init(sendbuf, recvbuf, int(recvcount), datatype, op, comm, info,
-                                       request);
-}
-
-int MPI_Bcast_init_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                     MPI_Info info, MPI_Request* request) {
-  if (!fits(count)) return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
-  return MPI_Bcast_init(buffer, int(count), datatype, root, comm, info, request);
-}
-
-int MPI_Allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                         void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                         MPI_Info info, MPI_Request* request) {
-  if (!fits(sendcount) || !fits(recvcount)) {
-    return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                                 info, request);
-  }
-  return MPI_Allgather_init(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype,
-                            comm, info, request);
-}
-
-int MPI_Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                        void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                        MPI_Info info, MPI_Request* request) {
-  if (!fits(sendcount) || !fits(recvcount)) {
-    return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                                info, request);
-  }
-  return MPI_Alltoall_init(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype,
-                           comm, info, request);
 }
 
 }  // extern "C"
