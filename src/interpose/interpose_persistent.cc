@@ -189,10 +189,4 @@ int MPI_Cancel(MPI_Request* request) {
   return *r == MPI_REQUEST_NULL ? PMPI_Cancel(request) : PMPI_Cancel(r);
 }
 
-int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
-  if (!ip::any_persistent(1, &request)) return PMPI_Request_get_status(request, flag, status);
-  ip::RoundRequests round(1, &request);
-  return PMPI_Request_get_status(round.data()[0], flag, status);
-}
-
 }  // extern "C"

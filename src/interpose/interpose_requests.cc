@@ -7,10 +7,12 @@
 // (interpose_persistent.h) is completed as its round's request.
 #include "interpose/interpose_requests.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "hycc/codec.h"
@@ -279,6 +281,39 @@ int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
   const int rc = PMPI_Testsome(n, requests, outcount, indices, st.p);
   if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED) return rc;
   return claimed.finish_all(*outcount, indices, st.p);
+}
+
+// Completion without freeing: a receive of ours that MPI has completed reports the element count
+// its stream's header gives (MPI's status counts the stream's bytes); it is decoded when the
+// program then completes it.
+int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (ip::any_persistent(1, &request)) {
+    ip::RoundRequests rounds(1, &request);
+    return MPI_Request_get_status(rounds.data()[0], flag, status);
+  }
+  if (!ip::any_ours(1, &request)) return PMPI_Request_get_status(request, flag, status);
+  MPI_Status st{};
+  const int rc = PMPI_Request_get_status(request, flag, &st);
+  if (rc != MPI_SUCCESS || *flag == 0) return rc;
+  {
+    const std::lock_guard<std::mutex> lock(ip::g_mutex);
+    const auto it = ip::g_pending.find(request);
+    if (it != ip::g_pending.end() && it->second.received) st = *it->second.received;
+    if (it != ip::g_pending.end() && it->second.out != nullptr && !it->second.complete) {
+      const ip::Pending& p = it->second;
+      const size_t bytes = p.length_from_stream ? p.stream.size() : ip::received_bytes(st);
+      const ip::Inside guard;
+      try {
+        const hycc::StreamInfo info =
+            hycc::inspect(std::span(p.stream.data(), std::min(bytes, p.stream.size())));
+        PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
+      } catch (const std::exception&) {
+        // A stream that is not one: the completion call reports it.
+      }
+    }
+  }
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return MPI_SUCCESS;
 }
 
 // A freed send completes in the background: its stream must outlive it. A freed receive is

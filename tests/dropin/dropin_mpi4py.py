@@ -106,6 +106,30 @@ if size > 1:
         failures += 1
     check("Send/Irecv pp", y, inputs(prv).astype(np.float64))
 
+    # A persistent send and receive round the ring, two rounds of new data (Prequest).
+    xs, yr = inputs(rank), np.zeros(N, dtype=np.float32)
+    persistent = [pp.Send_init(xs, dest=nxt, tag=6), pp.Recv_init(yr, source=prv, tag=6)]
+    for scale in (1, 2):
+        xs[:] = inputs(rank) * np.float32(scale)
+        MPI.Prequest.Startall(persistent)
+        MPI.Request.Waitall(persistent)
+        check("Send_init/Recv_init pp", yr, (inputs(prv) * np.float32(scale)).astype(np.float64))
+    for q in persistent:
+        q.Free()
+
+    # A message of the sender's own length, received after a matched probe (Mprobe, Message.Recv).
+    sent = pp.Isend(x[: N - 1000 * (rank + 1)], dest=nxt, tag=7)
+    status = MPI.Status()
+    message = pp.Mprobe(source=prv, tag=7, status=status)
+    count = status.Get_count(MPI.FLOAT)
+    z = np.zeros(max(count, 0), dtype=np.float32)
+    message.Recv(z)
+    sent.Wait()
+    if count != N - 1000 * (prv + 1):
+        print(f"rank {rank}: Mprobe count {count}")
+        failures += 1
+    check("Mprobe/Mrecv pp", z, inputs(prv, z.size).astype(np.float64))
+
 k = np.arange(N, dtype=np.int64) % 1000 + rank
 dp.Allreduce(MPI.IN_PLACE, k, op=MPI.SUM)
 check("Allreduce int64 (untouched)", k.astype(np.float32),

@@ -318,6 +318,21 @@ static void point_to_point(MPI_Comm pp) {
   }
   check("isend/irecv pp", y, e, N, 0);
 
+  /* MPI_Request_get_status polled (it leaves the request to its completion call): its status
+   * says the sent count before MPI_Waitall decodes the message. */
+  memset(y, 0, sizeof(float) * N);
+  MPI_Irecv(y, N, MPI_FLOAT, prev, 10, pp, &r[0]);
+  MPI_Isend(x, N - 7, MPI_FLOAT, next, 10, pp, &r[1]);
+  for (int flag = 0; !flag;) MPI_Request_get_status(r[0], &flag, &st);
+  MPI_Get_count(&st, MPI_FLOAT, &count);
+  MPI_Waitall(2, r, sts);
+  if (count != N - 7 || st.MPI_SOURCE != prev || st.MPI_TAG != 10) {
+    printf("rank %d: get_status count %d source %d tag %d\n", rank, count, st.MPI_SOURCE,
+           st.MPI_TAG);
+    ++failures;
+  }
+  check("irecv get_status pp", y, e, N - 7, 0);
+
   /* The other send modes round the ring, each into a receive posted first (MPI_Rsend and
    * MPI_Irsend need it posted; the barrier says it is): synchronous, buffered (in a buffer
    * attached for two messages: the floats, room for a stream's 48-byte header, MPI's overhead),
