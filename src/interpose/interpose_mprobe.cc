@@ -35,23 +35,14 @@ std::mutex g_mutex;
 std::unordered_map<MPI_Message, Matched> g_matched;  // guarded by g_mutex
 std::atomic<size_t> g_count{0};
 
-// The private duplicate of MPI_COMM_SELF that carries the stand-in messages (made on first use;
-// a duplicate of MPI_COMM_SELF involves no other process).
-MPI_Comm self_comm() {
-  static std::once_flag once;
-  static MPI_Comm comm = MPI_COMM_NULL;
-  std::call_once(once, [] { PMPI_Comm_dup(MPI_COMM_SELF, &comm); });
-  return comm;
-}
-
 // A message handle of MPI's for m, which the program then receives with MPI_Mrecv/MPI_Imrecv.
 int stand_in(MPI_Comm comm, HeldMessage m, MPI_Message* message) {
   static std::atomic<unsigned> next_tag{0};
   const int tag = static_cast<int>(next_tag.fetch_add(1) % 32768U);  // MPI_TAG_UB >= 32767
   Matched entry{comm, std::move(m), MPI_REQUEST_NULL};
-  int rc = PMPI_Isend(nullptr, 0, MPI_BYTE, 0, tag, self_comm(), &entry.self_send);
+  int rc = PMPI_Isend(nullptr, 0, MPI_BYTE, 0, tag, private_self_comm(), &entry.self_send);
   if (rc != MPI_SUCCESS) return rc;
-  rc = PMPI_Mprobe(0, tag, self_comm(), message, MPI_STATUS_IGNORE);
+  rc = PMPI_Mprobe(0, tag, private_self_comm(), message, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) return rc;
   const std::lock_guard<std::mutex> lock(g_mutex);
   g_matched[*message] = std::move(entry);

@@ -6,10 +6,10 @@
 // each time, so no persistent request of MPI's can carry it; each start is instead one round of
 // the routed nonblocking call (MPI_Isend, ..., MPI_Irecv), and the program holds a handle that
 // stands for the request between rounds: a real, inactive persistent request of MPI's (a receive
-// from MPI_PROC_NULL on MPI_COMM_SELF that is never started), so the handle converts to Fortran,
-// is freed by MPI_Request_free, and never equals another live request. MPI_Start, MPI_Startall,
-// the completion calls, MPI_Cancel and MPI_Request_get_status put the round's request in its
-// place. On other communicators, and for other types, these are MPI's own calls.
+// on a private duplicate of MPI_COMM_SELF that is never started), so the handle converts to
+// Fortran, is freed by MPI_Request_free, and never equals another live request. MPI_Start,
+// MPI_Startall, the completion calls, MPI_Cancel and MPI_Request_get_status put the round's request
+// in its place. On other communicators, and for other types, these are MPI's own calls.
 #include <mpi.h>
 
 #include <atomic>
@@ -76,7 +76,10 @@ int start(MPI_Request handle) {
 }  // namespace
 
 int make_persistent(MPI_Comm comm, std::function<int(MPI_Request*)> start, MPI_Request* request) {
-  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request);
+  // Not from MPI_PROC_NULL: MPICH 4.0.2 hangs every persistent collective made after a
+  // persistent request from or to MPI_PROC_NULL was freed (tests/mpich/mpich_test.sh's MPI 4
+  // program shows it; a receive from a real rank does not).
+  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, 0, 0, private_self_comm(), request);
   if (rc != MPI_SUCCESS) return rc;
   const std::lock_guard<std::mutex> lock(g_mutex);
   g_persistent[*request] = Persistent{comm, std::move(start), MPI_REQUEST_NULL};

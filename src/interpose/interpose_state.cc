@@ -145,6 +145,13 @@ void on_rename(MPI_Comm comm) {
   s->comm = Communicator::wrap(s->collective_shadow, s->name);
 }
 
+MPI_Comm private_self_comm() {
+  static std::once_flag once;
+  static MPI_Comm comm = MPI_COMM_NULL;
+  std::call_once(once, [] { PMPI_Comm_dup(MPI_COMM_SELF, &comm); });
+  return comm;
+}
+
 int fail(MPI_Comm comm, const char* call, const char* what) {
   std::fprintf(stderr, "[hycc] %s: %s\n", call, what);
   std::fflush(stderr);

@@ -60,6 +60,11 @@ void on_rename(MPI_Comm comm);
 // where they are 4 bytes (a program built with -fdefault-real-8 has an 8-byte REAL).
 bool is_float32(MPI_Datatype type);
 
+// A private duplicate of MPI_COMM_SELF (made on first use; a duplicate of MPI_COMM_SELF involves
+// no other process) for the handles that stand for hycc's persistent requests and matched
+// messages (interpose_persistent.cc, interpose_mprobe.cc).
+MPI_Comm private_self_comm();
+
 // Reports a failure of hycc inside an intercepted call: a line on stderr, then the
 // communicator's error handler (MPI_ERRORS_ARE_FATAL by default ends the job); returns the code.
 int fail(MPI_Comm comm, const char* call, const char* what);
