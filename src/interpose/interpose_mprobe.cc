@@ -81,12 +81,10 @@ int improbe_once(const CommState& s, int source, int tag, MPI_Comm comm, int* fl
   const int rc = PMPI_Improbe(source, tag, comm, flag, message, status);
   if (rc != MPI_SUCCESS || *flag != 0) return rc;
   HeldMessage m;
-  int made = MPI_SUCCESS;
-  const int received = receive_stream(s, source, tag, flag, &m, [&] {
-    if (status != MPI_STATUS_IGNORE) *status = m.status;
-    made = stand_in(comm, std::move(m), message);
-  });
-  return received != MPI_SUCCESS ? received : made;
+  const int received = receive_stream(s, source, tag, flag, &m);
+  if (received != MPI_SUCCESS || *flag == 0) return received;
+  if (status != MPI_STATUS_IGNORE) *status = m.status;
+  return stand_in(comm, std::move(m), message);
 }
 
 // MPI_Mrecv and MPI_Imrecv of a stand-in: the stream decoded into buf.

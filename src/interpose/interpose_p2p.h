@@ -5,7 +5,6 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <functional>
 #include <optional>
 #include <vector>
 
@@ -30,10 +29,8 @@ struct HeldMessage {
 
 // Receives the first of hycc's streams on s's duplicate that a receive from `source` with `tag`
 // matches, if there is one (*flag), into *out: its stream, and its status with the element count
-// as floats; then calls `received` (a probe that holds it does so there, before another thread
-// can look). Throws CorruptStream (a stream that does not hold floats).
-int receive_stream(const CommState& s, int source, int tag, int* flag, HeldMessage* out,
-                   const std::function<void()>& received);
+// as floats. Throws CorruptStream (a stream that does not hold floats).
+int receive_stream(const CommState& s, int source, int tag, int* flag, HeldMessage* out);
 
 // A held message received into the program's buffer (count floats; device memory staged) as a
 // receive does; sets *status (unless MPI_STATUS_IGNORE). Throws CommError / CorruptStream.

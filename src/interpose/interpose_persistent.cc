@@ -35,12 +35,6 @@ std::mutex g_mutex;
 std::unordered_map<MPI_Request, Persistent> g_persistent;  // guarded by g_mutex
 std::atomic<size_t> g_count{0};
 
-bool is_persistent(MPI_Request r) {
-  if (r == MPI_REQUEST_NULL) return false;
-  const std::lock_guard<std::mutex> lock(g_mutex);
-  return g_persistent.count(r) != 0;
-}
-
 using IsendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 using SendInitFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 
@@ -105,8 +99,9 @@ int free_persistent(MPI_Request* request) {
 
 bool any_persistent(int n, const MPI_Request* requests) {
   if (g_count.load(std::memory_order_acquire) == 0) return false;
+  const std::lock_guard<std::mutex> lock(g_mutex);
   for (int i = 0; i < n; ++i) {
-    if (is_persistent(requests[i])) return true;
+    if (g_persistent.count(requests[i]) != 0) return true;
   }
   return false;
 }

@@ -41,4 +41,12 @@ class RoundRequests {
   std::vector<bool> persistent_;
 };
 
+// `call` (a completion call of the library's) on the n requests with the rounds in place of hycc's
+// persistent handles, the outcome written back as RoundRequests says.
+template <typename Call>
+int on_rounds(int n, MPI_Request* requests, Call&& call) {
+  RoundRequests rounds(n, requests);
+  return call(rounds.data());
+}
+
 }  // namespace hycc::interpose

@@ -13,7 +13,6 @@
 
 #include <deque>
 #include <exception>
-#include <functional>
 #include <mutex>
 
 #include "hycc/codec.h"
@@ -61,11 +60,12 @@ int probe_once(const CommState& s, int source, int tag, MPI_Comm comm, int* flag
   const int rc = PMPI_Iprobe(source, tag, comm, flag, status);
   if (rc != MPI_SUCCESS || *flag != 0) return rc;
   Held h{comm, {}};
-  return receive_stream(s, source, tag, flag, &h.message, [&] {
-    if (status != MPI_STATUS_IGNORE) *status = h.message.status;
-    const std::lock_guard<std::mutex> lock(g_mutex);
-    g_held.push_back(std::move(h));
-  });
+  const int received = receive_stream(s, source, tag, flag, &h.message);
+  if (received != MPI_SUCCESS || *flag == 0) return received;
+  if (status != MPI_STATUS_IGNORE) *status = h.message.status;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_held.push_back(std::move(h));
+  return MPI_SUCCESS;
 }
 
 int query_status(void* extra, MPI_Status* status) {
@@ -80,8 +80,7 @@ int cancel_nothing(void*, int) { return MPI_SUCCESS; }
 
 }  // namespace
 
-int receive_stream(const CommState& s, int source, int tag, int* flag, HeldMessage* out,
-                   const std::function<void()>& received) {
+int receive_stream(const CommState& s, int source, int tag, int* flag, HeldMessage* out) {
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status st{};
   int rc = PMPI_Improbe(source, tag, s.p2p_shadow, flag, &message, &st);
@@ -98,7 +97,6 @@ int receive_stream(const CommState& s, int source, int tag, int* flag, HeldMessa
   }
   PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
   out->status = st;
-  received();
   return MPI_SUCCESS;
 }
 

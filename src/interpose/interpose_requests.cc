@@ -42,6 +42,12 @@ bool any_ours(int n, const MPI_Request* requests) {
   return false;
 }
 
+// The bytes a receive got: as its status says, or, for MPI_Isendrecv, its whole buffer (the
+// stream's header says its length; MPICH 4.0 completes MPI_Isendrecv without a status).
+size_t received_length(const Pending& p, const MPI_Status& status) {
+  return p.length_from_stream ? p.stream.size() : received_bytes(status);
+}
+
 // Finishes p, whose request MPI completed with `status`.
 int finish(Pending p, MPI_Status* status) {
   if (p.complete) {
@@ -60,8 +66,8 @@ int finish(Pending p, MPI_Status* status) {
   if (cancelled != 0) return MPI_SUCCESS;
   const Inside guard;
   try {
-    const size_t bytes = p.length_from_stream ? p.stream.size() : received_bytes(*status);
-    const size_t n = decode(p.stream, bytes, p.out->floats(), p.capacity, status);
+    const size_t n =
+        decode(p.stream, received_length(p, *status), p.out->floats(), p.capacity, status);
     p.out->store(n * sizeof(float));  // a shorter message leaves the rest as it was
   } catch (const std::exception& e) {
     return fail(MPI_COMM_WORLD, "completing a receive", e.what());
@@ -166,9 +172,7 @@ extern "C" {
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (ip::any_persistent(1, request)) {
-    ip::RoundRequests rounds(1, request);
-    MPI_Request* r = rounds.data();
-    return MPI_Wait(r, status);
+    return ip::on_rounds(1, request, [&](MPI_Request* r) { return MPI_Wait(r, status); });
   }
   if (!ip::any_ours(1, request)) return PMPI_Wait(request, status);
   ip::Claimed claimed(1, request);
@@ -181,9 +185,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (ip::any_persistent(1, request)) {
-    ip::RoundRequests rounds(1, request);
-    MPI_Request* r = rounds.data();
-    return MPI_Test(r, flag, status);
+    return ip::on_rounds(1, request, [&](MPI_Request* r) { return MPI_Test(r, flag, status); });
   }
   if (!ip::any_ours(1, request)) return PMPI_Test(request, flag, status);
   ip::Claimed claimed(1, request);
@@ -197,9 +199,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
   if (ip::any_persistent(n, requests)) {
-    ip::RoundRequests rounds(n, requests);
-    MPI_Request* r = rounds.data();
-    return MPI_Waitall(n, r, statuses);
+    return ip::on_rounds(n, requests, [&](MPI_Request* r) { return MPI_Waitall(n, r, statuses); });
   }
   if (!ip::any_ours(n, requests)) return PMPI_Waitall(n, requests, statuses);
   ip::Claimed claimed(n, requests);
@@ -210,9 +210,8 @@ int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
 
 int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (ip::any_persistent(n, requests)) {
-    ip::RoundRequests rounds(n, requests);
-    MPI_Request* r = rounds.data();
-    return MPI_Testall(n, r, flag, statuses);
+    return ip::on_rounds(n, requests,
+                         [&](MPI_Request* r) { return MPI_Testall(n, r, flag, statuses); });
   }
   if (!ip::any_ours(n, requests)) return PMPI_Testall(n, requests, flag, statuses);
   ip::Claimed claimed(n, requests);
@@ -223,9 +222,8 @@ int MPI_Testall(int n, MPI_Request requests[], int* flag, MPI_Status statuses[])
 
 int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
   if (ip::any_persistent(n, requests)) {
-    ip::RoundRequests rounds(n, requests);
-    MPI_Request* r = rounds.data();
-    return MPI_Waitany(n, r, index, status);
+    return ip::on_rounds(n, requests,
+                         [&](MPI_Request* r) { return MPI_Waitany(n, r, index, status); });
   }
   if (!ip::any_ours(n, requests)) return PMPI_Waitany(n, requests, index, status);
   ip::Claimed claimed(n, requests);
@@ -239,9 +237,8 @@ int MPI_Waitany(int n, MPI_Request requests[], int* index, MPI_Status* status) {
 
 int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (ip::any_persistent(n, requests)) {
-    ip::RoundRequests rounds(n, requests);
-    MPI_Request* r = rounds.data();
-    return MPI_Testany(n, r, index, flag, status);
+    return ip::on_rounds(n, requests,
+                         [&](MPI_Request* r) { return MPI_Testany(n, r, index, flag, status); });
   }
   if (!ip::any_ours(n, requests)) return PMPI_Testany(n, requests, index, flag, status);
   ip::Claimed claimed(n, requests);
@@ -256,9 +253,9 @@ int MPI_Testany(int n, MPI_Request requests[], int* index, int* flag, MPI_Status
 int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   if (ip::any_persistent(n, requests)) {
-    ip::RoundRequests rounds(n, requests);
-    MPI_Request* r = rounds.data();
-    return MPI_Waitsome(n, r, outcount, indices, statuses);
+    return ip::on_rounds(n, requests, [&](MPI_Request* r) {
+      return MPI_Waitsome(n, r, outcount, indices, statuses);
+    });
   }
   if (!ip::any_ours(n, requests)) return PMPI_Waitsome(n, requests, outcount, indices, statuses);
   ip::Claimed claimed(n, requests);
@@ -271,9 +268,9 @@ int MPI_Waitsome(int n, MPI_Request requests[], int* outcount, int indices[],
 int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   if (ip::any_persistent(n, requests)) {
-    ip::RoundRequests rounds(n, requests);
-    MPI_Request* r = rounds.data();
-    return MPI_Testsome(n, r, outcount, indices, statuses);
+    return ip::on_rounds(n, requests, [&](MPI_Request* r) {
+      return MPI_Testsome(n, r, outcount, indices, statuses);
+    });
   }
   if (!ip::any_ours(n, requests)) return PMPI_Testsome(n, requests, outcount, indices, statuses);
   ip::Claimed claimed(n, requests);
@@ -288,8 +285,8 @@ int MPI_Testsome(int n, MPI_Request requests[], int* outcount, int indices[],
 // program then completes it.
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   if (ip::any_persistent(1, &request)) {
-    ip::RoundRequests rounds(1, &request);
-    return MPI_Request_get_status(rounds.data()[0], flag, status);
+    return ip::on_rounds(1, &request,
+                         [&](MPI_Request* r) { return MPI_Request_get_status(*r, flag, status); });
   }
   if (!ip::any_ours(1, &request)) return PMPI_Request_get_status(request, flag, status);
   MPI_Status st{};
@@ -298,17 +295,18 @@ int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   {
     const std::lock_guard<std::mutex> lock(ip::g_mutex);
     const auto it = ip::g_pending.find(request);
-    if (it != ip::g_pending.end() && it->second.received) st = *it->second.received;
-    if (it != ip::g_pending.end() && it->second.out != nullptr && !it->second.complete) {
+    if (it != ip::g_pending.end()) {
       const ip::Pending& p = it->second;
-      const size_t bytes = p.length_from_stream ? p.stream.size() : ip::received_bytes(st);
-      const ip::Inside guard;
-      try {
-        const hycc::StreamInfo info =
-            hycc::inspect(std::span(p.stream.data(), std::min(bytes, p.stream.size())));
-        PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
-      } catch (const std::exception&) {
-        // A stream that is not one: the completion call reports it.
+      if (p.received) {
+        st = *p.received;
+      } else if (p.out != nullptr) {
+        try {
+          const hycc::StreamInfo info = hycc::inspect(
+              std::span(p.stream.data(), std::min(ip::received_length(p, st), p.stream.size())));
+          PMPI_Status_set_elements(&st, MPI_FLOAT, static_cast<int>(info.count));
+        } catch (const std::exception&) {
+          // A stream that is not one: the completion call reports it.
+        }
       }
     }
   }
