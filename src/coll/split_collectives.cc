@@ -7,106 +7,13 @@
 #include <limits>
 
 #include "coll/coll_internal.h"
+#include "coll/split_builder.h"
 #include "common/buffer_pool.h"
 #include "common/finite.h"
 #include "hycc/error.h"
 
 namespace hycc::coll {
 
-// Builds SplitCollectives: the slots, the compression clock and the statistics.
-struct SplitBuilder {
-  std::unique_ptr<SplitCollective> c{new SplitCollective};
-  CodecConfig codec;
-  std::vector<std::byte> scratch;  // a stream that may not fit its slot
-  int rank = 0, size = 1;
-  std::optional<uint64_t> seed;  // error feedback's seed of the step (Feedback)
-
-  // Slots for `count` values; gather() and scatter() allocate them (a broadcast its one).
-  SplitBuilder(MPI_Comm comm, const CodecConfig& config, size_t count) : codec(config) {
-    HYCC_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-    HYCC_CHECK_MPI(MPI_Comm_size(comm, &size));
-    const std::optional<size_t> slot = slot_bytes(config, count);
-    if (!slot) {
-      throw InvalidArgument(tagged("coll", "split collective with codec ", config.spec(),
-                                   ", whose stream size depends on the data"));
-    }
-    c->slot_ = *slot;
-    if (c->slot_ > static_cast<size_t>(INT_MAX) / static_cast<size_t>(size)) {
-      throw InvalidArgument(tagged("coll", "split collective: ", size, " slots of ", c->slot_,
-                                   " bytes exceed MPI's int counts"));
-    }
-    c->stats_.compressed = true;
-    c->stats_.message_bytes = count * sizeof(float);
-  }
-
-  // Compresses in[0, count) into the slot at `at` (the stream's length, then the stream, or
-  // kOverflow when the stream does not fit); `slot` numbers the streams of this rank (their
-  // stochastic rounding seeds).
-  void compress_into(std::byte* at, size_t slot, const float* in, size_t count) {
-    const auto start = std::chrono::steady_clock::now();
-    const CompressOptions options{seed ? *seed + slot : stream_seed(0, rank, 0, slot)};
-    const ConstTensorView view{DType::kF32, count, in};
-    const std::span<std::byte> room(at + sizeof(uint64_t), c->slot_ - sizeof(uint64_t));
-    uint64_t bytes;
-    if (room.size() >= max_compressed_bytes(codec, view)) {
-      bytes = compress(codec, view, room, options);
-    } else {
-      scratch.resize(max_compressed_bytes(codec, view));
-      bytes = compress(codec, view, scratch, options);
-      if (bytes <= room.size()) {
-        std::memcpy(room.data(), scratch.data(), bytes);
-      } else {
-        bytes = kOverflow;
-      }
-    }
-    std::memcpy(at, &bytes, sizeof bytes);
-    c->stats_.raw_bytes += count * sizeof(float);
-    c->stats_.wire_bytes += c->slot_;
-    c->stats_.streams += 1;
-    c->stats_.codec_seconds += seconds_since(start);
-  }
-
-  // Compresses send[0, count) into the one sent slot and starts MPI_Iallgather of the slots.
-  void gather(MPI_Comm comm, const float* send, size_t count) {
-    c->sent_ = pooled_bytes(c->slot_);
-    c->received_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
-    compress_into(c->sent_.data(), 0, send, count);
-    HYCC_CHECK_MPI(MPI_Iallgather(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
-                                  c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
-                                  c->request()));
-  }
-
-  // Compresses the blocks send[j count, (j + 1) count) for every j but this rank into sent slot
-  // j and starts MPI_Ialltoall of the slots.
-  void scatter(MPI_Comm comm, const float* send, size_t count) {
-    c->sent_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
-    c->received_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
-    for (size_t j = 0; j < static_cast<size_t>(size); ++j) {
-      if (j != static_cast<size_t>(rank)) {
-        compress_into(c->sent_.data() + j * c->slot_, j, send + j * count, count);
-      }
-    }
-    HYCC_CHECK_MPI(MPI_Ialltoall(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
-                                 c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
-                                 c->request()));
-  }
-
-  // Keeps block r of send (count values) for finish(): send may be, or hold, the output.
-  void keep_own(const float* send, size_t count) {
-    c->own_ = pooled_floats(count);
-    std::copy_n(send + static_cast<size_t>(rank) * count, count, c->own_.begin());
-  }
-
-  static double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  static int mpi_bytes(size_t n) { return static_cast<int>(n); }  // bounded by the constructor
-};
-
-namespace {
-
-// Decodes the stream in `slot` (slot_bytes long) into out[0, count); an overflowed slot
-// decodes as NaN.
 void decode_slot(const std::byte* slot, size_t slot_size, float* out, size_t count) {
   uint64_t bytes = 0;
   std::memcpy(&bytes, slot, sizeof bytes);
@@ -128,7 +35,6 @@ void decode_slot(const std::byte* slot, size_t slot_size, float* out, size_t cou
   decompress(stream, TensorView{DType::kF32, count, out});
 }
 
-// send[0, count) + the residual of feedback (which holds count values).
 std::vector<float> accumulate(const Feedback& feedback, const float* send, size_t count) {
   if (feedback.residual.size() != count) {
     throw InvalidArgument(tagged("coll", "split collective: a residual of ",
@@ -139,12 +45,20 @@ std::vector<float> accumulate(const Feedback& feedback, const float* send, size_
   return acc;
 }
 
-}  // namespace
-
 SplitCollective::~SplitCollective() {
   recycle(sent_);
   recycle(received_);
   recycle(own_);
+}
+
+void SplitCollective::next() {
+  if (!next_) throw InvalidArgument(tagged("coll", "split collective: no exchange follows"));
+  const auto start = std::chrono::steady_clock::now();
+  const double before = stats_.codec_seconds;  // the stage's compression counts once
+  const std::function<void(SplitCollective&)> run = std::move(next_);
+  next_ = nullptr;
+  run(*this);
+  stats_.codec_seconds = before + SplitBuilder::seconds_since(start);
 }
 
 void SplitCollective::finish() {

@@ -31,6 +31,17 @@
 // own chunk, which is summed exactly, and where it is not finite: common/finite.h), before start
 // returns. An allreduce with feedback is then
 // ef+CODEC's step bit for bit (the same stream and seed, the same sum).
+// - allreduce in two stages (start_allreduce_two_stage), for callers that can run the work
+//   between two exchanges when the first completes (the drop-in library's progress thread):
+//   chunk j of every rank's input (chunk_range) compressed to rank j (MPI_Ialltoall); then
+//   next(): each rank sums its chunk's p streams in rank order in float32 (its own exact, or
+//   decoded with feedback), compresses the sum once and MPI_Iallgathers it on a second
+//   communicator, and every rank decodes the same p streams (bit-identical results; error
+//   p eb: p - 1 streams and the sum's). Each rank receives 2 (p - 1) slots of a chunk: fewer bytes
+//   than MPI's 2 (p - 1)/p of the tensor whenever a slot is smaller than its chunk. With feedback
+//   it is ef2+CODEC's step bit for bit: the worker residual against every chunk's decoding (the own
+//   chunk too), the server residual (Feedback::server) of this rank's chunk against the decoding
+//   of the sum's stream, the same seeds.
 #pragma once
 
 #include <mpi.h>
@@ -53,6 +64,10 @@ namespace hycc::coll {
 struct Feedback {
   std::span<float> residual;
   uint64_t seed = 0;
+  // The two-stage allreduce's server residual (this rank's chunk, chunk_range(count, size,
+  // rank)) and the seed of the stream of the sum; unused by the other calls.
+  std::span<float> server = {};
+  uint64_t server_seed = 0;
 };
 
 class SplitCollective {
@@ -63,7 +78,13 @@ class SplitCollective {
 
   // MPI's request of the started collective.
   MPI_Request* request() { return &request_; }
-  // After request() has completed: decodes into the output. Throws CorruptStream.
+  // True while another exchange follows the one of request() (start_allreduce_two_stage).
+  bool has_next() const { return static_cast<bool>(next_); }
+  // After request() has completed, when has_next(): the local work between the exchanges, then
+  // the next exchange started under request(). Throws CorruptStream.
+  void next();
+  // After request() has completed, when !has_next(): decodes into the output. Throws
+  // CorruptStream.
   void finish();
   // Bytes and codec time on this rank (seconds: codec time; the transfer overlaps the caller's
   // work and is not measured).
@@ -82,6 +103,10 @@ class SplitCollective {
   friend std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm, const float*, float*,
                                                                size_t, const CodecConfig&,
                                                                const Feedback*);
+  friend std::unique_ptr<SplitCollective> start_allreduce_two_stage(MPI_Comm, MPI_Comm,
+                                                                    const float*, float*, size_t,
+                                                                    const CodecConfig&,
+                                                                    const Feedback*);
   SplitCollective() = default;
 
   MPI_Request request_ = MPI_REQUEST_NULL;
@@ -89,7 +114,7 @@ class SplitCollective {
   std::vector<std::byte> sent_, received_;
   // This rank's own contribution, decoded or exact, when finish() needs it.
   std::vector<float> own_;
-  std::function<void(SplitCollective&)> decode_;
+  std::function<void(SplitCollective&)> next_, decode_;
   CollectiveStats stats_;
 };
 
@@ -108,6 +133,11 @@ std::optional<size_t> slot_bytes(const CodecConfig& codec, size_t count);
 // uncompressed collective, and its slots fit MPI's int counts.
 bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size);
 
+// True when the two-stage allreduce of `count` float32 values at `size` ranks makes each rank
+// receive fewer bytes than MPI's allreduce (a slot of chunk 0, the largest, is smaller than the
+// chunk), and its slots fit MPI's int counts.
+bool two_stage_pays(const CodecConfig& codec, size_t count, int size);
+
 // count: elements of the whole tensor (allreduce, broadcast), of each rank's block (allgather,
 // alltoall), of each rank's chunk of the result (reduce_scatter: send holds size chunks). send
 // may overlap recv (the input is compressed, and the own block copied, before start returns).
@@ -115,6 +145,14 @@ bool split_pays(Operation op, const CodecConfig& codec, size_t count, int size);
 std::unique_ptr<SplitCollective> start_allreduce(MPI_Comm comm, const float* send, float* recv,
                                                  size_t count, const CodecConfig& codec,
                                                  const Feedback* feedback = nullptr);
+// The two-stage allreduce: the first exchange on `first`, the second (started by next()) on
+// `second`, a communicator of the same group on which no other collective may start between
+// this call and next() (MPI matches collectives by order per communicator). feedback (with its
+// server residual): ef2+CODEC's step.
+std::unique_ptr<SplitCollective> start_allreduce_two_stage(MPI_Comm first, MPI_Comm second,
+                                                           const float* send, float* recv,
+                                                           size_t count, const CodecConfig& codec,
+                                                           const Feedback* feedback = nullptr);
 std::unique_ptr<SplitCollective> start_broadcast(MPI_Comm comm, float* data, size_t count, int root,
                                                  const CodecConfig& codec);
 std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* send, float* recv,

@@ -138,7 +138,7 @@ GradStepStats Engine::step(Exchange& ex, Method& method, const GradTensor& tenso
 }
 
 void Engine::feedback_step(const GradTensor& tensor, ConstTensorView grad, int rank, int size,
-                           const std::function<void(std::span<float>, uint64_t)>& run) {
+                           const FeedbackRun& run) {
   if (!wraps_codec(spec_.kind)) {
     throw InvalidArgument(tagged("grad", spec_.canonical, " has no error feedback around a codec"));
   }
@@ -147,7 +147,14 @@ void Engine::feedback_step(const GradTensor& tensor, ConstTensorView grad, int r
   TensorState& state = state_of(tensor.key);
   try {
     state.residual.resize(grad.count, 0.0f);
-    run(state.residual, step_seed(tensor.key, state.steps, rank));
+    std::span<float> server;
+    if (spec_.kind == Kind::kTwoStageErrorFeedback) {
+      const size_t chunk = chunk_range(grad.count, size, rank).count;
+      if (state.aux.size() != chunk) state.aux.assign(chunk, 0.0f);  // as Ef2Method's step
+      server = state.aux;
+    }
+    run(state.residual, step_seed(tensor.key, state.steps, rank), server,
+        step_seed(tensor.key, state.steps, size + rank));
   } catch (...) {
     drop_state(tensor.key);  // a half-updated state must not be used again
     throw;

@@ -41,11 +41,17 @@ class Engine {
   // One step of ef+CODEC or ef2+CODEC whose compression and exchange run elsewhere: the
   // drop-in library's nonblocking allreduce and reduce-scatter (coll/split_collectives.h, as
   // error feedback around one split collective). Checks the call as allreduce() does (throws
-  // InvalidArgument), runs run(residual, seed) with the key's residual (count values, zeros at
-  // first) and the step's seed (ef+CODEC's: step_seed(key, step, rank)); run replaces the
-  // residual. The step counts once run returns; if run throws, the key's state is dropped.
+  // InvalidArgument), runs run(residual, seed, server, server_seed) with the key's residual
+  // (count values, zeros at first) and the step's seed (step_seed(key, step, rank)), and for
+  // ef2+CODEC its server residual (this rank's chunk, chunk_range(count, size, rank); empty for
+  // ef+CODEC) and the seed of the server's stream (step_seed(key, step, size + rank)); run
+  // replaces the residuals (the server's may be replaced later, by the two-stage allreduce's
+  // second stage, while no reset() or load() runs). The step counts once run returns; if run
+  // throws, the key's state is dropped.
+  using FeedbackRun = std::function<void(std::span<float> residual, uint64_t seed,
+                                         std::span<float> server, uint64_t server_seed)>;
   void feedback_step(const GradTensor& tensor, ConstTensorView grad, int rank, int size,
-                     const std::function<void(std::span<float>, uint64_t)>& run);
+                     const FeedbackRun& run);
 
   StateTable& states() { return states_; }
   const StateTable& states() const { return states_; }

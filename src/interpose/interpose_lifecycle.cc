@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include "interpose/interpose_progress.h"
 #include "interpose/interpose_state.h"
 
 namespace ip = hycc::interpose;
@@ -15,6 +16,7 @@ int started(int rc) {
   if (rc != MPI_SUCCESS || ip::inside()) return rc;
   try {
     ip::start_engine();
+    ip::start_progress();
   } catch (const std::exception& e) {
     return ip::fail(MPI_COMM_WORLD, "MPI_Init", e.what());
   }
@@ -36,14 +38,23 @@ int made(int rc, const MPI_Comm* comm, const char* call) {
 
 extern "C" {
 
-int MPI_Init(int* argc, char*** argv) { return started(PMPI_Init(argc, argv)); }
+// Under HYCC_PROGRESS=thread both ask MPI for MPI_THREAD_MULTIPLE (interpose_progress.h).
+int MPI_Init(int* argc, char*** argv) {
+  const int level = ip::init_thread_level(MPI_THREAD_SINGLE);
+  if (level == MPI_THREAD_SINGLE) return started(PMPI_Init(argc, argv));
+  int provided = MPI_THREAD_SINGLE;
+  return started(PMPI_Init_thread(argc, argv, level, &provided));
+}
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  return started(PMPI_Init_thread(argc, argv, required, provided));
+  return started(PMPI_Init_thread(argc, argv, ip::init_thread_level(required), provided));
 }
 
 int MPI_Finalize() {
-  if (!ip::inside()) ip::finish_engine();
+  if (!ip::inside()) {
+    ip::stop_progress();
+    ip::finish_engine();
+  }
   return PMPI_Finalize();
 }
 

@@ -24,6 +24,7 @@
 #include "common/buffer_pool.h"
 #include "grad/engine.h"
 #include "interpose/device_memory.h"
+#include "interpose/interpose_progress.h"
 #include "interpose/interpose_requests.h"
 #include "interpose/interpose_routing.h"
 #include "interpose/interpose_state.h"
@@ -47,6 +48,17 @@ const CodecConfig& split_codec(const PolicyDecision& d) {
   return d.gradient ? d.gradient_codec : d.options.codec;
 }
 
+// True when a nonblocking allreduce of `count` floats under `d` takes the two-stage form
+// (coll::start_allreduce_two_stage): a progress thread to drive it (interpose_progress.h),
+// three ranks or more (at two, compress-once moves as many bytes in one exchange), a codec or
+// ef2+CODEC (ef+CODEC's step is compress-once; d.compressor is the canonical spec), and slots
+// smaller than their chunks.
+bool takes_two_stage(const CommState& s, const PolicyDecision& d, size_t count) {
+  if (!progress_available() || s.comm.size() < 3) return false;
+  if (d.gradient && d.compressor.rfind("ef2+", 0) != 0) return false;
+  return coll::two_stage_pays(split_codec(d), count, s.comm.size());
+}
+
 // Why a call whose rule compresses cannot take the split form, or nullptr when it can: a codec,
 // or error feedback around one (not another gradient compressor, not an adaptive rule), whose
 // fixed-size slots pay at this size.
@@ -59,7 +71,12 @@ const char* why_not_split(const CommState& s, const PolicyDecision& d, Operation
   if (!coll::slot_bytes(split_codec(d), slot_elems)) {
     return "the codec's stream size depends on the data";
   }
+  if (op == Operation::kAllreduce && takes_two_stage(s, d, slot_elems)) return nullptr;
   if (!coll::split_pays(op, split_codec(d), slot_elems, s.comm.size())) {
+    if (op == Operation::kAllreduce && !progress_available()) {
+      return "compress-once would move more bytes than MPI's collective, and the two-stage "
+             "form needs a progress thread, so MPI_THREAD_MULTIPLE (HYCC_PROGRESS=thread)";
+    }
     return "its fixed-size slots would move more bytes than MPI's collective";
   }
   return nullptr;
@@ -77,12 +94,13 @@ auto with_feedback(const CommState& s, const PolicyDecision& d, const void* key_
   const std::shared_lock<std::shared_mutex> lock(e.grad_mutex());
   grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
   decltype(start(nullptr)) started;
-  g.feedback_step(GradTensor(policy::buffer_key(key_buffer, count)),
-                  ConstTensorView{DType::kF32, count, input}, s.comm.rank(), s.comm.size(),
-                  [&](std::span<float> residual, uint64_t seed) {
-                    const coll::Feedback feedback{residual, seed};
-                    started = start(&feedback);
-                  });
+  g.feedback_step(
+      GradTensor(policy::buffer_key(key_buffer, count)), ConstTensorView{DType::kF32, count, input},
+      s.comm.rank(), s.comm.size(),
+      [&](std::span<float> residual, uint64_t seed, std::span<float> server, uint64_t server_seed) {
+        const coll::Feedback feedback{residual, seed, server, server_seed};
+        started = start(&feedback);
+      });
   return started;
 }
 
@@ -128,15 +146,24 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
   try {
     e.log_decision(s->comm, op, bytes, d);
     Started started = start(d);
-    *request = *started.split->request();
-    Pending p;
-    p.call = name;
     // The communicator by value: MPI lets a program free it before the request completes.
-    p.complete = [comm_copy = s->comm, op, d, started] {
-      started.split->finish();
+    auto store = [comm_copy = s->comm, op, d, started] {
       if (started.place) started.place();
       if (started.out != nullptr) started.out->store();
       engine()->record(comm_copy, op, d, started.split->stats());
+    };
+    if (started.split->has_next()) {  // the progress thread runs finish() and store
+      // With feedback, the next stage writes the server residual: under the gradient lock.
+      drive(started.split, stage_shadow(*s), std::move(store), name, request,
+            d.gradient ? &e.grad_mutex() : nullptr);
+      return MPI_SUCCESS;
+    }
+    *request = *started.split->request();
+    Pending p;
+    p.call = name;
+    p.complete = [started, store = std::move(store)] {
+      started.split->finish();
+      store();
     };
     track(*request, std::move(p));
   } catch (const std::exception& ex) {
@@ -237,11 +264,20 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
         const bool in_place = sendbuf == MPI_IN_PLACE;
         auto out = std::make_shared<HostStaging>(recvbuf, n * sizeof(float), in_place);
         HostStaging send(in_place ? out->data() : sendbuf, n * sizeof(float));
+        const bool two_stage = ip::takes_two_stage(*s, d, n);
+        // Before the first exchange starts: collective over the communicator.
+        const MPI_Comm second = two_stage ? ip::stage_shadow(*s) : MPI_COMM_NULL;
         return Started{ip::with_feedback(*s, d, recvbuf, send.floats(), n,
                                          [&](const coll::Feedback* feedback) {
+                                           const hycc::CodecConfig& codec = ip::split_codec(d);
+                                           if (two_stage) {
+                                             return coll::start_allreduce_two_stage(
+                                                 s->collective_shadow, second, send.floats(),
+                                                 out->floats(), n, codec, feedback);
+                                           }
                                            return coll::start_allreduce(
                                                s->collective_shadow, send.floats(), out->floats(),
-                                               n, ip::split_codec(d), feedback);
+                                               n, codec, feedback);
                                          }),
                        out};
       });

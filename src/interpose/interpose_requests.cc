@@ -18,6 +18,7 @@
 #include "hycc/codec.h"
 #include "hycc/error.h"
 #include "interpose/interpose_persistent.h"
+#include "interpose/interpose_progress.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
@@ -198,6 +199,18 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
+  if (ip::any_driven(n, requests)) {  // one at a time (interpose_progress.h)
+    bool failed = false;
+    for (int i = 0; i < n; ++i) {
+      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+      const int rc = MPI_Wait(&requests[i], status);
+      if (rc != MPI_SUCCESS) {
+        failed = true;
+        if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
+      }
+    }
+    return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+  }
   if (ip::any_persistent(n, requests)) {
     return ip::on_rounds(n, requests, [&](MPI_Request* r) { return MPI_Waitall(n, r, statuses); });
   }

@@ -1,6 +1,7 @@
 // The drop-in library's engine, reentrancy guard and per-communicator state (see
 // interpose_state.h).
 #include "interpose/interpose_state.h"
+#include "interpose/interpose_progress.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   // The user communicator is being freed: so are its shadows.
   if (s->collective_shadow != MPI_COMM_NULL) PMPI_Comm_free(&s->collective_shadow);
   if (s->p2p_shadow != MPI_COMM_NULL) PMPI_Comm_free(&s->p2p_shadow);
+  if (s->stage_shadow != MPI_COMM_NULL) free_when_unused(s->stage_shadow);
   delete s;
   return MPI_SUCCESS;
 }
@@ -61,7 +63,7 @@ CommState* make_state(MPI_Comm comm) {
   HYCC_CHECK_MPI(PMPI_Comm_dup(comm, &p2p));
   const std::string name = name_of(comm);
   auto s = std::unique_ptr<CommState>(
-      new CommState{collective, p2p, Communicator::wrap(collective, name), name});
+      new CommState{collective, p2p, MPI_COMM_NULL, Communicator::wrap(collective, name), name});
   HYCC_CHECK_MPI(PMPI_Comm_set_attr(comm, g_keyval, s.get()));
   return s.release();
 }
@@ -116,6 +118,13 @@ void finish_engine() {
 }
 
 bool inside() { return tl_depth > 0; }
+
+MPI_Comm stage_shadow(CommState& s) {
+  if (s.stage_shadow == MPI_COMM_NULL) {
+    HYCC_CHECK_MPI(PMPI_Comm_dup(s.collective_shadow, &s.stage_shadow));
+  }
+  return s.stage_shadow;
+}
 Inside::Inside() { ++tl_depth; }
 Inside::~Inside() { --tl_depth; }
 

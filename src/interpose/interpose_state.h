@@ -6,8 +6,8 @@
 //   intercepted call) go straight to the PMPI_ entry points.
 // - Per user communicator, as an MPI attribute: two private duplicates (one for hycc's
 //   collectives, one for compressed point-to-point messages, so neither can match the
-//   application's messages or each other's), and the communicator's name, which gives the
-//   dimension the policy sees.
+//   application's messages or each other's; a third for the progress thread's exchanges when
+//   it first has one), and the communicator's name, which gives the dimension the policy sees.
 #pragma once
 
 #include <mpi.h>
@@ -41,6 +41,8 @@ class Inside {
 struct CommState {
   MPI_Comm collective_shadow = MPI_COMM_NULL;
   MPI_Comm p2p_shadow = MPI_COMM_NULL;
+  // The second exchanges of two-stage split collectives (stage_shadow()); null until then.
+  MPI_Comm stage_shadow = MPI_COMM_NULL;
   Communicator comm;  // collective_shadow wrapped, under the user communicator's name
   std::string name;
 };
@@ -50,6 +52,11 @@ struct CommState {
 CommState* state_of(MPI_Comm comm);
 // The state if it exists (never communicates).
 CommState* existing_state_of(MPI_Comm comm);
+// s's duplicate for the second exchanges of two-stage split collectives, which the progress
+// thread starts (interpose_progress.h) while the program may start others on
+// collective_shadow. Made on first use: collective over the communicator, so every rank calls
+// this in the same call.
+MPI_Comm stage_shadow(CommState& s);
 // A new communicator made by the application: its shadows are made now, while all its ranks
 // are here (point-to-point needs them, and its first use may not be collective).
 void on_new_comm(MPI_Comm comm);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/coll_internal.h"
 #include "coll/split_collectives.h"
 #include "coll_test_util.h"
 #include "grad/engine.h"
@@ -160,7 +161,7 @@ TEST(SplitCollectives, AllreduceWithFeedbackIsTheErrorFeedbackStep) {
       std::unique_ptr<coll::SplitCollective> s;
       grad::EngineAccess::engine(split).feedback_step(
           GradTensor(key), ConstTensorView{DType::kF32, n, x.data()}, r, p,
-          [&](std::span<float> residual, uint64_t seed) {
+          [&](std::span<float> residual, uint64_t seed, std::span<float>, uint64_t) {
             const coll::Feedback feedback{residual, seed};
             s = coll::start_allreduce(world().mpi(), x.data(), got.data(), n, codec, &feedback);
           });
@@ -174,6 +175,102 @@ TEST(SplitCollectives, AllreduceWithFeedbackIsTheErrorFeedbackStep) {
     if (std::string(spec) == ef_spec) {
       EXPECT_EQ(split.save(), reference.save()) << spec;
     }
+  }
+}
+
+// Runs a two-stage allreduce to its end as the drop-in's progress thread does.
+void finish_two_stage(coll::SplitCollective& s) {
+  ASSERT_TRUE(s.has_next());
+  MPI_Wait(s.request(), MPI_STATUS_IGNORE);
+  s.next();
+  ASSERT_FALSE(s.has_next());
+  finish(s);
+}
+
+// A communicator for the second exchanges, freed at the end of the test.
+struct SecondComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  SecondComm() { MPI_Comm_dup(world().mpi(), &comm); }
+  ~SecondComm() { MPI_Comm_free(&comm); }
+};
+
+// The two-stage allreduce without feedback against its definition written out plainly: chunk
+// j is the sum over ranks k in rank order of k's chunk j (exact for k = j, else compressed once
+// with k's seed of stream j), compressed once by rank j with its seed of stream p, decoded.
+TEST(SplitCollectives, TwoStageAllreduceIsItsDefinition) {
+  const int p = world().size(), r = world().rank();
+  if (p < 2) GTEST_SKIP() << "one rank";
+  const SecondComm second;
+  for (const char* spec : kCodecs) {
+    const CodecConfig codec = CodecConfig::parse(spec);
+    for (size_t n : kCounts) {
+      for (bool specials : {false, true}) {
+        if (specials && n < 10000) continue;
+        const std::string what =
+            std::string(spec) + " n " + std::to_string(n) + (specials ? " with specials" : "");
+        std::vector<float> x = input(n, r, specials), got(n), want(n);
+        auto s = coll::start_allreduce_two_stage(world().mpi(), second.comm, x.data(), got.data(),
+                                                 n, codec);
+        finish_two_stage(*s);
+        for (int j = 0; j < p; ++j) {
+          const ChunkRange c = chunk_range(n, p, j);
+          std::vector<float> sum(c.count), part(c.count);
+          for (int k = 0; k < p; ++k) {
+            const std::vector<float> theirs = input(n, k, specials);
+            const ConstTensorView chunk{DType::kF32, c.count, theirs.data() + c.offset};
+            if (k == j) {
+              std::copy_n(theirs.data() + c.offset, c.count, part.data());
+            } else {
+              decompress(compress(codec, chunk, {coll::stream_seed(0, k, 0, uint64_t(j))}),
+                         TensorView{DType::kF32, c.count, part.data()});
+            }
+            for (size_t i = 0; i < c.count; ++i) sum[i] = k == 0 ? part[i] : sum[i] + part[i];
+          }
+          decompress(compress(codec, ConstTensorView{DType::kF32, c.count, sum.data()},
+                              {coll::stream_seed(0, j, 0, uint64_t(p))}),
+                     TensorView{DType::kF32, c.count, want.data() + c.offset});
+        }
+        expect_same_bits(got, want, "two-stage allreduce " + what);
+        EXPECT_EQ(s->stats().algorithm, Algorithm::kRing) << what;
+      }
+    }
+  }
+}
+
+// With feedback the two-stage allreduce is ef2+CODEC's step, bit for bit: results, worker and
+// server residuals (the saved states) equal those of grad_allreduce with a compressor of the same
+// spec, step after step, stochastic rounding included.
+TEST(SplitCollectives, TwoStageAllreduceWithFeedbackIsTheEf2Step) {
+  const int p = world().size(), r = world().rank();
+  const uint64_t key = 9;
+  const SecondComm second;
+  for (const char* spec :
+       {"ef2+quant:bits=6", "ef2+quant:bits=2,round=stochastic", "ef2+zfp:rate=8", "ef2+bf16"}) {
+    GradCompressor blocking(spec), split(spec);
+    const CodecConfig codec = CodecConfig::parse(std::strchr(spec, '+') + 1);
+    for (int step = 0; step < 3; ++step) {
+      const std::string what = std::string(spec) + " step " + std::to_string(step);
+      const size_t n = 100003;
+      std::vector<float> x = input(n, r + 3 * step, false), want = x, got(n);
+      grad_allreduce(world(), blocking, GradTensor(key), TensorView{DType::kF32, n, want.data()},
+                     GradOptions{ReduceOp::kSum, 0});
+      std::unique_ptr<coll::SplitCollective> s;
+      grad::EngineAccess::engine(split).feedback_step(
+          GradTensor(key), ConstTensorView{DType::kF32, n, x.data()}, r, p,
+          [&](std::span<float> residual, uint64_t seed, std::span<float> server,
+              uint64_t server_seed) {
+            const coll::Feedback feedback{residual, seed, server, server_seed};
+            s = coll::start_allreduce_two_stage(world().mpi(), second.comm, x.data(), got.data(), n,
+                                                codec, &feedback);
+          });
+      finish_two_stage(*s);
+      expect_same_bits(got, want, what);
+      expect_same_bits(split.residual(key), blocking.residual(key), what + " residual");
+      if (p > 1) {
+        EXPECT_NE(split.residual(key), std::vector<float>(n, 0.0f)) << what;
+      }
+    }
+    EXPECT_EQ(split.save(), blocking.save()) << spec << ": server residuals";
   }
 }
 
@@ -235,6 +332,14 @@ TEST(SplitCollectives, SlotsAndWhereTheyPay) {
   const CodecConfig q6 = CodecConfig::parse("quant:bits=6");
   EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q6, 100000, 7));
   EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q6, 100000, 8));
+  // The two-stage form pays wherever a slot is smaller than its chunk: at any number of ranks
+  // for a chunk large enough for the slot's length word.
+  EXPECT_TRUE(coll::two_stage_pays(q6, 100000, 8));
+  EXPECT_TRUE(coll::two_stage_pays(bf16, 100000, 64));
+  EXPECT_FALSE(coll::two_stage_pays(bf16, 2, 2));  // 8 bytes of length for 4 of data
+  EXPECT_FALSE(coll::two_stage_pays(CodecConfig::parse("none"), 100000, 4));
+  EXPECT_FALSE(coll::two_stage_pays(CodecConfig::parse("eb:abs=1e-3"), 100000, 4));
+  EXPECT_FALSE(coll::two_stage_pays(bf16, 100000, 1));
 }
 
 }  // namespace
