@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -139,39 +140,57 @@ TEST(SplitCollectives, AnOverflowedSlotDecodesAsNaN) {
   for (size_t i = n; i < g.size(); ++i) ASSERT_TRUE(std::isfinite(g[i])) << "element " << i;
 }
 
+// A split allreduce started with feedback (x, out, the feedback: residuals and seeds), and how
+// it is run to its end.
+using StartWithFeedback = std::function<std::unique_ptr<coll::SplitCollective>(
+    const float*, float*, const coll::Feedback&)>;
+
+// Three steps of `split`'s feedback_step running `start`, each against grad_allreduce with
+// `reference` on the same input: the same result and residual bits.
+void expect_steps_equal(const std::string& spec, GradCompressor& split, GradCompressor& reference,
+                        uint64_t key, const StartWithFeedback& start,
+                        void (*run)(coll::SplitCollective&)) {
+  const int p = world().size(), r = world().rank();
+  for (int step = 0; step < 3; ++step) {
+    const std::string what = spec + " step " + std::to_string(step);
+    const size_t n = 100003;
+    std::vector<float> x = input(n, r + 3 * step, false), want = x, got(n);
+    grad_allreduce(world(), reference, GradTensor(key), TensorView{DType::kF32, n, want.data()},
+                   GradOptions{ReduceOp::kSum, 0});
+    std::unique_ptr<coll::SplitCollective> s;
+    grad::EngineAccess::engine(split).feedback_step(
+        GradTensor(key), ConstTensorView{DType::kF32, n, x.data()}, r, p,
+        [&](std::span<float> residual, uint64_t seed, std::span<float> server,
+            uint64_t server_seed) {
+          s = start(x.data(), got.data(), coll::Feedback{residual, seed, server, server_seed});
+        });
+    run(*s);
+    expect_same_bits(got, want, what);
+    expect_same_bits(split.residual(key), reference.residual(key), what + " residual");
+    if (p > 1) {
+      EXPECT_NE(split.residual(key), std::vector<float>(n, 0.0f)) << what;
+    }
+  }
+}
+
 // Error feedback (the drop-in's nonblocking gradient calls): an allreduce started through the
 // engine's feedback_step is ef+CODEC's step, bit for bit: results, residuals and saved states
 // equal those of grad_allreduce with a compressor of the same spec, step after step (the same
 // seeds: stochastic rounding included).
 TEST(SplitCollectives, AllreduceWithFeedbackIsTheErrorFeedbackStep) {
-  const int p = world().size(), r = world().rank();
   const uint64_t key = 5;
   for (const char* spec : {"ef+quant:bits=4", "ef+quant:bits=2,round=stochastic", "ef+zfp:rate=8",
                            "ef2+quant:bits=6"}) {
-    GradCompressor blocking(spec), split(spec);
+    GradCompressor split(spec);
     const std::string ef_spec = "ef+" + std::string(std::strchr(spec, '+') + 1);
     GradCompressor reference(ef_spec);  // ef2+'s split form is ef+'s step
     const CodecConfig codec = CodecConfig::parse(std::strchr(spec, '+') + 1);
-    for (int step = 0; step < 3; ++step) {
-      const std::string what = std::string(spec) + " step " + std::to_string(step);
-      const size_t n = 100003;
-      std::vector<float> x = input(n, r + 3 * step, false), want = x, got(n);
-      grad_allreduce(world(), reference, GradTensor(key), TensorView{DType::kF32, n, want.data()},
-                     GradOptions{ReduceOp::kSum, 0});
-      std::unique_ptr<coll::SplitCollective> s;
-      grad::EngineAccess::engine(split).feedback_step(
-          GradTensor(key), ConstTensorView{DType::kF32, n, x.data()}, r, p,
-          [&](std::span<float> residual, uint64_t seed, std::span<float>, uint64_t) {
-            const coll::Feedback feedback{residual, seed};
-            s = coll::start_allreduce(world().mpi(), x.data(), got.data(), n, codec, &feedback);
-          });
-      finish(*s);
-      expect_same_bits(got, want, what);
-      expect_same_bits(split.residual(key), reference.residual(key), what + " residual");
-      if (p > 1) {
-        EXPECT_NE(split.residual(key), std::vector<float>(n, 0.0f)) << what;
-      }
-    }
+    expect_steps_equal(
+        spec, split, reference, key,
+        [&](const float* x, float* out, const coll::Feedback& feedback) {
+          return coll::start_allreduce(world().mpi(), x, out, 100003, codec, &feedback);
+        },
+        finish);
     if (std::string(spec) == ef_spec) {
       EXPECT_EQ(split.save(), reference.save()) << spec;
     }
@@ -241,35 +260,19 @@ TEST(SplitCollectives, TwoStageAllreduceIsItsDefinition) {
 // server residuals (the saved states) equal those of grad_allreduce with a compressor of the same
 // spec, step after step, stochastic rounding included.
 TEST(SplitCollectives, TwoStageAllreduceWithFeedbackIsTheEf2Step) {
-  const int p = world().size(), r = world().rank();
   const uint64_t key = 9;
   const SecondComm second;
   for (const char* spec :
        {"ef2+quant:bits=6", "ef2+quant:bits=2,round=stochastic", "ef2+zfp:rate=8", "ef2+bf16"}) {
     GradCompressor blocking(spec), split(spec);
     const CodecConfig codec = CodecConfig::parse(std::strchr(spec, '+') + 1);
-    for (int step = 0; step < 3; ++step) {
-      const std::string what = std::string(spec) + " step " + std::to_string(step);
-      const size_t n = 100003;
-      std::vector<float> x = input(n, r + 3 * step, false), want = x, got(n);
-      grad_allreduce(world(), blocking, GradTensor(key), TensorView{DType::kF32, n, want.data()},
-                     GradOptions{ReduceOp::kSum, 0});
-      std::unique_ptr<coll::SplitCollective> s;
-      grad::EngineAccess::engine(split).feedback_step(
-          GradTensor(key), ConstTensorView{DType::kF32, n, x.data()}, r, p,
-          [&](std::span<float> residual, uint64_t seed, std::span<float> server,
-              uint64_t server_seed) {
-            const coll::Feedback feedback{residual, seed, server, server_seed};
-            s = coll::start_allreduce_two_stage(world().mpi(), second.comm, x.data(), got.data(), n,
-                                                codec, &feedback);
-          });
-      finish_two_stage(*s);
-      expect_same_bits(got, want, what);
-      expect_same_bits(split.residual(key), blocking.residual(key), what + " residual");
-      if (p > 1) {
-        EXPECT_NE(split.residual(key), std::vector<float>(n, 0.0f)) << what;
-      }
-    }
+    expect_steps_equal(
+        spec, split, blocking, key,
+        [&](const float* x, float* out, const coll::Feedback& feedback) {
+          return coll::start_allreduce_two_stage(world().mpi(), second.comm, x, out, 100003, codec,
+                                                 &feedback);
+        },
+        finish_two_stage);
     EXPECT_EQ(split.save(), blocking.save()) << spec << ": server residuals";
   }
 }
