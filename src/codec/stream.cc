@@ -164,7 +164,9 @@ size_t compress(const CodecConfig& config, ConstTensorView in, std::span<std::by
     std::vector<uint64_t> staging((need - kStreamHeaderBytes + 7) / 8);
     std::span<std::byte> aligned(reinterpret_cast<std::byte*>(staging.data()), staging.size() * 8);
     payload = c.encode(in, aligned, options);
-    std::memcpy(out.data() + kStreamHeaderBytes, staging.data(), payload);
+    if (payload > 0) {  // an empty tensor's staging has no storage to copy from
+      std::memcpy(out.data() + kStreamHeaderBytes, staging.data(), payload);
+    }
   }
   StreamHeader h{c.id(), in.dtype, in.count, payload, c.params()};
   codec::write_header(h, out);

@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include "interpose/interpose_comm_worker.h"
 #include "interpose/interpose_progress.h"
 #include "interpose/interpose_state.h"
 
@@ -52,6 +53,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 
 int MPI_Finalize() {
   if (!ip::inside()) {
+    ip::stop_workers();
     ip::stop_progress();
     ip::finish_engine();
   }

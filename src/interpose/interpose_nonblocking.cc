@@ -6,9 +6,12 @@
 // split form makes each rank receive fewer bytes than MPI's collective
 // (coll/split_collectives.h), is compressed at initiation and handed to MPI's own nonblocking
 // collective on the compressed bytes; the MPI_Wait / MPI_Test wrappers decode it when MPI
-// completes it. Every other call (the other gradient compressors and adaptive rules, which need
-// messages between ranks before anything can be sent) is MPI's own call with the program's
-// arguments. Nothing here blocks: progress, ordering and completion stay MPI's.
+// completes it; an allreduce may take two stages instead, the second started by the progress
+// thread (interpose_progress.h). A call whose rule compresses but no split form takes (codecs
+// whose size depends on the data, the other gradient compressors and adaptive rules, which need
+// messages between ranks before anything can be sent) runs as the blocking call on the
+// communicator's worker where MPI gives MPI_THREAD_MULTIPLE (interpose_comm_worker.h), and is
+// MPI's own call with the program's arguments otherwise. Nothing here blocks.
 #include <mpi.h>
 
 #include <cstdio>
@@ -24,6 +27,7 @@
 #include "common/buffer_pool.h"
 #include "grad/engine.h"
 #include "interpose/device_memory.h"
+#include "interpose/interpose_comm_worker.h"
 #include "interpose/interpose_progress.h"
 #include "interpose/interpose_requests.h"
 #include "interpose/interpose_routing.h"
@@ -125,20 +129,34 @@ void warn_left_to_mpi(const CommState& s, const char* name, const PolicyDecision
                d.compressor.c_str(), why);
 }
 
+// The program's blocking call of the same arguments on another communicator (the worker's twin).
+using Blocking = std::function<int(MPI_Comm)>;
+
 // What every routed nonblocking collective does: MPI's own call when the call is not routed (s
-// null) or does not take the split form, otherwise start(codec), tracked under MPI's request so
-// that its completion decodes it and records the call. `elems`: the message size the policy
-// sees, in floats; `slot_elems`: the floats of one slot.
+// null) or its rule does not compress it; start(codec), tracked under MPI's request so that its
+// completion decodes it and records the call, or driven by the progress thread when it has
+// exchanges left; else, with the progress thread, the blocking call on the communicator's
+// worker; else MPI's own call. `elems`: the message size the policy sees, in floats;
+// `slot_elems`: the floats of one slot.
 template <typename Native, typename Start>
 int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elems,
                           size_t slot_elems, const char* name, MPI_Request* request,
-                          Native&& native, Start&& start) {
+                          Native&& native, Start&& start, const Blocking& blocking) {
   if (s == nullptr) return native();
   PolicyEngine& e = *engine();
   const size_t bytes = elems * sizeof(float);
   const PolicyDecision d = e.decide(s->comm, op, bytes);
   if (!compresses(*s, e.policy(), d, bytes)) return run_native(*s, op, bytes, d, native);
   if (const char* why = why_not_split(*s, d, op, slot_elems)) {
+    if (progress_available()) {
+      const Inside guard;
+      try {
+        run_on_worker(*s, blocking, request);
+      } catch (const std::exception& ex) {
+        return fail(comm, name, ex.what());
+      }
+      return MPI_SUCCESS;
+    }
     warn_left_to_mpi(*s, name, d, why);
     return run_native(*s, op, bytes, d, native);
   }
@@ -209,6 +227,11 @@ int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
           }
         };
         return started;
+      },
+      [=, counts = std::vector<int>(recvcounts, recvcounts + c.n.size()),
+       offsets = std::vector<int>(displs, displs + c.n.size())](MPI_Comm twin) {
+        return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), offsets.data(),
+                              recvtype, twin);
       });
 }
 
@@ -239,6 +262,9 @@ int ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                         out};
         started.place = [chunk, out, mine] { std::copy_n(chunk->data(), mine, out->floats()); };
         return started;
+      },
+      [=, counts = std::vector<int>(recvcounts, recvcounts + c.n.size())](MPI_Comm twin) {
+        return MPI_Reduce_scatter(sendbuf, recvbuf, counts.data(), datatype, op, twin);
       });
 }
 
@@ -280,7 +306,8 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
                                                n, codec, feedback);
                                          }),
                        out};
-      });
+      },
+      [=](MPI_Comm twin) { return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, twin); });
 }
 
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -296,7 +323,8 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
         return Started{coll::start_broadcast(s->collective_shadow, data->floats(), n, root,
                                              ip::split_codec(d)),
                        data};
-      });
+      },
+      [=](MPI_Comm twin) { return MPI_Bcast(buffer, count, datatype, root, twin); });
 }
 
 int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -318,6 +346,9 @@ int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
         return Started{coll::start_allgather(s->collective_shadow, send.floats(), out->floats(), n,
                                              ip::split_codec(d)),
                        out};
+      },
+      [=](MPI_Comm twin) {
+        return MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, twin);
       });
 }
 
@@ -345,6 +376,9 @@ int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                                n, ip::split_codec(d), feedback);
                                          }),
                        out};
+      },
+      [=](MPI_Comm twin) {
+        return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, twin);
       });
 }
 
@@ -366,6 +400,9 @@ int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return Started{coll::start_alltoall(s->collective_shadow, send.floats(), out->floats(), n,
                                             ip::split_codec(d)),
                        out};
+      },
+      [=](MPI_Comm twin) {
+        return MPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, twin);
       });
 }
 

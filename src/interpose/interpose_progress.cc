@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hycc/error.h"
+#include "interpose/interpose_completion.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
@@ -31,41 +32,16 @@ std::optional<Mode> mode_from_environment() {
 
 bool g_available = false;
 
-// The program's requests of drive()n collectives, until MPI frees them.
-std::mutex g_driven_mutex;
-std::vector<MPI_Request> g_driven;
-
 // A collective left to the thread and the program's request for it.
 struct Job {
   std::shared_ptr<coll::SplitCollective> split;
   MPI_Comm order = MPI_COMM_NULL;
   std::function<void()> complete;
   const char* call = nullptr;
-  MPI_Request request = MPI_REQUEST_NULL;
+  std::shared_ptr<Completion> done;
   std::shared_mutex* state_lock = nullptr;
   int error = MPI_SUCCESS;  // what the request completes with
 };
-
-// The generalized request's callbacks; extra_state is a heap shared_ptr<Job>.
-int query_job(void* extra_state, MPI_Status* status) {
-  const Job& job = **static_cast<std::shared_ptr<Job>*>(extra_state);
-  PMPI_Status_set_elements(status, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(status, 0);
-  status->MPI_SOURCE = MPI_UNDEFINED;
-  status->MPI_TAG = MPI_UNDEFINED;
-  status->MPI_ERROR = job.error;
-  return job.error;
-}
-int free_job(void* extra_state) {
-  auto* job = static_cast<std::shared_ptr<Job>*>(extra_state);
-  {
-    const std::lock_guard<std::mutex> lock(g_driven_mutex);
-    g_driven.erase(std::find(g_driven.begin(), g_driven.end(), (*job)->request));
-  }
-  delete job;
-  return MPI_SUCCESS;
-}
-int cancel_job(void*, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled
 
 class Driver {
  public:
@@ -80,13 +56,17 @@ class Driver {
     wake_.notify_one();
   }
 
+  // No MPI call is made under mutex_: this runs inside MPI_Comm_free's attribute callback,
+  // where an MPI may hold a lock of its own that the thread's MPI calls take.
   void free_when_unused(MPI_Comm comm) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (in_use(comm)) {
-      unused_later_.push_back(comm);
-    } else {
-      PMPI_Comm_free(&comm);
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (in_use(comm)) {
+        unused_later_.push_back(comm);
+        return;
+      }
     }
+    PMPI_Comm_free(&comm);
   }
 
   void stop() {
@@ -171,6 +151,7 @@ class Driver {
   }
 
   void finished(const std::shared_ptr<Job>& job) {
+    std::vector<MPI_Comm> unused;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
@@ -178,12 +159,13 @@ class Driver {
         if (in_use(*c)) {
           ++c;
         } else {
-          PMPI_Comm_free(&*c);
+          unused.push_back(*c);
           c = unused_later_.erase(c);
         }
       }
     }
-    PMPI_Grequest_complete(job->request);
+    for (MPI_Comm& c : unused) PMPI_Comm_free(&c);
+    complete(*job->done, job->error);
   }
 
   bool in_use(MPI_Comm comm) const {  // under mutex_
@@ -246,30 +228,8 @@ void drive(std::shared_ptr<coll::SplitCollective> split, MPI_Comm order,
   job->complete = std::move(complete);
   job->call = call;
   job->state_lock = state_lock;
-  auto* holder = new std::shared_ptr<Job>(job);
-  const int rc = PMPI_Grequest_start(query_job, free_job, cancel_job, holder, request);
-  if (rc != MPI_SUCCESS) {
-    delete holder;
-    HYCC_CHECK_MPI(rc);
-  }
-  job->request = *request;
-  {
-    const std::lock_guard<std::mutex> lock(g_driven_mutex);
-    g_driven.push_back(*request);
-  }
+  job->done = start_completion(request);
   driver().add(std::move(job));
-}
-
-bool any_driven(int n, const MPI_Request requests[]) {
-  const std::lock_guard<std::mutex> lock(g_driven_mutex);
-  if (g_driven.empty()) return false;
-  for (int i = 0; i < n; ++i) {
-    if (requests[i] != MPI_REQUEST_NULL &&
-        std::find(g_driven.begin(), g_driven.end(), requests[i]) != g_driven.end()) {
-      return true;
-    }
-  }
-  return false;
 }
 
 void free_when_unused(MPI_Comm comm) { driver().free_when_unused(comm); }

@@ -53,11 +53,6 @@ void drive(std::shared_ptr<coll::SplitCollective> split, MPI_Comm order,
            std::function<void()> complete, const char* call, MPI_Request* request,
            std::shared_mutex* state_lock);
 
-// True when one of the n requests is a drive()n collective's, not yet freed. MPICH 4.0's
-// MPI_Waitall stops at an assertion on a generalized request another thread completes, so the
-// MPI_Waitall wrapper waits for such arrays one request at a time.
-bool any_driven(int n, const MPI_Request requests[]);
-
 // Frees `comm` (a communicator that drive()n collectives use for their next exchanges) once no
 // collective left to the thread uses it, now if none does.
 void free_when_unused(MPI_Comm comm);

@@ -18,7 +18,7 @@
 #include "hycc/codec.h"
 #include "hycc/error.h"
 #include "interpose/interpose_persistent.h"
-#include "interpose/interpose_progress.h"
+#include "interpose/interpose_completion.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {
@@ -199,7 +199,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 int MPI_Waitall(int n, MPI_Request requests[], MPI_Status statuses[]) {
-  if (ip::any_driven(n, requests)) {  // one at a time (interpose_progress.h)
+  if (ip::any_completion(n, requests)) {  // one at a time (interpose_completion.h)
     bool failed = false;
     for (int i = 0; i < n; ++i) {
       MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];

@@ -1,6 +1,7 @@
 // The drop-in library's engine, reentrancy guard and per-communicator state (see
 // interpose_state.h).
 #include "interpose/interpose_state.h"
+#include "interpose/interpose_comm_worker.h"
 #include "interpose/interpose_progress.h"
 
 #include <cstdio>
@@ -31,6 +32,7 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   if (s->collective_shadow != MPI_COMM_NULL) PMPI_Comm_free(&s->collective_shadow);
   if (s->p2p_shadow != MPI_COMM_NULL) PMPI_Comm_free(&s->p2p_shadow);
   if (s->stage_shadow != MPI_COMM_NULL) free_when_unused(s->stage_shadow);
+  retire_worker(*s);
   delete s;
   return MPI_SUCCESS;
 }
@@ -52,8 +54,8 @@ std::string name_of(MPI_Comm comm) {
 }
 
 // Names that mean nothing to the policy are kept as they are: dimension_of() maps them to
-// "other", which the policy's default rules cover.
-CommState* make_state(MPI_Comm comm) {
+// "other", which the policy's default rules cover. `name`: the name to take instead of comm's.
+CommState* make_state(MPI_Comm comm, const std::string* given = nullptr) {
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
   if (inter != 0) return nullptr;
@@ -61,9 +63,9 @@ CommState* make_state(MPI_Comm comm) {
   MPI_Comm p2p = MPI_COMM_NULL;
   HYCC_CHECK_MPI(PMPI_Comm_dup(comm, &collective));
   HYCC_CHECK_MPI(PMPI_Comm_dup(comm, &p2p));
-  const std::string name = name_of(comm);
-  auto s = std::unique_ptr<CommState>(
-      new CommState{collective, p2p, MPI_COMM_NULL, Communicator::wrap(collective, name), name});
+  const std::string name = given != nullptr ? *given : name_of(comm);
+  auto s = std::unique_ptr<CommState>(new CommState{
+      collective, p2p, MPI_COMM_NULL, Communicator::wrap(collective, name), name, nullptr});
   HYCC_CHECK_MPI(PMPI_Comm_set_attr(comm, g_keyval, s.get()));
   return s.release();
 }
@@ -151,6 +153,17 @@ void on_rename(MPI_Comm comm) {
   CommState* s = existing_state_of(comm);
   if (s == nullptr) return;
   s->name = name_of(comm);
+  s->comm = Communicator::wrap(s->collective_shadow, s->name);
+  rename_worker(*s);
+}
+
+void adopt_twin(MPI_Comm twin, const std::string& name) {
+  CommState* s = existing_state_of(twin);
+  if (s == nullptr) {
+    make_state(twin, &name);
+    return;
+  }
+  s->name = name;
   s->comm = Communicator::wrap(s->collective_shadow, s->name);
 }
 

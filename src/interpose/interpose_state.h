@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 
 #include "hycc/comm.h"
@@ -38,6 +39,8 @@ class Inside {
   Inside& operator=(const Inside&) = delete;
 };
 
+class CommWorker;  // interpose_comm_worker.h
+
 struct CommState {
   MPI_Comm collective_shadow = MPI_COMM_NULL;
   MPI_Comm p2p_shadow = MPI_COMM_NULL;
@@ -45,6 +48,8 @@ struct CommState {
   MPI_Comm stage_shadow = MPI_COMM_NULL;
   Communicator comm;  // collective_shadow wrapped, under the user communicator's name
   std::string name;
+  // Runs the nonblocking calls no split form takes (interpose_comm_worker.h); null until then.
+  std::shared_ptr<CommWorker> worker;
 };
 
 // The state of `comm`, made on first use: collective over comm (it duplicates comm twice).
@@ -57,6 +62,9 @@ CommState* existing_state_of(MPI_Comm comm);
 // collective_shadow. Made on first use: collective over the communicator, so every rank calls
 // this in the same call.
 MPI_Comm stage_shadow(CommState& s);
+// A communicator's worker's twin (interpose_comm_worker.h): its state, made now or renamed,
+// under `name` (the state of the communicator it twins).
+void adopt_twin(MPI_Comm twin, const std::string& name);
 // A new communicator made by the application: its shadows are made now, while all its ranks
 // are here (point-to-point needs them, and its first use may not be collective).
 void on_new_comm(MPI_Comm comm);

@@ -8,8 +8,9 @@
 #    and the statistics count every routed call of each program as compressed;
 #  - the MPI 4 program (the large-count MPI_Allreduce_c, ..., which mpi4py 4 makes, and
 #    MPI_Isendrecv): each _c call the same bits as its int form, and counted as compressed;
-#  - the nonblocking program, the threads program (MPI_THREAD_MULTIPLE), the two-stage program
-#    (HYCC_PROGRESS=thread: the progress thread, generalized requests) and the device-buffer
+#  - the nonblocking program, the threads program (MPI_THREAD_MULTIPLE), the progress program
+#    (HYCC_PROGRESS=thread: the progress thread, the communicators' workers, generalized
+#    requests) and the device-buffer
 #    program (checks of their own).
 # The programs' results are checked against the values they know, not against a run without
 # the library: MPICH 4.0.2's own runs of them stop in MPI_Reduce_scatter with MPI_IN_PLACE.
@@ -24,7 +25,7 @@ for tool in mpicc.mpich mpicxx.mpich mpif90.mpich mpiexec.mpich; do
 done
 
 targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program
-  dropin_mpi4_program dropin_threads_program dropin_two_stage_program)
+  dropin_mpi4_program dropin_threads_program dropin_progress_program)
 [ "$full" = --full ] && targets+=(hycc_mpi_tests)
 echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
 mkdir -p "$build"
@@ -93,8 +94,8 @@ run_checked() {  # name policy log "the OK line" program: a program that checks 
 run_checked nonblocking "$src/tests/dropin/nonblocking_policy.toml" summary \
   "dropin nonblocking: OK" "$build/bin/dropin_nonblocking_program"
 run_checked threads hybrid off "dropin threads: OK" "$build/bin/dropin_threads_program"
-HYCC_PROGRESS=thread run_checked two-stage hybrid off "dropin two-stage: OK" \
-  "$build/bin/dropin_two_stage_program"
+HYCC_PROGRESS=thread run_checked progress "$src/tests/dropin/progress_policy.toml" off \
+  "dropin progress: OK" "$build/bin/dropin_progress_program"
 # The device-buffer program runs with a stand-in CUDA driver.
 run_checked device-buffer hybrid off "dropin device: OK" "$build/bin/dropin_device_program"
 

@@ -1,22 +1,30 @@
-/* Nonblocking allreduces in two stages (docs/dropin.md, "Nonblocking collectives"): an MPI
- * program written without hycc that calls MPI_Init, run under libhycc_mpi.so with
- * HYCC_POLICY=hybrid and HYCC_PROGRESS=thread, at 3 ranks or more:
+/* Nonblocking collectives that need the library's threads (docs/dropin.md, "Nonblocking
+ * collectives"): an MPI program written without hycc that calls MPI_Init, run under
+ * libhycc_mpi.so with HYCC_POLICY=tests/dropin/progress_policy.toml (hybrid's rules, top-k on
+ * embedding allreduces, mpc on other embedding calls) and HYCC_PROGRESS=thread, at 3 ranks or
+ * more:
  *  - MPI_Query_thread says MPI_THREAD_MULTIPLE (HYCC_PROGRESS=thread asked MPI for it);
- *  - dp (ef2+quant:bits=6): MPI_Iallreduce gives MPI_Allreduce's bits (ef2+'s step, which the
- *    blocking call runs) step after step, each on a buffer of its own (residuals per buffer),
- *    the same bits on every rank; over 16 steps of the same input the mean result is at least
- *    4x closer to the exact sum than one step's (error feedback);
- *  - tp (bf16, a duplicate of MPI_COMM_WORLD named "tp"): in and out of place, within bf16's
- *    bound of the exact sum (each input's chunk rounded once, the sum once more), not exact, the
- *    same bits on every rank;
+ *  - two stages, on the progress thread: dp (ef2+quant:bits=6) MPI_Iallreduce gives
+ *    MPI_Allreduce's bits (ef2+'s step, which the blocking call runs) step after step, each on a
+ *    buffer of its own (residuals per buffer), the same bits on every rank; over 16 steps of the
+ *    same input the mean result is at least 4x closer to the exact sum than one step's (error
+ *    feedback); tp (bf16, a duplicate of MPI_COMM_WORLD named "tp"): in and out of place, within
+ *    bf16's bound of the exact sum (each input's chunk rounded once, the sum once more), not
+ *    exact, the same bits on every rank;
+ *  - the communicator's worker: embedding MPI_Iallreduce (top-k with error feedback) gives
+ *    MPI_Allreduce's bits step after step on buffers of their own; MPI_Iallgather and MPI_Ibcast
+ *    (mpc, lossless) give the data exactly;
  *  - progress: rank 0 sends rank 1 a large message with a blocking MPI_Send between initiating
- *    and completing a dp allreduce that rank 1 completes before receiving, so rank 0's second
- *    exchange must start while it is blocked in MPI_Send (the progress thread);
+ *    and completing a tp allreduce and an embedding allgather that rank 1 completes before
+ *    receiving, so rank 0's threads must run them while it is blocked in MPI_Send (a library
+ *    that ran them at completion would hang); then rank 1 sends rank 0 one before initiating an
+ *    allgather that rank 0 initiates before receiving it (one that ran it at initiation would
+ *    hang);
  *  - order: three allreduces outstanding, on dp and tp initiated in opposite orders on even and
- *    odd ranks, completed by MPI_Waitany, MPI_Waitsome and MPI_Testall polling; three more
- *    completed by MPI_Waitall; a communicator freed before its allreduce completes (MPI_Test
- *    polling).
- * Prints "dropin two-stage: OK" on rank 0; exits with 1 on a difference. */
+ *    odd ranks, completed by MPI_Waitany, MPI_Waitsome and MPI_Testall polling; allgathers on
+ *    two embedding communicators in opposite orders (two workers); three more completed by
+ *    MPI_Waitall; a communicator freed before its allreduce completes (MPI_Test polling).
+ * Prints "dropin progress: OK" on rank 0; exits with 1 on a difference. */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -27,7 +35,7 @@
 enum { N = 100003, STEPS = 16, BIG = 1 << 20 };
 
 static int rank, size, failures;
-static MPI_Comm dp, tp;
+static MPI_Comm dp, tp, embedding;
 
 static void fail(const char* what, long i, double got, double want) {
   if (failures++ < 10) {
@@ -81,6 +89,70 @@ static void check_bf16(const float* got, const char* what) {
   same_everywhere(what, got, N);
 }
 
+/* The same bits as `want` here and on every rank. */
+static void same_bits(const float* got, const float* want, const char* what) {
+  for (long i = 0; i < N; ++i) {
+    if (memcmp(&got[i], &want[i], 4) != 0) {
+      fail(what, i, got[i], want[i]);
+      break;
+    }
+  }
+  same_everywhere(what, got, N);
+}
+
+/* embedding (top-k with error feedback, on the worker): the nonblocking allreduce against the
+ * blocking one on buffers of their own, step after step; allgather and broadcast (mpc) exact,
+ * on two embedding communicators initiated in opposite orders. */
+static void check_worker(void) {
+  float* x = alloc(N);
+  float* nonblocking = alloc(N);
+  float* blocking = alloc(N);
+  for (int step = 0; step < 4; ++step) {
+    for (long i = 0; i < N; ++i) x[i] = input(rank + step, i);
+    MPI_Request r;
+    MPI_Iallreduce(x, nonblocking, N, MPI_FLOAT, MPI_SUM, embedding, &r);
+    int flag = 0;
+    while (!flag) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    MPI_Allreduce(x, blocking, N, MPI_FLOAT, MPI_SUM, embedding);
+    same_bits(nonblocking, blocking, "embedding Iallreduce against MPI_Allreduce");
+  }
+  MPI_Comm second = named("embedding");
+  const long all = N * (long)size;
+  float* g1 = alloc(all);
+  float* g2 = alloc(all);
+  float* b = alloc(N);
+  for (long i = 0; i < N; ++i) x[i] = input(rank, i), b[i] = rank == 1 ? input(7, i) : 0;
+  MPI_Request r[3];
+  MPI_Comm first_comm = rank % 2 == 0 ? embedding : second;
+  MPI_Comm second_comm = rank % 2 == 0 ? second : embedding;
+  MPI_Iallgather(x, N, MPI_FLOAT, rank % 2 == 0 ? g1 : g2, N, MPI_FLOAT, first_comm, &r[0]);
+  MPI_Iallgather(x, N, MPI_FLOAT, rank % 2 == 0 ? g2 : g1, N, MPI_FLOAT, second_comm, &r[1]);
+  MPI_Ibcast(b, N, MPI_FLOAT, 1, embedding, &r[2]);
+  MPI_Waitall(3, r, MPI_STATUSES_IGNORE);
+  for (int j = 0; j < size; ++j) {
+    for (long i = 0; i < N; ++i) {
+      const float want = input(j, i);
+      if (g1[j * N + i] != want || g2[j * N + i] != want) {
+        fail("embedding Iallgather (mpc)", j * N + i, g1[j * N + i], want);
+        break;
+      }
+    }
+  }
+  for (long i = 0; i < N; ++i) {
+    if (b[i] != input(7, i)) {
+      fail("embedding Ibcast (mpc)", i, b[i], input(7, i));
+      break;
+    }
+  }
+  MPI_Comm_free(&second);
+  free(x);
+  free(nonblocking);
+  free(blocking);
+  free(g1);
+  free(g2);
+  free(b);
+}
+
 /* dp: the nonblocking allreduce against the blocking one, step after step, and the mean. */
 static void check_dp_feedback(void) {
   float* x = alloc(N);
@@ -94,15 +166,7 @@ static void check_dp_feedback(void) {
     MPI_Iallreduce(x, nonblocking, N, MPI_FLOAT, MPI_SUM, dp, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     MPI_Allreduce(x, blocking, N, MPI_FLOAT, MPI_SUM, dp);
-    if (memcmp(nonblocking, blocking, sizeof(float) * N) != 0) {
-      for (long i = 0; i < N; ++i) {
-        if (nonblocking[i] != blocking[i]) {
-          fail("dp Iallreduce against MPI_Allreduce", i, nonblocking[i], blocking[i]);
-          break;
-        }
-      }
-    }
-    same_everywhere("dp Iallreduce", nonblocking, N);
+    same_bits(nonblocking, blocking, "dp Iallreduce against MPI_Allreduce");
     for (long i = 0; i < N; ++i) {
       mean[i] += nonblocking[i] / STEPS;
       if (step == 0) first = fmax(first, fabs(nonblocking[i] - exact(i)));
@@ -121,20 +185,39 @@ static void check_progress_while_blocked(void) {
   float* x = alloc(N);
   int* message = calloc(BIG, sizeof(int));
   for (long i = 0; i < N; ++i) x[i] = input(rank, i);
-  MPI_Request r;
-  MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, tp, &r);
+  float* e = alloc(N);
+  float* g = alloc(N * (long)size);
+  for (long i = 0; i < N; ++i) e[i] = input(rank, i);
+  MPI_Request r[2];
+  MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, tp, &r[0]);
+  MPI_Iallgather(e, N, MPI_FLOAT, g, N, MPI_FLOAT, embedding, &r[1]); /* mpc, the worker */
   if (rank == 0) {
     message[BIG - 1] = 42;
     MPI_Send(message, BIG, MPI_INT, 1, 7, MPI_COMM_WORLD);
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   } else if (rank == 1) {
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
     MPI_Recv(message, BIG, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (message[BIG - 1] != 42) fail("message sent during the allreduce", BIG - 1, 0, 42);
+    if (message[BIG - 1] != 42) fail("message sent during the allreduces", BIG - 1, 0, 42);
   } else {
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   }
   check_bf16(x, "tp Iallreduce while rank 0 is in MPI_Send");
+  for (long i = 0; i < N * (long)size; ++i) {
+    if (g[i] != input((int)(i / N), i % N)) {
+      fail("embedding Iallgather while rank 0 is in MPI_Send", i, g[i], input((int)(i / N), i % N));
+      break;
+    }
+  }
+  /* The other way round: rank 1 sends before initiating, rank 0 receives after initiating. */
+  MPI_Request a;
+  if (rank == 1) MPI_Send(message, BIG, MPI_INT, 0, 8, MPI_COMM_WORLD);
+  MPI_Iallgather(e, N, MPI_FLOAT, g, N, MPI_FLOAT, embedding, &a);
+  if (rank == 0) MPI_Recv(message, BIG, MPI_INT, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Wait(&a, MPI_STATUS_IGNORE);
+  if (g[N + 5] != input(1, 5)) fail("embedding Iallgather around a message", N + 5, g[N + 5], 0);
+  free(e);
+  free(g);
   free(x);
   free(message);
 }
@@ -201,14 +284,17 @@ int main(int argc, char** argv) {
   if (level != MPI_THREAD_MULTIPLE) fail("MPI_Query_thread", -1, level, MPI_THREAD_MULTIPLE);
   dp = named("dp");
   tp = named("tp");
+  embedding = named("embedding");
   check_dp_feedback();
+  check_worker();
   check_progress_while_blocked();
   check_order();
   MPI_Comm_free(&dp);
   MPI_Comm_free(&tp);
+  MPI_Comm_free(&embedding);
   int all = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0 && all == 0) printf("dropin two-stage: OK\n");
+  if (rank == 0 && all == 0) printf("dropin progress: OK\n");
   MPI_Finalize();
   return all == 0 ? 0 : 1;
 }
