@@ -6,10 +6,11 @@
 // MPI_Wait or MPI_Test. A thread calling MPI beside the program needs MPI_THREAD_MULTIPLE, so the
 // thread runs only when MPI provides it on every rank (docs/dropin.md, "Nonblocking collectives").
 //
-// HYCC_PROGRESS: `auto` (default) drives them when the program initialized MPI with
-// MPI_THREAD_MULTIPLE (mpi4py does by default); `thread` asks MPI for MPI_THREAD_MULTIPLE in
-// MPI_Init and MPI_Init_thread so that it can; `off` never (such allreduces then take the
-// compress-once form where it pays, or go to MPI).
+// HYCC_PROGRESS, which governs the communicators' workers too (interpose_comm_worker.h): `auto`
+// (default) uses the threads when the program initialized MPI with MPI_THREAD_MULTIPLE (mpi4py
+// does by default); `thread` asks MPI for MPI_THREAD_MULTIPLE in MPI_Init and MPI_Init_thread
+// so that it can; `off` never (allreduces then take the compress-once form where it pays, and
+// what has no split form goes to MPI).
 //
 // The program holds a generalized request (MPI_Grequest_start) that the thread completes once
 // the collective has completed and its results are in the program's buffers, so MPI_Wait,
