@@ -121,19 +121,24 @@ static void check_worker(void) {
   float* g1 = alloc(all);
   float* g2 = alloc(all);
   float* b = alloc(N);
-  for (long i = 0; i < N; ++i) x[i] = input(rank, i), b[i] = rank == 1 ? input(7, i) : 0;
+  float* y = alloc(N); /* the second communicator's data: a call matched on the wrong one shows */
+  for (long i = 0; i < N; ++i) {
+    x[i] = input(rank, i), y[i] = input(rank + 10, i), b[i] = rank == 1 ? input(7, i) : 0;
+  }
   MPI_Request r[3];
-  MPI_Comm first_comm = rank % 2 == 0 ? embedding : second;
-  MPI_Comm second_comm = rank % 2 == 0 ? second : embedding;
-  MPI_Iallgather(x, N, MPI_FLOAT, rank % 2 == 0 ? g1 : g2, N, MPI_FLOAT, first_comm, &r[0]);
-  MPI_Iallgather(x, N, MPI_FLOAT, rank % 2 == 0 ? g2 : g1, N, MPI_FLOAT, second_comm, &r[1]);
+  if (rank % 2 == 0) {
+    MPI_Iallgather(x, N, MPI_FLOAT, g1, N, MPI_FLOAT, embedding, &r[0]);
+    MPI_Iallgather(y, N, MPI_FLOAT, g2, N, MPI_FLOAT, second, &r[1]);
+  } else {
+    MPI_Iallgather(y, N, MPI_FLOAT, g2, N, MPI_FLOAT, second, &r[1]);
+    MPI_Iallgather(x, N, MPI_FLOAT, g1, N, MPI_FLOAT, embedding, &r[0]);
+  }
   MPI_Ibcast(b, N, MPI_FLOAT, 1, embedding, &r[2]);
   MPI_Waitall(3, r, MPI_STATUSES_IGNORE);
   for (int j = 0; j < size; ++j) {
     for (long i = 0; i < N; ++i) {
-      const float want = input(j, i);
-      if (g1[j * N + i] != want || g2[j * N + i] != want) {
-        fail("embedding Iallgather (mpc)", j * N + i, g1[j * N + i], want);
+      if (g1[j * N + i] != input(j, i) || g2[j * N + i] != input(j + 10, i)) {
+        fail("embedding Iallgather (mpc)", j * N + i, g1[j * N + i], input(j, i));
         break;
       }
     }
@@ -151,6 +156,7 @@ static void check_worker(void) {
   free(g1);
   free(g2);
   free(b);
+  free(y);
 }
 
 /* dp: the nonblocking allreduce against the blocking one, step after step, and the mean. */
