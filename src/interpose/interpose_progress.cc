@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,7 +41,6 @@ struct Job {
   const char* call = nullptr;
   std::shared_ptr<Completion> done;
   std::shared_mutex* state_lock = nullptr;
-  int error = MPI_SUCCESS;  // what the request completes with
 };
 
 class Driver {
@@ -126,31 +126,32 @@ class Driver {
         continue;
       }
       moved = true;
-      if (!advance(*job)) finished(job);
+      if (const std::optional<int> error = advance(*job)) finished(job, *error);
     }
     return moved;
   }
 
-  // After the job's exchange completed: starts the next (true) or finishes it (false).
-  static bool advance(Job& job) {
+  // After the job's exchange completed: starts the next (nullopt), or finishes the job and
+  // returns what its request completes with.
+  static std::optional<int> advance(Job& job) {
     std::shared_lock<std::shared_mutex> lock;
     if (job.state_lock != nullptr) lock = std::shared_lock<std::shared_mutex>(*job.state_lock);
     try {
       if (job.split->has_next()) {
         job.split->next();
-        return true;
+        return std::nullopt;
       }
       job.split->finish();
       job.complete();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "[hycc] %s: %s\n", job.call, e.what());
       std::fflush(stderr);
-      job.error = MPI_ERR_OTHER;
+      return MPI_ERR_OTHER;
     }
-    return false;
+    return MPI_SUCCESS;
   }
 
-  void finished(const std::shared_ptr<Job>& job) {
+  void finished(const std::shared_ptr<Job>& job, int error) {
     std::vector<MPI_Comm> unused;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -165,7 +166,7 @@ class Driver {
       }
     }
     for (MPI_Comm& c : unused) PMPI_Comm_free(&c);
-    complete(*job->done, job->error);
+    complete(*job->done, error);
   }
 
   bool in_use(MPI_Comm comm) const {  // under mutex_

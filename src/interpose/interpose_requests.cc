@@ -17,8 +17,8 @@
 
 #include "hycc/codec.h"
 #include "hycc/error.h"
-#include "interpose/interpose_persistent.h"
 #include "interpose/interpose_completion.h"
+#include "interpose/interpose_persistent.h"
 #include "interpose/interpose_state.h"
 
 namespace hycc::interpose {

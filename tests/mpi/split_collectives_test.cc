@@ -36,9 +36,9 @@ std::vector<float> input(size_t n, int rank, bool specials) {
   return x;
 }
 
-CollectiveOptions blocking_options(const char* spec, Algorithm algorithm) {
+CollectiveOptions blocking_options(const CodecConfig& codec, Algorithm algorithm) {
   CollectiveOptions o;
-  o.codec = CodecConfig::parse(spec);
+  o.codec = codec;
   o.algorithm = algorithm;
   o.threshold_bytes = 0;
   return o;
@@ -56,72 +56,80 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
       << what << " on rank " << world().rank();
 }
 
-TEST(SplitCollectives, EqualTheBlockingCollectivesBitForBit) {
-  const int p = world().size(), r = world().rank();
-  if (p < 2) GTEST_SKIP() << "one rank: the blocking collectives copy, the library does not split";
-  const MPI_Comm comm = world().mpi();
+// Runs f(codec, n, specials, what) for every codec, count and with or without an infinity and a
+// NaN in rank 0's input; special values only in large tensors (two take two raw quant blocks:
+// more than 1/16 of a small tensor).
+template <typename F>
+void for_each_case(F&& f) {
   for (const char* spec : kCodecs) {
     const CodecConfig codec = CodecConfig::parse(spec);
     for (size_t n : kCounts) {
       for (bool specials : {false, true}) {
-        // Two special values take two raw quant blocks: more than 1/16 of a small tensor.
         if (specials && n < 10000) continue;
-        const std::string what =
-            std::string(spec) + " n " + std::to_string(n) + (specials ? " with specials" : "");
-        const std::vector<float> x = input(n, r, specials);
-        const auto pn = n * static_cast<size_t>(p);
-
-        std::vector<float> split(n), blocking(n);
-        auto s = coll::start_allreduce(comm, x.data(), split.data(), n, codec);
-        finish(*s);
-        allreduce(world(), ConstTensorView{DType::kF32, n, x.data()},
-                  TensorView{DType::kF32, n, blocking.data()}, ReduceOp::kSum,
-                  blocking_options(spec, Algorithm::kCompressOnce));
-        expect_same_bits(split, blocking, "allreduce " + what);
-
-        std::vector<float> b = x, bb = x;
-        s = coll::start_broadcast(comm, b.data(), n, p - 1, codec);
-        finish(*s);
-        broadcast(world(), TensorView{DType::kF32, n, bb.data()}, p - 1,
-                  blocking_options(spec, Algorithm::kAuto));
-        expect_same_bits(b, bb, "broadcast " + what);
-
-        std::vector<float> g(pn), gb(pn);
-        s = coll::start_allgather(comm, x.data(), g.data(), n, codec);
-        finish(*s);
-        allgather(world(), ConstTensorView{DType::kF32, n, x.data()},
-                  TensorView{DType::kF32, pn, gb.data()}, blocking_options(spec, Algorithm::kAuto));
-        expect_same_bits(g, gb, "allgather " + what);
-
-        std::vector<float> send(pn);
-        for (size_t i = 0; i < pn; ++i) send[i] = x[i % n] + float(i / n);
-        std::vector<float> a(pn), ab(pn);
-        s = coll::start_alltoall(comm, send.data(), a.data(), n, codec);
-        finish(*s);
-        alltoall(world(), ConstTensorView{DType::kF32, pn, send.data()},
-                 TensorView{DType::kF32, pn, ab.data()}, blocking_options(spec, Algorithm::kAuto));
-        expect_same_bits(a, ab, "alltoall " + what);
-
-        // reduce_scatter: the chunks of every rank's input compressed once, summed in rank order,
-        // this rank's own exact.
-        const std::vector<float> mine = input(pn, r, specials);
-        std::vector<float> rs(n), want(n), part(n);
-        s = coll::start_reduce_scatter(comm, mine.data(), rs.data(), n, codec);
-        finish(*s);
-        for (int j = 0; j < p; ++j) {
-          const std::vector<float> theirs = input(pn, j, specials);
-          const ConstTensorView chunk{DType::kF32, n, theirs.data() + size_t(r) * n};
-          if (j == r) {
-            std::memcpy(part.data(), chunk.data, n * sizeof(float));
-          } else {
-            decompress(compress(codec, chunk), TensorView{DType::kF32, n, part.data()});
-          }
-          for (size_t i = 0; i < n; ++i) want[i] = j == 0 ? part[i] : want[i] + part[i];
-        }
-        expect_same_bits(rs, want, "reduce_scatter " + what);
+        f(codec, n, specials,
+          std::string(spec) + " n " + std::to_string(n) + (specials ? " with specials" : ""));
       }
     }
   }
+}
+
+TEST(SplitCollectives, EqualTheBlockingCollectivesBitForBit) {
+  const int p = world().size(), r = world().rank();
+  if (p < 2) GTEST_SKIP() << "one rank: the blocking collectives copy, the library does not split";
+  const MPI_Comm comm = world().mpi();
+  for_each_case([&](const CodecConfig& codec, size_t n, bool specials, const std::string& what) {
+    const std::vector<float> x = input(n, r, specials);
+    const auto pn = n * static_cast<size_t>(p);
+
+    std::vector<float> split(n), blocking(n);
+    auto s = coll::start_allreduce(comm, x.data(), split.data(), n, codec);
+    finish(*s);
+    allreduce(world(), ConstTensorView{DType::kF32, n, x.data()},
+              TensorView{DType::kF32, n, blocking.data()}, ReduceOp::kSum,
+              blocking_options(codec, Algorithm::kCompressOnce));
+    expect_same_bits(split, blocking, "allreduce " + what);
+
+    std::vector<float> b = x, bb = x;
+    s = coll::start_broadcast(comm, b.data(), n, p - 1, codec);
+    finish(*s);
+    broadcast(world(), TensorView{DType::kF32, n, bb.data()}, p - 1,
+              blocking_options(codec, Algorithm::kAuto));
+    expect_same_bits(b, bb, "broadcast " + what);
+
+    std::vector<float> g(pn), gb(pn);
+    s = coll::start_allgather(comm, x.data(), g.data(), n, codec);
+    finish(*s);
+    allgather(world(), ConstTensorView{DType::kF32, n, x.data()},
+              TensorView{DType::kF32, pn, gb.data()}, blocking_options(codec, Algorithm::kAuto));
+    expect_same_bits(g, gb, "allgather " + what);
+
+    std::vector<float> send(pn);
+    for (size_t i = 0; i < pn; ++i) send[i] = x[i % n] + float(i / n);
+    std::vector<float> a(pn), ab(pn);
+    s = coll::start_alltoall(comm, send.data(), a.data(), n, codec);
+    finish(*s);
+    alltoall(world(), ConstTensorView{DType::kF32, pn, send.data()},
+             TensorView{DType::kF32, pn, ab.data()}, blocking_options(codec, Algorithm::kAuto));
+    expect_same_bits(a, ab, "alltoall " + what);
+
+    // reduce_scatter: the chunks of every rank's input compressed once, summed in rank order,
+    // this rank's own exact.
+    const std::vector<float> mine = input(pn, r, specials);
+    std::vector<float> rs(n), want(n), part(n);
+    s = coll::start_reduce_scatter(comm, mine.data(), rs.data(), n, codec);
+    finish(*s);
+    for (int j = 0; j < p; ++j) {
+      const std::vector<float> theirs = input(pn, j, specials);
+      const ConstTensorView chunk{DType::kF32, n, theirs.data() + size_t(r) * n};
+      if (j == r) {
+        std::memcpy(part.data(), chunk.data, n * sizeof(float));
+      } else {
+        decompress(compress(codec, chunk), TensorView{DType::kF32, n, part.data()});
+      }
+      for (size_t i = 0; i < n; ++i) want[i] = j == 0 ? part[i] : want[i] + part[i];
+    }
+    expect_same_bits(rs, want, "reduce_scatter " + what);
+  });
 }
 
 TEST(SplitCollectives, AnOverflowedSlotDecodesAsNaN) {
@@ -220,40 +228,32 @@ TEST(SplitCollectives, TwoStageAllreduceIsItsDefinition) {
   const int p = world().size(), r = world().rank();
   if (p < 2) GTEST_SKIP() << "one rank";
   const SecondComm second;
-  for (const char* spec : kCodecs) {
-    const CodecConfig codec = CodecConfig::parse(spec);
-    for (size_t n : kCounts) {
-      for (bool specials : {false, true}) {
-        if (specials && n < 10000) continue;
-        const std::string what =
-            std::string(spec) + " n " + std::to_string(n) + (specials ? " with specials" : "");
-        std::vector<float> x = input(n, r, specials), got(n), want(n);
-        auto s = coll::start_allreduce_two_stage(world().mpi(), second.comm, x.data(), got.data(),
-                                                 n, codec);
-        finish_two_stage(*s);
-        for (int j = 0; j < p; ++j) {
-          const ChunkRange c = chunk_range(n, p, j);
-          std::vector<float> sum(c.count), part(c.count);
-          for (int k = 0; k < p; ++k) {
-            const std::vector<float> theirs = input(n, k, specials);
-            const ConstTensorView chunk{DType::kF32, c.count, theirs.data() + c.offset};
-            if (k == j) {
-              std::copy_n(theirs.data() + c.offset, c.count, part.data());
-            } else {
-              decompress(compress(codec, chunk, {coll::stream_seed(0, k, 0, uint64_t(j))}),
-                         TensorView{DType::kF32, c.count, part.data()});
-            }
-            for (size_t i = 0; i < c.count; ++i) sum[i] = k == 0 ? part[i] : sum[i] + part[i];
-          }
-          decompress(compress(codec, ConstTensorView{DType::kF32, c.count, sum.data()},
-                              {coll::stream_seed(0, j, 0, uint64_t(p))}),
-                     TensorView{DType::kF32, c.count, want.data() + c.offset});
+  for_each_case([&](const CodecConfig& codec, size_t n, bool specials, const std::string& what) {
+    std::vector<float> x = input(n, r, specials), got(n), want(n);
+    auto s =
+        coll::start_allreduce_two_stage(world().mpi(), second.comm, x.data(), got.data(), n, codec);
+    finish_two_stage(*s);
+    for (int j = 0; j < p; ++j) {
+      const ChunkRange c = chunk_range(n, p, j);
+      std::vector<float> sum(c.count), part(c.count);
+      for (int k = 0; k < p; ++k) {
+        const std::vector<float> theirs = input(n, k, specials);
+        const ConstTensorView chunk{DType::kF32, c.count, theirs.data() + c.offset};
+        if (k == j) {
+          std::copy_n(theirs.data() + c.offset, c.count, part.data());
+        } else {
+          decompress(compress(codec, chunk, {coll::stream_seed(0, k, 0, uint64_t(j))}),
+                     TensorView{DType::kF32, c.count, part.data()});
         }
-        expect_same_bits(got, want, "two-stage allreduce " + what);
-        EXPECT_EQ(s->stats().algorithm, Algorithm::kRing) << what;
+        for (size_t i = 0; i < c.count; ++i) sum[i] = k == 0 ? part[i] : sum[i] + part[i];
       }
+      decompress(compress(codec, ConstTensorView{DType::kF32, c.count, sum.data()},
+                          {coll::stream_seed(0, j, 0, uint64_t(p))}),
+                 TensorView{DType::kF32, c.count, want.data() + c.offset});
     }
-  }
+    expect_same_bits(got, want, "two-stage allreduce " + what);
+    EXPECT_EQ(s->stats().algorithm, Algorithm::kRing) << what;
+  });
 }
 
 // With feedback the two-stage allreduce is ef2+CODEC's step, bit for bit: results, worker and
