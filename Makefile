@@ -4,10 +4,11 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MPICH_BUILD ?= build-mpich
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps data configure build test test-release test-sanitize test-mpich demo bench-codec fuzz format clean
+.PHONY: all deps data configure build test test-release test-sanitize test-mpich test-tsan demo bench-codec fuzz format clean
 
 all: build
 
@@ -54,6 +55,12 @@ test-sanitize: deps data
 # MPI test suite at 1 to 4 ranks (about 6 more minutes).
 test-mpich: deps
 	tests/mpich/mpich_test.sh $(MPICH_BUILD) $(JOBS) $(if $(MPICH_FULL),--full)
+
+# The drop-in library's threads (the program's, the progress thread, the communicators'
+# workers) under ThreadSanitizer, 4 ranks on Open MPI (tests/tsan/tsan_test.sh; docs/dropin.md,
+# "Threads"). Not part of `test`: a build of its own for two programs.
+test-tsan: deps
+	tests/tsan/tsan_test.sh $(TSAN_BUILD) $(JOBS)
 
 # The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid
 # trained for the same steps on 8 ranks (DP2 x TP2 x PP2), on the emulated cluster as root,

@@ -68,8 +68,10 @@ using quant::kHeaderBytes;
 using quant::kRawMarker;
 using quant::round_up8;
 
-// Function multiversioning (GCC on x86-64) for integer-only loops; elsewhere a no-op.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// Function multiversioning (GCC on x86-64) for integer-only loops; elsewhere a no-op. Not under
+// ThreadSanitizer: GCC instruments the clones' resolver, which the loader runs before the
+// sanitizer's runtime is set up (a preloaded libhycc_mpi.so then crashes at load).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define HYCC_QUANT_X86_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
 #else
 #define HYCC_QUANT_X86_CLONES

@@ -20,8 +20,9 @@ int query(void* extra_state, MPI_Status* status) {
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_UNDEFINED;
   status->MPI_TAG = MPI_UNDEFINED;
-  status->MPI_ERROR = c.error;
-  return c.error;
+  const int error = c.error.load(std::memory_order_acquire);
+  status->MPI_ERROR = error;
+  return error;
 }
 
 int release(void* extra_state) {
@@ -53,7 +54,7 @@ std::shared_ptr<Completion> start_completion(MPI_Request* request) {
 }
 
 void complete(Completion& c, int error) {
-  c.error = error;
+  c.error.store(error, std::memory_order_release);
   PMPI_Grequest_complete(c.request);
 }
 

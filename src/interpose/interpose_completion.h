@@ -5,13 +5,17 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <memory>
 
 namespace hycc::interpose {
 
 struct Completion {
   MPI_Request request = MPI_REQUEST_NULL;
-  int error = MPI_SUCCESS;  // what the request completes with (set by complete())
+  // What the request completes with: set by complete() on the library's thread, read by the
+  // query callback on the program's. MPI_Grequest_complete orders the two, but an MPI is not
+  // instrumented for ThreadSanitizer, so the order is stated here too (release/acquire).
+  std::atomic<int> error{MPI_SUCCESS};
 };
 
 // Starts a generalized request, sets *request to it and returns its state. Throws CommError.
