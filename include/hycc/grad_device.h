@@ -26,12 +26,19 @@
 // - topk: radix selection of the k largest magnitudes, the payload and the residual in device
 //   kernels (what the host selects, ties to the lower index), the payloads moved by
 //   allgather_device, every rank's pairs added in rank order. Tensors of up to 2^32 - 1 elements.
+//
+// Threads: steps of different keys may run at once on different threads (each on its own
+// communicator, as MPI requires); the table of states is locked only to find or make a key's
+// state, never across a step's communication. One key is stepped by one thread at a time, and
+// reset(), save() and load() are not called during a step (PolicyEngine's grad_mutex() orders
+// them for the engine's compressors).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -105,6 +112,9 @@ class DeviceGradCompressor {
 
   std::string spec_;
   std::unique_ptr<grad::GradSpec> parsed_;
+  // states_ (behind a pointer: compressors move); a state's address stays valid while other
+  // keys come and go.
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
   std::map<uint64_t, std::unique_ptr<coll::device::GradState>> states_;
 };
 

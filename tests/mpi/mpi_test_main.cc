@@ -1,4 +1,4 @@
-// Entry point of the MPI test binary, run by ctest under mpirun with 1, 2, 3, 4 and 8 ranks.
+// Entry point of the MPI test binaries, run by ctest under mpirun with 1, 2, 3, 4 and 8 ranks.
 // Every rank runs every test; rank 0 prints the usual report, other ranks print only their
 // failures (prefixed with the rank). The exit code is non-zero if any rank failed.
 #include <gtest/gtest.h>
@@ -24,7 +24,13 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef HYCC_TEST_THREAD_MULTIPLE
+  // Binaries with tests that call MPI from several threads at once (they skip without it).
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+#else
   MPI_Init(&argc, &argv);
+#endif
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

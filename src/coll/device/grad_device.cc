@@ -1,6 +1,7 @@
 // DeviceGradCompressor (hycc/grad_device.h): the specs, the argument checks, the state of each
 // key, save and load. The steps: grad_ef_device.cc, grad_powersgd_device.cc, grad_sign_device.cc,
 // grad_topk_device.cc.
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -76,8 +77,15 @@ GradStepStats DeviceGradCompressor::reduce_scatter(const Communicator& comm,
   return stats;
 }
 
-void DeviceGradCompressor::reset() { states_.clear(); }
-void DeviceGradCompressor::reset(uint64_t key) { states_.erase(key); }
+void DeviceGradCompressor::reset() {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  states_.clear();
+}
+
+void DeviceGradCompressor::reset(uint64_t key) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  states_.erase(key);
+}
 
 namespace {
 
@@ -134,6 +142,7 @@ GradStepStats plain_step(const dev::DeviceStep& step) {
 
 std::vector<std::byte> DeviceGradCompressor::save() const {
   grad::StateTable table;
+  const std::lock_guard<std::mutex> lock(*mutex_);
   for (const auto& [key, state] : states_) {
     grad::TensorState& t = table[key];
     t.steps = state->steps;
@@ -174,10 +183,12 @@ void DeviceGradCompressor::load(std::span<const std::byte> blob,
     loaded[key] = std::move(s);
   }
   ops->synchronize();
+  const std::lock_guard<std::mutex> lock(*mutex_);
   states_ = std::move(loaded);
 }
 
 std::vector<float> DeviceGradCompressor::residual(uint64_t key) const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
   const auto it = states_.find(key);
   if (it == states_.end()) return {};
   return to_host(*it->second, it->second->residual, it->second->residual_count);
@@ -213,15 +224,18 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
     const std::string layout = grad::layout_error(tensor, grad.count);
     if (!layout.empty()) check.fail(tagged("grad:device", layout));
   }
-  const auto found = states_.find(key);
-  if (found != states_.end() &&
-      (found->second->count != grad.count || found->second->size != comm.size() ||
-       found->second->rank != comm.rank())) {
-    const dev::GradState& s = *found->second;
-    check.fail(tagged("grad:device", "the state of key ", key, " belongs to ", s.count,
-                      " elements on rank ", s.rank, " of ", s.size, ", not ", grad.count,
-                      " elements on rank ", comm.rank(), " of ", comm.size(),
-                      "; reset() it first"));
+  {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    const auto found = states_.find(key);
+    if (found != states_.end() &&
+        (found->second->count != grad.count || found->second->size != comm.size() ||
+         found->second->rank != comm.rank())) {
+      const dev::GradState& s = *found->second;
+      check.fail(tagged("grad:device", "the state of key ", key, " belongs to ", s.count,
+                        " elements on rank ", s.rank, " of ", s.size, ", not ", grad.count,
+                        " elements on rank ", comm.rank(), " of ", comm.size(),
+                        "; reset() it first"));
+    }
   }
   dev::add_device_fields(check, grad.count, grad.dtype, plain);
   // Not the key: it names this rank's state, and the policy collectives make it from the
@@ -230,20 +244,28 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
   check.field("spec hash", static_cast<int64_t>(checksum64(spec_.data(), spec_.size())));
   dev::settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
 
-  std::unique_ptr<dev::GradState>& slot = states_[key];
-  if (!slot) {
-    slot = std::make_unique<dev::GradState>();
-    slot->backend = options.backend;
-    slot->stream = options.stream;
-    slot->count = grad.count;
-    slot->rank = comm.rank();
-    slot->size = comm.size();
-    if (grad::wraps_codec(parsed_->kind)) {
-      slot->residual = dev::device_zeros(*ops, grad.count);
-      slot->residual_count = grad.count;
+  // The table is locked to find or make the state, not for the step: steps of other keys on
+  // other communicators run meanwhile (a lock over the step would deadlock two threads whose
+  // ranks took it in opposite orders, as it did on the host).
+  dev::GradState* found_or_made = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    std::unique_ptr<dev::GradState>& slot = states_[key];
+    if (!slot) {
+      slot = std::make_unique<dev::GradState>();
+      slot->backend = options.backend;
+      slot->stream = options.stream;
+      slot->count = grad.count;
+      slot->rank = comm.rank();
+      slot->size = comm.size();
+      if (grad::wraps_codec(parsed_->kind)) {
+        slot->residual = dev::device_zeros(*ops, grad.count);
+        slot->residual_count = grad.count;
+      }
     }
+    found_or_made = slot.get();
   }
-  dev::GradState& state = *slot;
+  dev::GradState& state = *found_or_made;
   GradStepStats stats;
   stats.elements = grad.count;
   if (grad.count != 0) {
@@ -274,6 +296,7 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
       }
       restart_nonfinite(*ops, parsed_->kind, state);
     } catch (...) {
+      const std::lock_guard<std::mutex> lock(*mutex_);
       states_.erase(key);  // a half-updated state must not be used again
       throw;
     }

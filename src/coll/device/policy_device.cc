@@ -34,8 +34,10 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
     const auto start = std::chrono::steady_clock::now();
     GradStepStats g;
     {
-      // Device compressors step one at a time (their engines share scratch between steps).
-      const std::unique_lock<std::shared_mutex> lock(engine.grad_mutex());
+      // Shared, as the host's gradient calls take it: steps on other communicators run at the
+      // same time (DeviceGradCompressor locks its table of states only to find a key's); the
+      // engine's save and load take it exclusively, so no state changes under them.
+      const std::shared_lock<std::shared_mutex> lock(engine.grad_mutex());
       g = gradient(engine.device_grad_compressor(decision.compressor), inner);
     }
     if (sampled) engine.record_error(comm, op, error);
