@@ -88,15 +88,21 @@ struct SplitBuilder {
                                   c->request()));
   }
 
-  // Compresses the blocks send[j count, (j + 1) count) for every j but this rank into sent slot
-  // j and starts MPI_Ialltoall of the slots.
-  void scatter(MPI_Comm comm, const float* send, size_t count) {
+  // Compresses the blocks send[j count, (j + 1) count) for every j but this rank (with
+  // `with_own`, this rank's too, for a residual; not counted as sent) into sent slot j and starts
+  // MPI_Ialltoall of the slots.
+  void scatter(MPI_Comm comm, const float* send, size_t count, bool with_own = false) {
     c->sent_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
     c->received_ = pooled_bytes(static_cast<size_t>(size) * c->slot_);
     for (size_t j = 0; j < static_cast<size_t>(size); ++j) {
-      if (j != static_cast<size_t>(rank)) {
+      if (j != static_cast<size_t>(rank) || with_own) {
         compress_into(c->sent_.data() + j * c->slot_, j, send + j * count, count);
       }
+    }
+    if (with_own) {  // the own block's stream is for the residual, not the wire
+      c->stats_.raw_bytes -= count * sizeof(float);
+      c->stats_.wire_bytes -= c->slot_;
+      c->stats_.streams -= 1;
     }
     HYCC_CHECK_MPI(MPI_Ialltoall(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
                                  c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,

@@ -196,9 +196,9 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
     b.seed = feedback->seed;
     send = acc.data();
   }
-  b.keep_own(send, count);
+  b.keep_own(send, count);  // with feedback replaced below by its stream's decoding
   b.c->decode_ = [recv, count, r](SplitCollective& c) {
-    // sum = x_0, then sum += x_j, in rank order; this rank's own contribution exact.
+    // sum = x_0, then sum += x_j, in rank order (this rank's own contribution as kept).
     std::vector<float> part = pooled_floats(count);
     const size_t ranks = c.received_.size() / c.slot_;
     for (size_t j = 0; j < ranks; ++j) {
@@ -211,18 +211,17 @@ std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float
     }
     recycle(part);
   };
-  b.scatter(comm, send, count);
+  b.scatter(comm, send, count, feedback != nullptr);
   if (feedback != nullptr) {
-    // What chunk j's owner decodes is lost from acc; the own chunk is summed exactly.
+    // What chunk j's owner decodes is lost from acc. The own chunk is compressed too and its
+    // decoding is what this rank adds, as in the blocking reduce-scatter of ef+ and ef2+ (the
+    // first stage of their two: grad/method_ef2.cc), so the two give the same bits.
     for (size_t j = 0; j < static_cast<size_t>(b.size); ++j) {
       float* residual = feedback->residual.data() + j * count;
-      if (j == r) {
-        std::fill(residual, residual + count, 0.0f);
-        continue;
-      }
-      decode_slot(b.c->sent_.data() + j * b.c->slot_, b.c->slot_, residual, count);
+      float* decoded = j == r ? b.c->own_.data() : residual;
+      decode_slot(b.c->sent_.data() + j * b.c->slot_, b.c->slot_, decoded, count);
       for (size_t i = 0; i < count; ++i) {
-        residual[i] = finite_or_zero(acc[j * count + i] - residual[i]);
+        residual[i] = finite_or_zero(acc[j * count + i] - decoded[i]);
       }
     }
     recycle(acc);

@@ -27,10 +27,10 @@
 // CorruptStream on the ranks that decode it.
 // Error feedback (Feedback, for ef+CODEC and ef2+CODEC gradients): allreduce and reduce_scatter
 // compress acc = send + residual instead of send, and replace the residual by what the peers do
-// not receive of it, acc minus the decoding of this rank's streams (zero on a reduce-scatter's
-// own chunk, which is summed exactly, and where it is not finite: common/finite.h), before start
-// returns. An allreduce with feedback is then
-// ef+CODEC's step bit for bit (the same stream and seed, the same sum).
+// not receive of it, acc minus the decoding of this rank's streams (zero where it is not finite:
+// common/finite.h), before start returns. A reduce-scatter with feedback compresses its own chunk
+// too and sums the decoding (the blocking grad_reduce_scatter's bits). An allreduce with feedback
+// is then ef+CODEC's step bit for bit (the same stream and seed, the same sum).
 // - allreduce in two stages (start_allreduce_two_stage), for callers that can run the work
 //   between two exchanges when the first completes (the drop-in library's progress thread):
 //   chunk j of every rank's input (chunk_range) compressed to rank j (MPI_Ialltoall); then
@@ -159,6 +159,9 @@ std::unique_ptr<SplitCollective> start_allgather(MPI_Comm comm, const float* sen
                                                  size_t count, const CodecConfig& codec);
 std::unique_ptr<SplitCollective> start_alltoall(MPI_Comm comm, const float* send, float* recv,
                                                 size_t count, const CodecConfig& codec);
+// The reduce-scatter adds its own chunk exactly without feedback; with feedback it compresses
+// that chunk too (for its residual) and adds the decoding: the blocking reduce-scatter of ef+ and
+// ef2+ (grad_reduce_scatter), bit for bit.
 std::unique_ptr<SplitCollective> start_reduce_scatter(MPI_Comm comm, const float* send, float* recv,
                                                       size_t count, const CodecConfig& codec,
                                                       const Feedback* feedback = nullptr);
