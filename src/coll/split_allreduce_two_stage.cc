@@ -63,11 +63,7 @@ std::unique_ptr<SplitCollective> start_allreduce_two_stage(MPI_Comm first, MPI_C
     }
   }
   recycle(acc);
-  if (feedback != nullptr) {  // the own chunk's stream was for the residual, not the wire
-    c.stats_.raw_bytes -= mine.count * sizeof(float);
-    c.stats_.wire_bytes -= c.slot_;
-    c.stats_.streams -= 1;
-  }
+  if (feedback != nullptr) SplitBuilder::not_sent(c, mine.count);  // the own chunk's stream
   HYCC_CHECK_MPI(MPI_Ialltoall(c.sent_.data(), SplitBuilder::mpi_bytes(c.slot_), MPI_BYTE,
                                c.received_.data(), SplitBuilder::mpi_bytes(c.slot_), MPI_BYTE,
                                first, c.request()));

@@ -78,6 +78,14 @@ struct SplitBuilder {
     into.stats_.codec_seconds += seconds_since(start);
   }
 
+  // Takes back from `into`'s statistics one stream of `count` values compressed into a slot
+  // that does not go on the wire (this rank's own, compressed for its residual).
+  static void not_sent(SplitCollective& into, size_t count) {
+    into.stats_.raw_bytes -= count * sizeof(float);
+    into.stats_.wire_bytes -= into.slot_;
+    into.stats_.streams -= 1;
+  }
+
   // Compresses send[0, count) into the one sent slot and starts MPI_Iallgather of the slots.
   void gather(MPI_Comm comm, const float* send, size_t count) {
     c->sent_ = pooled_bytes(c->slot_);
@@ -99,11 +107,7 @@ struct SplitBuilder {
         compress_into(c->sent_.data() + j * c->slot_, j, send + j * count, count);
       }
     }
-    if (with_own) {  // the own block's stream is for the residual, not the wire
-      c->stats_.raw_bytes -= count * sizeof(float);
-      c->stats_.wire_bytes -= c->slot_;
-      c->stats_.streams -= 1;
-    }
+    if (with_own) not_sent(*c, count);
     HYCC_CHECK_MPI(MPI_Ialltoall(c->sent_.data(), mpi_bytes(c->slot_), MPI_BYTE,
                                  c->received_.data(), mpi_bytes(c->slot_), MPI_BYTE, comm,
                                  c->request()));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "policy/comm_names.h"
 
@@ -54,7 +55,7 @@ std::string name_of(MPI_Comm comm) {
 }
 
 // Names that mean nothing to the policy are kept as they are: dimension_of() maps them to
-// "other", which the policy's default rules cover. `name`: the name to take instead of comm's.
+// "other", which the policy's default rules cover. `given`: the name to take instead of comm's.
 CommState* make_state(MPI_Comm comm, const std::string* given = nullptr) {
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
@@ -68,6 +69,12 @@ CommState* make_state(MPI_Comm comm, const std::string* given = nullptr) {
       collective, p2p, MPI_COMM_NULL, Communicator::wrap(collective, name), name, nullptr});
   HYCC_CHECK_MPI(PMPI_Comm_set_attr(comm, g_keyval, s.get()));
   return s.release();
+}
+
+// s now goes by `name` (the policy sees it through s->comm).
+void rename_state(CommState& s, std::string name) {
+  s.name = std::move(name);
+  s.comm = Communicator::wrap(s.collective_shadow, s.name);
 }
 
 }  // namespace
@@ -152,8 +159,7 @@ void on_new_comm(MPI_Comm comm) {
 void on_rename(MPI_Comm comm) {
   CommState* s = existing_state_of(comm);
   if (s == nullptr) return;
-  s->name = name_of(comm);
-  s->comm = Communicator::wrap(s->collective_shadow, s->name);
+  rename_state(*s, name_of(comm));
   rename_worker(*s);
 }
 
@@ -163,8 +169,7 @@ void adopt_twin(MPI_Comm twin, const std::string& name) {
     make_state(twin, &name);
     return;
   }
-  s->name = name;
-  s->comm = Communicator::wrap(s->collective_shadow, s->name);
+  rename_state(*s, name);
 }
 
 MPI_Comm private_self_comm() {
