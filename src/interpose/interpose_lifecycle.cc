@@ -7,6 +7,7 @@
 
 #include "interpose/interpose_comm_worker.h"
 #include "interpose/interpose_progress.h"
+#include "interpose/interpose_requests.h"
 #include "interpose/interpose_state.h"
 
 namespace ip = hycc::interpose;
@@ -55,6 +56,7 @@ int MPI_Finalize() {
   if (!ip::inside()) {
     ip::stop_workers();
     ip::stop_progress();
+    ip::release_detached();
     ip::finish_engine();
   }
   return PMPI_Finalize();

@@ -24,10 +24,18 @@
 namespace hycc::interpose {
 namespace {
 
+// A request the program gave to MPI_Request_free before it completed: its MPI request is kept
+// (not freed to MPI) so that the library learns when its stream may go.
+struct Detached {
+  MPI_Request request;
+  Pending pending;
+};
+
 std::mutex g_mutex;
 std::unordered_map<MPI_Request, Pending> g_pending;  // guarded by g_mutex
-std::vector<Pending> g_detached;                     // sends given to MPI_Request_free
+std::vector<Detached> g_detached;                    // guarded by g_mutex
 std::atomic<size_t> g_count{0};
+std::atomic<size_t> g_detached_count{0};
 
 bool ours(MPI_Request r) {
   if (g_count.load(std::memory_order_acquire) == 0 || r == MPI_REQUEST_NULL) return false;
@@ -136,7 +144,38 @@ class Claimed {
   std::vector<std::optional<Pending>> entries_;
 };
 
+// Drops the detached requests MPI has completed: a send's stream, a receive's stream (never
+// decoded: the program gave up the only call that would say when its buffer may change). The
+// rest stay. MPI is called outside the lock, on entries taken out of the table.
+void reap_detached() {
+  if (g_detached_count.load(std::memory_order_acquire) == 0) return;
+  std::vector<Detached> mine;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    mine.swap(g_detached);
+  }
+  std::vector<Detached> left;
+  for (Detached& d : mine) {
+    int done = 0;
+    if (PMPI_Test(&d.request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done == 0) {
+      left.push_back(std::move(d));
+    }
+  }
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  for (Detached& d : left) g_detached.push_back(std::move(d));
+  g_detached_count.store(g_detached.size(), std::memory_order_release);
+}
+
 }  // namespace
+
+void release_detached() {
+  reap_detached();
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  for (Detached& d : g_detached) {
+    if (d.request != MPI_REQUEST_NULL) PMPI_Request_free(&d.request);
+  }
+  // The streams stay: MPI_Finalize may still complete their transfers.
+}
 
 void track(MPI_Request request, Pending p) {
   const std::lock_guard<std::mutex> lock(g_mutex);
@@ -327,19 +366,27 @@ int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   return MPI_SUCCESS;
 }
 
-// A freed send completes in the background: its stream must outlive it. A freed receive is
-// never decoded (the application gave up the only way to know when it completes).
+// A freed send completes in the background: its stream must outlive it, and no longer. The
+// library keeps the MPI request and drops the stream once MPI has completed it (looked at in
+// each later MPI_Request_free of a request of ours, and at MPI_Finalize), so a program that
+// frees every send it makes holds only the streams still in flight. A freed receive is never
+// decoded (the application gave up the only way to know when it completes); its stream goes
+// as a send's does.
 int MPI_Request_free(MPI_Request* request) {
   if (ip::any_persistent(1, request)) return ip::free_persistent(request);
   if (!ip::any_ours(1, request)) return PMPI_Request_free(request);
+  ip::reap_detached();
   {
     const std::lock_guard<std::mutex> lock(ip::g_mutex);
     const auto it = ip::g_pending.find(*request);
-    ip::g_detached.push_back(std::move(it->second));
+    if (it == ip::g_pending.end()) return PMPI_Request_free(request);  // another thread's now
+    ip::g_detached.push_back({*request, std::move(it->second)});
     ip::g_pending.erase(it);
     ip::g_count.fetch_sub(1, std::memory_order_release);
+    ip::g_detached_count.store(ip::g_detached.size(), std::memory_order_release);
   }
-  return PMPI_Request_free(request);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
 }
 
 }  // extern "C"

