@@ -120,8 +120,13 @@ struct CollectiveOptions {
   // (hycc/policy_engine.h).
   PolicyEngine* policy = nullptr;
   // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
-  // state is kept per key); 0: derived from the receive buffer's address and element count.
+  // state is kept per key); 0: derived from the receive buffer's address and element count
+  // (reduce_scatter: the send buffer's), or key_buffer's and key_count when set (a caller that
+  // hands hycc a copy of its buffer). A buffer-derived key's state is dropped once a call on
+  // memory overlapping it keys another buffer (PolicyEngine::buffer_grad_key).
   uint64_t key = 0;
+  const void* key_buffer = nullptr;
+  size_t key_count = 0;
   // The tensors of a bucket, in order (GradTensor::pieces), for a gradient compressor the policy
   // chooses: PowerSGD compresses each matrix among them. Empty: one flat tensor. The caller's
   // memory, read during the call.

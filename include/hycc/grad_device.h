@@ -93,6 +93,9 @@ class DeviceGradCompressor {
 
   void reset();
   void reset(uint64_t key);
+  // Drops the state of `key` unless a step of it is running (on another thread); returns whether
+  // a state was dropped. Safe beside steps of other keys.
+  bool drop_if_idle(uint64_t key);
   // The state (residuals, step counters, rank and size of each key) as a checksummed blob in
   // GradCompressor::save()'s format: a host GradCompressor of the same spec loads it, and
   // load() takes what either saved, so that a resumed run continues with identical bits.
@@ -116,6 +119,7 @@ class DeviceGradCompressor {
   // keys come and go.
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
   std::map<uint64_t, std::unique_ptr<coll::device::GradState>> states_;
+  std::map<uint64_t, int> in_use_;  // running steps per key (under mutex_)
 };
 
 }  // namespace hycc

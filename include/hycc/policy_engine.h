@@ -92,6 +92,10 @@ struct EngineOptions {
   static EngineOptions from_environment();
 };
 
+namespace policy {
+class BufferKeys;
+}  // namespace policy
+
 class PolicyEngine {
  public:
   explicit PolicyEngine(Policy policy, EngineOptions options = {});
@@ -157,6 +161,11 @@ class PolicyEngine {
   bool sample_error(const Communicator& comm, Operation op);
   void log_decision(const Communicator& comm, Operation op, size_t bytes,
                     const PolicyDecision& decision);
+  // The key of a gradient compressor's state for a buffer the caller gave no key for: made of
+  // its address and element count (policy_calls.h's buffer_key), after the states of earlier
+  // buffers that overlap this one's `bytes` but are not it are dropped from every compressor
+  // (the memory holds another tensor now: policy/buffer_keys.h), unless their steps are running.
+  uint64_t buffer_grad_key(const void* data, size_t count, size_t bytes);
   // Gradient compressor steps on the host share it (they may run on several threads at once,
   // grad/engine.h); loading compressor states and device compressor steps take it alone.
   std::shared_mutex& grad_mutex() { return *grad_mutex_; }
@@ -166,6 +175,7 @@ class PolicyEngine {
   EngineOptions options_;
   std::unique_ptr<std::mutex> mutex_;              // stats_, compressors_, counters
   std::unique_ptr<std::shared_mutex> grad_mutex_;  // gradient compressor calls
+  std::unique_ptr<policy::BufferKeys> buffer_keys_;
   CommStats stats_;
   std::map<std::string, std::unique_ptr<GradCompressor>> compressors_;
   std::map<std::string, std::unique_ptr<DeviceGradCompressor>> device_compressors_;

@@ -101,20 +101,43 @@ class Engine::Lease {
   std::unique_ptr<Worker> worker_;
 };
 
-TensorState& Engine::state_of(uint64_t key) {
-  const std::lock_guard<std::mutex> lock(*mutex_);
-  return states_[key];
-}
+class Engine::StateUse {
+ public:
+  StateUse(Engine& e, uint64_t key) : engine_(e), key_(key) {
+    const std::lock_guard<std::mutex> lock(*e.mutex_);
+    e.in_use_[key] += 1;
+    state_ = &e.states_[key];  // the reference stays valid while other keys come and go
+  }
+  StateUse(const StateUse&) = delete;
+  StateUse& operator=(const StateUse&) = delete;
+  ~StateUse() {
+    const std::lock_guard<std::mutex> lock(*engine_.mutex_);
+    const auto it = engine_.in_use_.find(key_);
+    if (--it->second == 0) engine_.in_use_.erase(it);
+  }
+  TensorState& operator*() { return *state_; }
+
+ private:
+  Engine& engine_;
+  uint64_t key_;
+  TensorState* state_;
+};
 
 void Engine::drop_state(uint64_t key) {
   const std::lock_guard<std::mutex> lock(*mutex_);
   states_.erase(key);
 }
 
+bool Engine::drop_if_idle(uint64_t key) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return in_use_.count(key) == 0 && states_.erase(key) != 0;
+}
+
 GradStepStats Engine::step(Exchange& ex, Method& method, const GradTensor& tensor,
                            std::span<const float> grad, std::span<float> out, ReduceOp op,
                            bool shard_only) {
-  TensorState& state = state_of(tensor.key);
+  StateUse use(*this, tensor.key);
+  TensorState& state = *use;
   GradStepStats stats;
   stats.elements = grad.size();
   const double comm0 = ex.seconds();
@@ -144,7 +167,8 @@ void Engine::feedback_step(const GradTensor& tensor, ConstTensorView grad, int r
   }
   const std::string error = call_error("grad_allreduce", tensor, grad, nullptr, rank, size);
   if (!error.empty()) throw InvalidArgument(error);
-  TensorState& state = state_of(tensor.key);
+  StateUse use(*this, tensor.key);
+  TensorState& state = *use;
   try {
     state.residual.resize(grad.count, 0.0f);
     std::span<float> server;

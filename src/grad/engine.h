@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -56,6 +57,11 @@ class Engine {
   StateTable& states() { return states_; }
   const StateTable& states() const { return states_; }
 
+  // Drops the state of `key` unless a step of it is running (on another thread); returns whether
+  // a state was dropped. Safe beside steps of other keys (the library's own drops of states
+  // whose buffers went away, policy/buffer_keys.h).
+  bool drop_if_idle(uint64_t key);
+
   // What is wrong with a call of `what` ("grad_allreduce", "grad_reduce_scatter") on rank `rank`
   // of `size` with these arguments (shard: null for an allreduce), or empty. The calls above
   // throw it as InvalidArgument; grad_allreduce() and grad_reduce_scatter() first let every rank
@@ -68,11 +74,10 @@ class Engine {
     std::unique_ptr<Method> method;
     std::vector<float> scratch;  // float32 copy of 16-bit gradients
   };
-  class Lease;  // a worker taken for one step and given back after it
+  class Lease;     // a worker taken for one step and given back after it
+  class StateUse;  // the state of a key for one step: made empty if there is none, kept from
+                   // drop_if_idle() until the step ends
 
-  // The state of `key`, made empty if there is none (under mutex_; the reference stays valid
-  // while other keys come and go) and dropping it.
-  TensorState& state_of(uint64_t key);
   void drop_state(uint64_t key);
 
   // One step on float32 data (grad and out the same memory or disjoint); shard_only: see
@@ -86,6 +91,7 @@ class Engine {
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
   std::vector<std::unique_ptr<Worker>> idle_;
   StateTable states_;
+  std::map<uint64_t, int> in_use_;  // running steps per key
 };
 
 // The engine of a GradCompressor, for the library's own callers (the drop-in library's

@@ -99,8 +99,8 @@ auto with_feedback(const CommState& s, const PolicyDecision& d, const void* key_
   grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
   decltype(start(nullptr)) started;
   g.feedback_step(
-      GradTensor(policy::buffer_key(key_buffer, count)), ConstTensorView{DType::kF32, count, input},
-      s.comm.rank(), s.comm.size(),
+      GradTensor(e.buffer_grad_key(key_buffer, count, count * sizeof(float))),
+      ConstTensorView{DType::kF32, count, input}, s.comm.rank(), s.comm.size(),
       [&](std::span<float> residual, uint64_t seed, std::span<float> server, uint64_t server_seed) {
         const coll::Feedback feedback{residual, seed, server, server_seed};
         started = start(&feedback);

@@ -100,7 +100,8 @@ inline CollectiveOptions policy_options(const void* key_buffer = nullptr, size_t
   CollectiveOptions o;
   o.policy = engine();
   o.check_arguments = argument_check();
-  if (key_buffer != nullptr) o.key = policy::buffer_key(key_buffer, key_count);
+  o.key_buffer = key_buffer;
+  o.key_count = key_count;
   return o;
 }
 

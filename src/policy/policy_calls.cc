@@ -119,17 +119,27 @@ bool same_shape(ConstTensorView a, ConstTensorView b) {
 
 }  // namespace
 
-GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>> pieces,
-                              const void* data, size_t count) {
-  GradTensor t(key != 0 ? key : buffer_key(data, count));
+GradTensor policy_grad_layout(uint64_t key, std::span<const std::vector<size_t>> pieces) {
+  GradTensor t(key);
   t.pieces.assign(pieces.begin(), pieces.end());
+  return t;
+}
+
+GradTensor policy_grad_tensor(PolicyEngine& engine, uint64_t key,
+                              std::span<const std::vector<size_t>> pieces, const void* key_buffer,
+                              size_t key_count, ConstTensorView buffer) {
+  GradTensor t = policy_grad_layout(key, pieces);
+  if (key != 0) return t;
+  t.key = key_buffer != nullptr
+              ? engine.buffer_grad_key(key_buffer, key_count, key_count * dtype_size(buffer.dtype))
+              : engine.buffer_grad_key(buffer.data, buffer.count, buffer.bytes());
   return t;
 }
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options) {
-  const GradTensor tensor = policy_grad_tensor(options.key, options.pieces, recv.data, recv.count);
-  grad::require_layout(tensor, send.count, "policy:allreduce");
+  grad::require_layout(policy_grad_layout(options.key, options.pieces), send.count,
+                       "policy:allreduce");
   PolicyCall call(comm, Operation::kAllreduce, send, options);
   call.reference(send,
                  [&](TensorView ref, CollectiveOptions& o) { allreduce(comm, send, ref, op, o); });
@@ -139,6 +149,8 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     GradStepStats g;
     {
       const std::shared_lock<std::shared_mutex> lock(call.grad_mutex());
+      const GradTensor tensor = policy_grad_tensor(*options.policy, options.key, options.pieces,
+                                                   options.key_buffer, options.key_count, recv);
       g = grad_allreduce(comm, call.compressor(), tensor, recv,
                          GradOptions{op, options.tag, options.check_arguments});
     }
@@ -151,8 +163,8 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
 
 void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const CollectiveOptions& options) {
-  const GradTensor tensor = policy_grad_tensor(options.key, options.pieces, send.data, send.count);
-  grad::require_layout(tensor, send.count, "policy:reduce_scatter");
+  grad::require_layout(policy_grad_layout(options.key, options.pieces), send.count,
+                       "policy:reduce_scatter");
   PolicyCall call(comm, Operation::kReduceScatter, send, options);
   call.reference(
       recv, [&](TensorView ref, CollectiveOptions& o) { reduce_scatter(comm, send, ref, op, o); });
@@ -163,6 +175,8 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     GradStepStats g;
     {
       const std::shared_lock<std::shared_mutex> lock(call.grad_mutex());
+      const GradTensor tensor = policy_grad_tensor(*options.policy, options.key, options.pieces,
+                                                   options.key_buffer, options.key_count, send);
       g = grad_reduce_scatter(comm, call.compressor(), tensor, send, tmp,
                               GradOptions{op, options.tag, options.check_arguments});
     }

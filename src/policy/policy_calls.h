@@ -18,10 +18,17 @@ inline uint64_t buffer_key(const void* data, size_t count) {
   return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
 }
 
-// The tensor a gradient compressor of the policy runs on: `key`, or when 0 one made of the
-// buffer's address and count, and the bucket's pieces (host and device calls alike).
-GradTensor policy_grad_tensor(uint64_t key, std::span<const std::vector<size_t>> pieces,
-                              const void* data, size_t count);
+// A policy call's gradient tensor as the caller gave it: `key` (0 when none) and the bucket's
+// pieces (GradTensor::pieces), for the layout check before the policy decides.
+GradTensor policy_grad_layout(uint64_t key, std::span<const std::vector<size_t>> pieces);
+
+// The tensor a gradient compressor of the policy runs on (host and device calls alike): the
+// layout, and `key`, or when 0 the engine's key for the buffer (key_buffer and key_count when
+// given, else `buffer`; PolicyEngine::buffer_grad_key, which drops the states of the buffers
+// this one overlaps: call it for a gradient step only).
+GradTensor policy_grad_tensor(PolicyEngine& engine, uint64_t key,
+                              std::span<const std::vector<size_t>> pieces, const void* key_buffer,
+                              size_t key_count, ConstTensorView buffer);
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options);

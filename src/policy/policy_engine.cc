@@ -9,9 +9,12 @@
 #include "comm/comm_attribute.h"
 #include "common/buffer_pool.h"
 #include "common/text_list.h"
+#include "grad/engine.h"
 #include "hycc/error.h"
 #include "hycc/grad_device.h"
+#include "policy/buffer_keys.h"
 #include "policy/compressor_spec.h"
+#include "policy/policy_calls.h"
 
 namespace hycc {
 namespace {
@@ -87,7 +90,8 @@ PolicyEngine::PolicyEngine(Policy policy, EngineOptions options)
     : policy_(std::move(policy)),
       options_(std::move(options)),
       mutex_(std::make_unique<std::mutex>()),
-      grad_mutex_(std::make_unique<std::shared_mutex>()) {
+      grad_mutex_(std::make_unique<std::shared_mutex>()),
+      buffer_keys_(std::make_unique<policy::BufferKeys>()) {
   if (options_.pool_limit_bytes) set_pool_limit(*options_.pool_limit_bytes);
 }
 
@@ -201,6 +205,18 @@ GradCompressor& PolicyEngine::grad_compressor(const std::string& spec) {
 DeviceGradCompressor& PolicyEngine::device_grad_compressor(const std::string& spec) {
   const std::lock_guard<std::mutex> lock(*mutex_);
   return find_or_make(device_compressors_, spec);
+}
+
+uint64_t PolicyEngine::buffer_grad_key(const void* data, size_t count, size_t bytes) {
+  const uint64_t key = policy::buffer_key(data, count);
+  const std::vector<uint64_t> stale = buffer_keys_->claim(data, bytes, key);
+  if (stale.empty()) return key;
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  for (const uint64_t k : stale) {
+    for (auto& [spec, c] : compressors_) grad::EngineAccess::engine(*c).drop_if_idle(k);
+    for (auto& [spec, c] : device_compressors_) c->drop_if_idle(k);
+  }
+  return key;
 }
 
 void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDecision& decision,

@@ -209,9 +209,8 @@ namespace dev = coll::device;
 void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
-    const GradTensor tensor =
-        policy::policy_grad_tensor(options.key, options.pieces, send.data, send.count);
-    grad::require_layout(tensor, send.count, "policy:allreduce_device");
+    grad::require_layout(policy::policy_grad_layout(options.key, options.pieces), send.count,
+                         "policy:allreduce_device");
     return dev::run_with_policy(
         comm, Operation::kAllreduce, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
@@ -221,7 +220,11 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
               [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
                 allreduce(comm, s, r, op, h);
               },
-              [&] { return g.allreduce(comm, tensor, send, recv, op, o); });
+              [&] {
+                const GradTensor tensor = policy::policy_grad_tensor(
+                    *options.policy, options.key, options.pieces, nullptr, 0, send);
+                return g.allreduce(comm, tensor, send, recv, op, o);
+              });
         });
   }
   const auto start = dev::device_clock(options);
@@ -250,9 +253,8 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
 void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                            ReduceOp op, const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
-    const GradTensor tensor =
-        policy::policy_grad_tensor(options.key, options.pieces, send.data, send.count);
-    grad::require_layout(tensor, send.count, "policy:reduce_scatter_device");
+    grad::require_layout(policy::policy_grad_layout(options.key, options.pieces), send.count,
+                         "policy:reduce_scatter_device");
     return dev::run_with_policy(
         comm, Operation::kReduceScatter, send.bytes(), options,
         [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
@@ -262,7 +264,11 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
               [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
                 reduce_scatter(comm, s, r, op, h);
               },
-              [&] { return g.reduce_scatter(comm, tensor, send, recv, op, o); });
+              [&] {
+                const GradTensor tensor = policy::policy_grad_tensor(
+                    *options.policy, options.key, options.pieces, nullptr, 0, send);
+                return g.reduce_scatter(comm, tensor, send, recv, op, o);
+              });
         });
   }
   const auto start = dev::device_clock(options);

@@ -87,6 +87,11 @@ void DeviceGradCompressor::reset(uint64_t key) {
   states_.erase(key);
 }
 
+bool DeviceGradCompressor::drop_if_idle(uint64_t key) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return in_use_.count(key) == 0 && states_.erase(key) != 0;
+}
+
 namespace {
 
 // `count` floats of device memory, copied to the host.
@@ -264,7 +269,17 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
       }
     }
     found_or_made = slot.get();
+    in_use_[key] += 1;
   }
+  struct InUse {  // until the step ends, drop_if_idle() leaves the state alone
+    DeviceGradCompressor& c;
+    uint64_t key;
+    ~InUse() {
+      const std::lock_guard<std::mutex> lock(*c.mutex_);
+      const auto it = c.in_use_.find(key);
+      if (--it->second == 0) c.in_use_.erase(it);
+    }
+  } in_use{*this, key};
   dev::GradState& state = *found_or_made;
   GradStepStats stats;
   stats.elements = grad.count;
