@@ -121,6 +121,9 @@ class GradCompressor {
   void reset(uint64_t key);
   // Number of tensors with state.
   size_t tensors() const;
+  // Bytes the states hold on this rank: residuals, server residuals, PowerSGD's Q (between
+  // steps: a running step may be resizing its state).
+  size_t state_bytes() const;
 
   // The whole state as a blob: a header (magic, version, spec), one entry per key (step count,
   // rank and size of the communicator, residuals, warm-start matrix) and a checksum.

@@ -96,6 +96,10 @@ class DeviceGradCompressor {
   // Drops the state of `key` unless a step of it is running (on another thread); returns whether
   // a state was dropped. Safe beside steps of other keys.
   bool drop_if_idle(uint64_t key);
+  // Number of tensors with state, and the bytes of device memory their states hold (between
+  // steps: a running step may be resizing its state).
+  size_t tensors() const;
+  size_t state_bytes() const;
   // The state (residuals, step counters, rank and size of each key) as a checksummed blob in
   // GradCompressor::save()'s format: a host GradCompressor of the same spec loads it, and
   // load() takes what either saved, so that a resumed run continues with identical bits.

@@ -35,6 +35,7 @@
 // share its compressor, each with a worker of its own, on tensors of their own: grad/engine.h).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -133,8 +134,12 @@ class PolicyEngine {
   // The statistics of every rank of `comm` summed (largest error: the maximum), on every rank.
   // Collective over comm.
   CommStats reduce_stats(const Communicator& comm) const;
-  // The end of a run, collective over `comm` (usually the world): what HYCC_LOG asked for.
+  // The end of a run, collective over `comm` (usually the world): what HYCC_LOG asked for (the
+  // statistics, and the gradient compressors' states: tensors and bytes of the rank with most).
   void finish(const Communicator& comm) const;
+  // This rank's gradient compressor states, between steps: {tensors, bytes of host memory,
+  // bytes of device memory}.
+  std::array<double, 3> gradient_states() const;
 
   // The gradient compressors the engine made, by spec (save their state for checkpoints).
   GradCompressor& grad_compressor(const std::string& spec);

@@ -54,8 +54,22 @@ class Engine {
   void feedback_step(const GradTensor& tensor, ConstTensorView grad, int rank, int size,
                      const FeedbackRun& run);
 
+  // The table of states, unlocked: for tests and callers with no step running anywhere.
   StateTable& states() { return states_; }
   const StateTable& states() const { return states_; }
+  // f(the table of states) under the engine's lock, for GradCompressor's reset, tensors,
+  // residual, save and load: safe beside steps of other keys and drop_if_idle(). A key's state
+  // is not locked during its own step, so those calls are for keys no step is running on.
+  template <class F>
+  auto with_states(F&& f) {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    return f(states_);
+  }
+  template <class F>
+  auto with_states(F&& f) const {
+    const std::lock_guard<std::mutex> lock(*mutex_);
+    return f(static_cast<const StateTable&>(states_));
+  }
 
   // Drops the state of `key` unless a step of it is running (on another thread); returns whether
   // a state was dropped. Safe beside steps of other keys (the library's own drops of states

@@ -43,21 +43,41 @@ GradCompressor& GradCompressor::operator=(GradCompressor&&) noexcept = default;
 
 const std::string& GradCompressor::spec() const { return engine_->spec().canonical; }
 
-void GradCompressor::reset() { engine_->states().clear(); }
-void GradCompressor::reset(uint64_t key) { engine_->states().erase(key); }
-size_t GradCompressor::tensors() const { return engine_->states().size(); }
+void GradCompressor::reset() {
+  engine_->with_states([](grad::StateTable& t) { t.clear(); });
+}
+
+void GradCompressor::reset(uint64_t key) {
+  engine_->with_states([key](grad::StateTable& t) { t.erase(key); });
+}
+
+size_t GradCompressor::tensors() const {
+  return engine_->with_states([](const grad::StateTable& t) { return t.size(); });
+}
+
+size_t GradCompressor::state_bytes() const {
+  return engine_->with_states([](const grad::StateTable& t) {
+    size_t bytes = 0;
+    for (const auto& [key, s] : t) bytes += (s.residual.size() + s.aux.size()) * sizeof(float);
+    return bytes;
+  });
+}
 
 std::vector<std::byte> GradCompressor::save() const {
-  return grad::serialize_state(spec(), engine_->states());
+  return engine_->with_states(
+      [this](const grad::StateTable& t) { return grad::serialize_state(spec(), t); });
 }
 
 void GradCompressor::load(std::span<const std::byte> blob) {
-  engine_->states() = grad::deserialize_state(spec(), blob);
+  grad::StateTable loaded = grad::deserialize_state(spec(), blob);
+  engine_->with_states([&loaded](grad::StateTable& t) { t = std::move(loaded); });
 }
 
 std::vector<float> GradCompressor::residual(uint64_t key) const {
-  const auto it = engine_->states().find(key);
-  return it == engine_->states().end() ? std::vector<float>{} : it->second.residual;
+  return engine_->with_states([key](const grad::StateTable& t) {
+    const auto it = t.find(key);
+    return it == t.end() ? std::vector<float>{} : it->second.residual;
+  });
 }
 
 GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compressor,

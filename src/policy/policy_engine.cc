@@ -177,20 +177,46 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
   return out;
 }
 
+std::array<double, 3> PolicyEngine::gradient_states() const {
+  std::array<double, 3> s{};  // tensors, host bytes, device bytes
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  for (const auto& [spec, c] : compressors_) {
+    s[0] += double(c->tensors());
+    s[1] += double(c->state_bytes());
+  }
+  for (const auto& [spec, c] : device_compressors_) {
+    s[0] += double(c->tensors());
+    s[2] += double(c->state_bytes());
+  }
+  return s;
+}
+
 void PolicyEngine::finish(const Communicator& comm) const {
   const LogOptions& log = options_.log;
   if (!log.summary && log.json_path.empty()) return;
   const CommStats all = reduce_stats(comm);
+  // The gradient compressors' states of the rank that holds the most of each.
+  std::array<double, 3> states = gradient_states();
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, states.data(), 3, MPI_DOUBLE, MPI_MAX, comm.mpi()));
   if (comm.rank() != 0) return;
   if (log.summary) {
     std::fprintf(options_.log_file, "hycc: policy '%s', statistics of %d ranks\n%s",
                  policy_.name().c_str(), comm.size(), all.table().c_str());
+    if (states[0] > 0) {
+      std::fprintf(options_.log_file,
+                   "hycc: gradient compressor states: %.0f tensors, %.1f MiB of host memory, "
+                   "%.1f MiB of device memory (the largest rank's)\n",
+                   states[0], states[1] / (1 << 20), states[2] / (1 << 20));
+    }
     std::fflush(options_.log_file);
   }
   if (!log.json_path.empty()) {
     std::ofstream out(log.json_path);
     out << "{\"policy\": \"" << policy_.name() << "\", \"ranks\": " << comm.size()
-        << ", \"statistics\": " << all.json() << "}\n";
+        << ", \"statistics\": " << all.json()
+        << ", \"gradient_states\": {\"tensors\": " << uint64_t(states[0])
+        << ", \"host_bytes\": " << uint64_t(states[1])
+        << ", \"device_bytes\": " << uint64_t(states[2]) << "}}\n";
     if (!out) {
       throw IoError(tagged("policy", "HYCC_LOG: cannot write '", log.json_path, "'"));
     }

@@ -1,8 +1,10 @@
 // Gradient states keyed by buffer (no CollectiveOptions::key): one per buffer in use. A call on
 // memory that overlaps an earlier buffer but is not it (another start or length) drops the
-// earlier buffer's state; a buffer reduced again keeps its own; caller-given keys stay.
+// earlier buffer's state; a buffer reduced again keeps its own; caller-given keys stay. The
+// engine counts its states and their bytes (HYCC_LOG's summary and JSON report them).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 #include "hycc/collectives.h"
@@ -113,6 +115,20 @@ TEST_F(PolicyBufferKeys, CallerKeysAreNeverDropped) {
   EXPECT_FALSE(has_state(buffer.data(), kN - 8, false));
   EXPECT_TRUE(has_state(buffer.data() + 8, kN - 8, false));
   EXPECT_EQ(engine_.grad_compressor(kSpec).tensors(), 2u);
+}
+
+TEST_F(PolicyBufferKeys, TheEngineCountsItsStatesInBytes) {
+  std::vector<float> memory(2 * kN);
+  reduce(memory.data(), kN, false);
+  reduce(memory.data() + kN, kN, true);
+  // ef2+: the worker residual (every value) and the server residual (this rank's chunk).
+  const double bytes = double(kN + chunk_range(kN, dp_.size(), dp_.rank()).count) * 4;
+  const std::array<double, 3> states = engine_.gradient_states();
+  EXPECT_EQ(states[0], 2);
+  EXPECT_EQ(states[1], bytes);
+  EXPECT_EQ(states[2], bytes);
+  EXPECT_EQ(engine_.grad_compressor(kSpec).state_bytes(), size_t(bytes));
+  EXPECT_EQ(engine_.device_grad_compressor(kSpec).tensors(), 1u);
 }
 
 }  // namespace

@@ -92,6 +92,18 @@ bool DeviceGradCompressor::drop_if_idle(uint64_t key) {
   return in_use_.count(key) == 0 && states_.erase(key) != 0;
 }
 
+size_t DeviceGradCompressor::tensors() const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return states_.size();
+}
+
+size_t DeviceGradCompressor::state_bytes() const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  size_t bytes = 0;
+  for (const auto& [key, s] : states_) bytes += (s->residual_count + s->aux_count) * sizeof(float);
+  return bytes;
+}
+
 namespace {
 
 // `count` floats of device memory, copied to the host.
