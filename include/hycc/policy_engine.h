@@ -35,7 +35,6 @@
 // share its compressor, each with a worker of its own, on tensors of their own: grad/engine.h).
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -97,6 +96,17 @@ namespace policy {
 class BufferKeys;
 }  // namespace policy
 
+// What a PolicyEngine's gradient compressors hold (PolicyEngine::gradient_states).
+struct GradientStates {
+  uint64_t tensors = 0;       // states, host and device
+  uint64_t host_bytes = 0;    // residuals, server residuals, PowerSGD's Q in host memory
+  uint64_t device_bytes = 0;  // the same in device memory
+  // States of buffer-derived keys dropped because memory overlapping them then keyed another
+  // buffer (buffer_grad_key): many mean a program's buffers seldom recur at one place and
+  // length (a fusion buffer at changing lengths), so error feedback keeps starting over.
+  uint64_t dropped = 0;
+};
+
 class PolicyEngine {
  public:
   explicit PolicyEngine(Policy policy, EngineOptions options = {});
@@ -137,9 +147,8 @@ class PolicyEngine {
   // The end of a run, collective over `comm` (usually the world): what HYCC_LOG asked for (the
   // statistics, and the gradient compressors' states: tensors and bytes of the rank with most).
   void finish(const Communicator& comm) const;
-  // This rank's gradient compressor states, between steps: {tensors, bytes of host memory,
-  // bytes of device memory}.
-  std::array<double, 3> gradient_states() const;
+  // This rank's gradient compressor states, between steps.
+  GradientStates gradient_states() const;
 
   // The gradient compressors the engine made, by spec (save their state for checkpoints).
   GradCompressor& grad_compressor(const std::string& spec);
@@ -181,6 +190,7 @@ class PolicyEngine {
   std::unique_ptr<std::mutex> mutex_;              // stats_, compressors_, counters
   std::unique_ptr<std::shared_mutex> grad_mutex_;  // gradient compressor calls
   std::unique_ptr<policy::BufferKeys> buffer_keys_;
+  uint64_t dropped_states_ = 0;  // under mutex_
   CommStats stats_;
   std::map<std::string, std::unique_ptr<GradCompressor>> compressors_;
   std::map<std::string, std::unique_ptr<DeviceGradCompressor>> device_compressors_;

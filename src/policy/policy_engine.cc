@@ -177,17 +177,18 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
   return out;
 }
 
-std::array<double, 3> PolicyEngine::gradient_states() const {
-  std::array<double, 3> s{};  // tensors, host bytes, device bytes
+GradientStates PolicyEngine::gradient_states() const {
+  GradientStates s;
   const std::lock_guard<std::mutex> lock(*mutex_);
   for (const auto& [spec, c] : compressors_) {
-    s[0] += double(c->tensors());
-    s[1] += double(c->state_bytes());
+    s.tensors += c->tensors();
+    s.host_bytes += c->state_bytes();
   }
   for (const auto& [spec, c] : device_compressors_) {
-    s[0] += double(c->tensors());
-    s[2] += double(c->state_bytes());
+    s.tensors += c->tensors();
+    s.device_bytes += c->state_bytes();
   }
+  s.dropped = dropped_states_;
   return s;
 }
 
@@ -196,27 +197,29 @@ void PolicyEngine::finish(const Communicator& comm) const {
   if (!log.summary && log.json_path.empty()) return;
   const CommStats all = reduce_stats(comm);
   // The gradient compressors' states of the rank that holds the most of each.
-  std::array<double, 3> states = gradient_states();
-  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, states.data(), 3, MPI_DOUBLE, MPI_MAX, comm.mpi()));
+  const GradientStates mine = gradient_states();
+  std::array<uint64_t, 4> most{mine.tensors, mine.host_bytes, mine.device_bytes, mine.dropped};
+  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, most.data(), 4, MPI_UINT64_T, MPI_MAX, comm.mpi()));
   if (comm.rank() != 0) return;
   if (log.summary) {
     std::fprintf(options_.log_file, "hycc: policy '%s', statistics of %d ranks\n%s",
                  policy_.name().c_str(), comm.size(), all.table().c_str());
-    if (states[0] > 0) {
+    if (most[0] + most[3] > 0) {
       std::fprintf(options_.log_file,
-                   "hycc: gradient compressor states: %.0f tensors, %.1f MiB of host memory, "
-                   "%.1f MiB of device memory (the largest rank's)\n",
-                   states[0], states[1] / (1 << 20), states[2] / (1 << 20));
+                   "hycc: gradient compressor states: %llu tensors, %.1f MiB of host memory, "
+                   "%.1f MiB of device memory, %llu dropped when their memory held another "
+                   "buffer (the largest rank's)\n",
+                   static_cast<unsigned long long>(most[0]), double(most[1]) / (1 << 20),
+                   double(most[2]) / (1 << 20), static_cast<unsigned long long>(most[3]));
     }
     std::fflush(options_.log_file);
   }
   if (!log.json_path.empty()) {
     std::ofstream out(log.json_path);
     out << "{\"policy\": \"" << policy_.name() << "\", \"ranks\": " << comm.size()
-        << ", \"statistics\": " << all.json()
-        << ", \"gradient_states\": {\"tensors\": " << uint64_t(states[0])
-        << ", \"host_bytes\": " << uint64_t(states[1])
-        << ", \"device_bytes\": " << uint64_t(states[2]) << "}}\n";
+        << ", \"statistics\": " << all.json() << ", \"gradient_states\": {\"tensors\": " << most[0]
+        << ", \"host_bytes\": " << most[1] << ", \"device_bytes\": " << most[2]
+        << ", \"dropped\": " << most[3] << "}}\n";
     if (!out) {
       throw IoError(tagged("policy", "HYCC_LOG: cannot write '", log.json_path, "'"));
     }
@@ -239,8 +242,10 @@ uint64_t PolicyEngine::buffer_grad_key(const void* data, size_t count, size_t by
   if (stale.empty()) return key;
   const std::lock_guard<std::mutex> lock(*mutex_);
   for (const uint64_t k : stale) {
-    for (auto& [spec, c] : compressors_) grad::EngineAccess::engine(*c).drop_if_idle(k);
-    for (auto& [spec, c] : device_compressors_) c->drop_if_idle(k);
+    bool dropped = false;
+    for (auto& [spec, c] : compressors_) dropped |= grad::EngineAccess::engine(*c).drop_if_idle(k);
+    for (auto& [spec, c] : device_compressors_) dropped |= c->drop_if_idle(k);
+    dropped_states_ += dropped ? 1 : 0;
   }
   return key;
 }

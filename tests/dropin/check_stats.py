@@ -22,6 +22,7 @@ assert s["statistics"]["total"]["wire_bytes"] < s["statistics"]["total"]["raw_by
 # The dp gradients' error feedback keeps state: the largest rank's tensors and host bytes.
 states = s["gradient_states"]
 assert states["tensors"] > 0 and states["host_bytes"] >= 4 * states["tensors"], states
+assert set(states) == {"tensors", "host_bytes", "device_bytes", "dropped"}, states
 # HYCC_SAMPLE_ERROR=1: every compressed blocking collective was also run uncompressed (the
 # nonblocking ones cannot be: mpi4py's Iallreduce); lossy ones differ.
 assert 0 < dp["error_samples"] <= dp["compressed_calls"] and 0 < dp["max_error"] < 1, dp

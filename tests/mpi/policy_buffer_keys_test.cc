@@ -4,7 +4,6 @@
 // engine counts its states and their bytes (HYCC_LOG's summary and JSON report them).
 #include <gtest/gtest.h>
 
-#include <array>
 #include <vector>
 
 #include "hycc/collectives.h"
@@ -74,8 +73,11 @@ TEST_F(PolicyBufferKeys, OneBufferAtChangingLengthsKeepsOneState) {
     }
     if (!device) {
       EXPECT_EQ(engine_.grad_compressor(kSpec).tensors(), 1u);
+      EXPECT_EQ(engine_.gradient_states().dropped, 4u);  // each new length, the last state
     }
   }
+  // The device pass: its first buffer is the host's last (another compressor: dropped too).
+  EXPECT_EQ(engine_.gradient_states().dropped, 9u);
 }
 
 TEST_F(PolicyBufferKeys, DisjointBuffersKeepTheirStatesOverlappingOnesReplaceThem) {
@@ -123,10 +125,11 @@ TEST_F(PolicyBufferKeys, TheEngineCountsItsStatesInBytes) {
   reduce(memory.data() + kN, kN, true);
   // ef2+: the worker residual (every value) and the server residual (this rank's chunk).
   const double bytes = double(kN + chunk_range(kN, dp_.size(), dp_.rank()).count) * 4;
-  const std::array<double, 3> states = engine_.gradient_states();
-  EXPECT_EQ(states[0], 2);
-  EXPECT_EQ(states[1], bytes);
-  EXPECT_EQ(states[2], bytes);
+  const GradientStates states = engine_.gradient_states();
+  EXPECT_EQ(states.tensors, 2u);
+  EXPECT_EQ(states.host_bytes, uint64_t(bytes));
+  EXPECT_EQ(states.device_bytes, uint64_t(bytes));
+  EXPECT_EQ(states.dropped, 0u);
   EXPECT_EQ(engine_.grad_compressor(kSpec).state_bytes(), size_t(bytes));
   EXPECT_EQ(engine_.device_grad_compressor(kSpec).tensors(), 1u);
 }
