@@ -42,6 +42,11 @@ def _candidates():
         yield os.environ["HYCC_LIBRARY"]
     here = pathlib.Path(__file__).resolve().parent
     yield str(here / "libhycc_c.so")
+    try:  # an installed package (cmake --install): written by the install, beside this file
+        from ._installed import LIBRARY_DIR
+        yield str((here / LIBRARY_DIR / "libhycc_c.so").resolve())
+    except ImportError:
+        pass
     yield str(here.parent.parent / "build" / "lib" / "libhycc_c.so")  # a source checkout
     yield "libhycc_c.so"  # the loader's search path (LD_LIBRARY_PATH, ldconfig)
 
