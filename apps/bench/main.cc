@@ -199,6 +199,8 @@ int main(int argc, char** argv) {
   CLI::App* grad_cmd = add_grad_command(app, grad_options);
   WalkBenchOptions walk_options;
   CLI::App* walk_cmd = add_walk_command(app, walk_options);
+  app.set_version_flag("--version", std::string("hycc-bench " HYCC_VERSION) +
+                                        (HYCC_HAVE_CUDA ? " (CUDA device code)" : " (CPU only)"));
   CLI11_PARSE(app, argc, argv);
   try {
     if (codec_cmd->parsed()) return run_codec_bench(codec_options);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -316,6 +317,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"directory", "all"}))
       ->capture_default_str();
   app.add_flag("--list", o.list, "list the built-in experiments, models, clusters, ...");
+  app.set_version_flag("--version", std::string("hycc-sim " HYCC_VERSION) +
+                                        (HYCC_HAVE_CUDA ? " (CUDA device code)" : " (CPU only)"));
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

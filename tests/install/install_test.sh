@@ -51,8 +51,8 @@ grep -q "capi: OK" "$work/c.out" || fail "the C program (CMake)"
 
 echo "== 3. pkg-config hycc_c"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
-[ "$(pkg-config --modversion hycc_c)" = "$(sed -n 's/.*HYCC_VERSION "\(.*\)"/\1/p' \
-  "$prefix/include/hycc/config.h")" ] || fail "pkg-config's version is not config.h's"
+version=$(sed -n 's/.*HYCC_VERSION "\(.*\)"/\1/p' "$prefix/include/hycc/config.h")
+[ "$(pkg-config --modversion hycc_c)" = "$version" ] || fail "pkg-config's version is not $version"
 # shellcheck disable=SC2046  # the flags are words
 "$mpicc" -std=c11 -Wall -o "$work/capi_pc" "$src/tests/capi/capi_program.c" \
   $(pkg-config --cflags --libs hycc_c) -Wl,-rpath,"$prefix/$libdir" -lm
@@ -87,7 +87,10 @@ print("python: hycc", hycc.__version__, "from", os.path.dirname(hycc.__file__))
 PY
 
 echo "== 6. the tools"
-"$prefix/bin/hycc-bench" --help >/dev/null || fail "hycc-bench --help"
-"$prefix/bin/hycc-sim" --help >/dev/null || fail "hycc-sim --help"
-"$prefix/bin/hycc-train" --help >/dev/null || fail "hycc-train --help"
+for tool in hycc-bench hycc-sim hycc-train; do
+  "$prefix/bin/$tool" --help >/dev/null || fail "$tool --help"
+  said=$("$prefix/bin/$tool" --version) || fail "$tool --version"
+  echo "$said"
+  [[ $said == "$tool $version "* ]] || fail "$tool --version says '$said', config.h $version"
+done
 echo "install: OK"
