@@ -1,0 +1,393 @@
+/* Random sequences of the calls libhycc_mpi.so routes, checked exactly: an MPI program written
+ * without hycc that draws, from a seed every rank shares, CALLS calls among MPI_Allreduce,
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Allgatherv, MPI_Bcast,
+ * MPI_Alltoall, MPI_Sendrecv and MPI_Isend/MPI_Irecv round a ring, and the nonblocking forms of
+ * the collectives; each on one of six communicators (named dp, tp, pp, zero, embedding, and an
+ * unnamed one; of 2, p - 1 and p ranks), at a length from 0 to 300000 floats around the codecs'
+ * block sizes, in place or not, vector counts equal, one apart either way or further apart, with
+ * gaps between blocks or none. Up to four nonblocking calls stay pending at once and complete
+ * together (MPI_Waitall, MPI_Waitany or MPI_Testall polling).
+ *
+ * The data are small integers (-4..4), whose sums over 8 ranks bf16, fp16 and float32 hold
+ * exactly, so under tests/dropin/random_policy.toml (codecs that keep such values exactly,
+ * error feedback around them, threshold 0: every call on a named communicator compressed) and
+ * without the library alike each rank knows every result it must hold, bit for bit, and what
+ * must stay untouched (the gaps, the rest of a longer receive buffer). Any difference names
+ * the call, its arguments and the first wrong element. Prints "dropin random: OK (N calls)" on
+ * rank 0; exits with 1 on a difference.
+ *
+ * Usage: dropin_random_program SEED CALLS */
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { kComms = 6, kMaxPending = 4 };
+static const float kGuard = 12345.0f; /* what must stay untouched */
+
+static int world_rank, world_size, failures;
+static MPI_Comm comms[kComms];
+static const char* comm_names[kComms] = {"dp", "tp", "pp", "zero", "embedding", "(unnamed)"};
+
+/* The shared random sequence (xorshift64*): every rank draws the same numbers. */
+static uint64_t state;
+static uint64_t next(void) {
+  state ^= state >> 12;
+  state ^= state << 25;
+  state ^= state >> 27;
+  return state * 2685821657736338717ull;
+}
+static int below(int n) { return (int)(next() % (uint64_t)n); }
+
+/* The value rank r contributes at element i of a call with this salt. */
+static float value(int r, long i, unsigned salt) {
+  return (float)((int)(((unsigned)r * 7u + (unsigned long)i * 3u + salt) % 9u) - 4);
+}
+static float sum_over(int size, long i, unsigned salt) {
+  float s = 0;
+  for (int r = 0; r < size; ++r) s += value(r, i, salt);
+  return s;
+}
+
+static float* alloc(long n) {
+  float* p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  if (p == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  for (long i = 0; i < n; ++i) p[i] = kGuard;
+  return p;
+}
+
+/* A call and what its results must be. */
+enum Kind {
+  kAllreduce,
+  kReduceScatterBlock,
+  kReduceScatter,
+  kAllgather,
+  kAllgatherv,
+  kBcast,
+  kAlltoall,
+  kSendrecv,
+  kRing,
+  kKinds
+};
+static const char* kind_names[kKinds] = {"allreduce",      "reduce_scatter_block",
+                                         "reduce_scatter", "allgather",
+                                         "allgatherv",     "bcast",
+                                         "alltoall",       "sendrecv",
+                                         "isend/irecv"};
+typedef struct {
+  int call, kind, comm, nonblocking, in_place, root, size, rank;
+  long count, total; /* count: per block or rank; total: the receive buffer's length */
+  unsigned salt;
+  int* counts; /* vector variants: per rank; displs: the blocks' offsets */
+  int* displs;
+  float *send, *recv;
+  MPI_Request requests[2];
+  int nrequests;
+} Call;
+
+static void fail(const Call* c, long i, float got, float want) {
+  if (failures++ < 10) {
+    fprintf(stderr,
+            "rank %d: call %d: %s%s on %s (%d ranks), count %ld, %s: element %ld is %g, "
+            "expected %g\n",
+            world_rank, c->call, c->nonblocking ? "nonblocking " : "", kind_names[c->kind],
+            comm_names[c->comm], c->size, c->count, c->in_place ? "in place" : "not in place", i,
+            (double)got, (double)want);
+  }
+}
+
+/* What element i of the receive buffer must hold after the call; NaN: anything (the input part
+ * of an in-place reduce-scatter's buffer beyond the result, which MPI may use). */
+static float expected(const Call* c, long i) {
+  const int r = c->rank, p = c->size;
+  switch (c->kind) {
+    case kAllreduce:
+      return sum_over(p, i, c->salt);
+    case kReduceScatterBlock:
+      if (i < c->count) return sum_over(p, (long)r * c->count + i, c->salt);
+      return c->in_place ? NAN : kGuard;
+    case kReduceScatter:
+      if (i < c->counts[r]) return sum_over(p, c->displs[r] + i, c->salt);
+      return c->in_place ? NAN : kGuard;
+    case kAllgather:
+      return value((int)(i / c->count), i % c->count, c->salt);
+    case kAllgatherv:
+      for (int q = 0; q < p; ++q) {
+        if (i >= c->displs[q] && i < c->displs[q] + c->counts[q]) {
+          return value(q, i - c->displs[q], c->salt);
+        }
+      }
+      return kGuard;
+    case kBcast:
+      return value(c->root, i, c->salt);
+    case kAlltoall:
+      return value((int)(i / c->count), (long)r * c->count + i % c->count, c->salt);
+    default: /* kSendrecv, kRing: from the left neighbour */
+      return value((r + p - 1) % p, i, c->salt);
+  }
+}
+
+static void check(Call* c) {
+  for (long i = 0; i < c->total; ++i) {
+    const float want = expected(c, i);
+    if (!isnan(want) && c->recv[i] != want) {
+      fail(c, i, c->recv[i], want);
+      break;
+    }
+  }
+  free(c->send);
+  free(c->recv);
+  free(c->counts);
+  free(c->displs);
+}
+
+/* Counts of a vector call over p ranks of about `count` each: equal, the first total % p one
+ * longer (hycc's chunks), the last ones longer, or further apart (left to MPI); offsets
+ * adjacent or with gaps of 1 or 2 elements. Returns the receive buffer's length. */
+static long vector_layout(Call* c, long count) {
+  const int p = c->size, style = below(4), gaps = below(2);
+  c->counts = malloc(sizeof(int) * (size_t)p);
+  c->displs = malloc(sizeof(int) * (size_t)p);
+  if (c->counts == NULL || c->displs == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  const int extra = p > 1 ? below(p) : 0;
+  long at = 0;
+  for (int q = 0; q < p; ++q) {
+    long n = count;
+    if (style == 1) n += q < extra ? 1 : 0;
+    if (style == 2) n += q >= p - extra ? 1 : 0;
+    if (style == 3) n += (q * 37) % 5;
+    c->counts[q] = (int)n;
+    c->displs[q] = (int)at;
+    at += n + (gaps && c->kind == kAllgatherv ? 1 + q % 2 : 0);
+  }
+  return at;
+}
+
+/* Draws and starts call number `number` on this rank (its communicator is not null). */
+static void start(Call* c, int number, int comm, int kind, int nonblocking) {
+  static const long lengths[] = {0, 1, 3, 63, 64, 65, 1000, 4097, 65536, 100003, 300000};
+  memset(c, 0, sizeof *c);
+  c->call = number;
+  c->comm = comm;
+  c->kind = kind;
+  c->nonblocking = nonblocking;
+  c->salt = (unsigned)next() % 1000u;
+  c->in_place = below(2);
+  MPI_Comm m = comms[comm];
+  MPI_Comm_size(m, &c->size);
+  MPI_Comm_rank(m, &c->rank);
+  const int p = c->size, r = c->rank;
+  long n = lengths[below((int)(sizeof lengths / sizeof lengths[0]))];
+  if (kind == kAlltoall || kind == kAllgather || kind == kReduceScatterBlock) n /= p;
+  c->count = n;
+  c->root = below(p);
+  MPI_Request* q = c->requests;
+  c->nrequests = 1;
+  switch (kind) {
+    case kAllreduce:
+      c->total = n;
+      c->send = alloc(n);
+      c->recv = alloc(n);
+      for (long i = 0; i < n; ++i) (c->in_place ? c->recv : c->send)[i] = value(r, i, c->salt);
+      if (nonblocking) {
+        MPI_Iallreduce(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT, MPI_SUM, m,
+                       q);
+      } else {
+        MPI_Allreduce(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT, MPI_SUM, m);
+      }
+      break;
+    case kReduceScatterBlock:
+      c->total = c->in_place ? n * p : n;
+      c->send = alloc(n * p);
+      c->recv = alloc(c->total);
+      for (long i = 0; i < n * p; ++i) (c->in_place ? c->recv : c->send)[i] = value(r, i, c->salt);
+      if (nonblocking) {
+        MPI_Ireduce_scatter_block(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT,
+                                  MPI_SUM, m, q);
+      } else {
+        MPI_Reduce_scatter_block(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT,
+                                 MPI_SUM, m);
+      }
+      break;
+    case kReduceScatter: {
+      c->count = n / p;
+      const long all = vector_layout(c, c->count);
+      c->total = c->in_place ? all : c->counts[r];
+      c->send = alloc(all);
+      c->recv = alloc(c->total);
+      for (long i = 0; i < all; ++i) (c->in_place ? c->recv : c->send)[i] = value(r, i, c->salt);
+      if (nonblocking) {
+        MPI_Ireduce_scatter(c->in_place ? MPI_IN_PLACE : c->send, c->recv, c->counts, MPI_FLOAT,
+                            MPI_SUM, m, q);
+      } else {
+        MPI_Reduce_scatter(c->in_place ? MPI_IN_PLACE : c->send, c->recv, c->counts, MPI_FLOAT,
+                           MPI_SUM, m);
+      }
+      break;
+    }
+    case kAllgather:
+      c->total = n * p;
+      c->send = alloc(n);
+      c->recv = alloc(c->total);
+      for (long i = 0; i < n; ++i) {
+        (c->in_place ? c->recv + (long)r * n : c->send)[i] = value(r, i, c->salt);
+      }
+      if (nonblocking) {
+        MPI_Iallgather(c->in_place ? MPI_IN_PLACE : c->send, (int)n, MPI_FLOAT, c->recv, (int)n,
+                       MPI_FLOAT, m, q);
+      } else {
+        MPI_Allgather(c->in_place ? MPI_IN_PLACE : c->send, (int)n, MPI_FLOAT, c->recv, (int)n,
+                      MPI_FLOAT, m);
+      }
+      break;
+    case kAllgatherv:
+      c->count = n / p;
+      c->total = vector_layout(c, c->count);
+      c->send = alloc(c->counts[r]);
+      c->recv = alloc(c->total);
+      for (long i = 0; i < c->counts[r]; ++i) {
+        (c->in_place ? c->recv + c->displs[r] : c->send)[i] = value(r, i, c->salt);
+      }
+      if (nonblocking) {
+        MPI_Iallgatherv(c->in_place ? MPI_IN_PLACE : c->send, c->counts[r], MPI_FLOAT, c->recv,
+                        c->counts, c->displs, MPI_FLOAT, m, q);
+      } else {
+        MPI_Allgatherv(c->in_place ? MPI_IN_PLACE : c->send, c->counts[r], MPI_FLOAT, c->recv,
+                       c->counts, c->displs, MPI_FLOAT, m);
+      }
+      break;
+    case kBcast:
+      c->total = n;
+      c->recv = alloc(n);
+      if (r == c->root) {
+        for (long i = 0; i < n; ++i) c->recv[i] = value(r, i, c->salt);
+      }
+      if (nonblocking) {
+        MPI_Ibcast(c->recv, (int)n, MPI_FLOAT, c->root, m, q);
+      } else {
+        MPI_Bcast(c->recv, (int)n, MPI_FLOAT, c->root, m);
+      }
+      break;
+    case kAlltoall:
+      c->in_place = 0;
+      c->total = n * p;
+      c->send = alloc(n * p);
+      c->recv = alloc(n * p);
+      for (long i = 0; i < n * p; ++i) c->send[i] = value(r, i, c->salt);
+      if (nonblocking) {
+        MPI_Ialltoall(c->send, (int)n, MPI_FLOAT, c->recv, (int)n, MPI_FLOAT, m, q);
+      } else {
+        MPI_Alltoall(c->send, (int)n, MPI_FLOAT, c->recv, (int)n, MPI_FLOAT, m);
+      }
+      break;
+    default: { /* kSendrecv, kRing: to the right neighbour, from the left one */
+      const int right = (r + 1) % p, left = (r + p - 1) % p, tag = number % 1000;
+      c->in_place = 0;
+      c->total = n;
+      c->send = alloc(n);
+      c->recv = alloc(n);
+      for (long i = 0; i < n; ++i) c->send[i] = value(r, i, c->salt);
+      if (kind == kSendrecv) {
+        MPI_Sendrecv(c->send, (int)n, MPI_FLOAT, right, tag, c->recv, (int)n, MPI_FLOAT, left, tag,
+                     m, MPI_STATUS_IGNORE);
+        c->nonblocking = 0;
+      } else {
+        MPI_Irecv(c->recv, (int)n, MPI_FLOAT, left, tag, m, &q[0]);
+        MPI_Isend(c->send, (int)n, MPI_FLOAT, right, tag, m, &q[1]);
+        c->nrequests = 2;
+        c->nonblocking = 1;
+      }
+    }
+  }
+  if (!c->nonblocking) c->nrequests = 0;
+}
+
+/* Completes every pending call, one of three ways, and checks them. */
+static void complete(Call* pending, int* npending, int how) {
+  MPI_Request all[2 * kMaxPending];
+  int n = 0;
+  for (int k = 0; k < *npending; ++k) {
+    for (int j = 0; j < pending[k].nrequests; ++j) all[n++] = pending[k].requests[j];
+  }
+  if (how == 0) {
+    MPI_Waitall(n, all, MPI_STATUSES_IGNORE);
+  } else if (how == 1) {
+    for (int left = n; left > 0; --left) {
+      int index = 0;
+      MPI_Waitany(n, all, &index, MPI_STATUS_IGNORE);
+    }
+  } else {
+    int done = 0;
+    while (!done) MPI_Testall(n, all, &done, MPI_STATUSES_IGNORE);
+  }
+  for (int k = 0; k < *npending; ++k) check(&pending[k]);
+  *npending = 0;
+}
+
+static void make_communicators(void) {
+  MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank / 2, world_rank, &comms[1]); /* pairs */
+  MPI_Comm_dup(MPI_COMM_WORLD, &comms[2]);
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank < world_size - 1 ? 0 : MPI_UNDEFINED, world_rank,
+                 &comms[3]);                                             /* p - 1 ranks */
+  MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &comms[4]); /* reversed */
+  MPI_Comm_dup(MPI_COMM_WORLD, &comms[5]);
+  for (int k = 0; k < 5; ++k) {
+    if (comms[k] != MPI_COMM_NULL) MPI_Comm_set_name(comms[k], comm_names[k]);
+  }
+}
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (argc != 3) {
+    if (world_rank == 0) fprintf(stderr, "usage: %s SEED CALLS\n", argv[0]);
+    MPI_Finalize();
+    return 2;
+  }
+  state = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
+  const int calls = atoi(argv[2]);
+  make_communicators();
+  Call pending[kMaxPending];
+  int npending = 0, made = 0;
+  for (int k = 0; k < calls; ++k) {
+    /* Every rank draws the same numbers whether or not it takes part. */
+    const int comm = below(kComms), kind = below(kKinds), nonblocking = below(3) == 0;
+    const int how = below(3), flush = below(4) == 0;
+    const uint64_t saved = state;
+    if (comms[comm] != MPI_COMM_NULL) {
+      Call c;
+      start(&c, k, comm, kind, nonblocking);
+      ++made;
+      if (c.nrequests == 0) {
+        check(&c);
+      } else {
+        pending[npending++] = c;
+      }
+    }
+    /* The call's own draws differ by communicator size and rank: skip them alike everywhere. */
+    state = saved;
+    for (int j = 0; j < 8; ++j) (void)next();
+    if (npending == kMaxPending || (flush && npending > 0)) complete(pending, &npending, how);
+  }
+  complete(pending, &npending, 0);
+  int all = 0, total = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&made, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (world_rank == 0) {
+    if (all == 0) {
+      printf("dropin random: OK (%d calls)\n", total);
+    } else {
+      printf("dropin random: %d differences\n", all);
+    }
+  }
+  for (int k = 0; k < kComms; ++k) {
+    if (comms[k] != MPI_COMM_NULL) MPI_Comm_free(&comms[k]);
+  }
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}
