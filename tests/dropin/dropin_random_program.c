@@ -1,12 +1,14 @@
 /* Random sequences of the calls libhycc_mpi.so routes, checked exactly: an MPI program written
  * without hycc that draws, from a seed every rank shares, CALLS calls among MPI_Allreduce,
  * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Allgatherv, MPI_Bcast,
- * MPI_Alltoall, MPI_Sendrecv and MPI_Isend/MPI_Irecv round a ring, and the nonblocking forms of
- * the collectives; each on one of six communicators (named dp, tp, pp, zero, embedding, and an
- * unnamed one; of 2, p - 1 and p ranks), at a length from 0 to 300000 floats around the codecs'
- * block sizes, in place or not, vector counts equal, one apart either way or further apart, with
- * gaps between blocks or none. Up to four nonblocking calls stay pending at once and complete
- * together (MPI_Waitall, MPI_Waitany or MPI_Testall polling).
+ * MPI_Alltoall, MPI_Sendrecv, MPI_Isend/MPI_Irecv round a ring, MPI_Probe from any source then
+ * MPI_Recv of the probed count, persistent sends and receives over two rounds, and the
+ * nonblocking forms of the collectives (and int allreduces, which the library leaves to MPI); each
+ * on one of six communicators (named dp, tp, pp, zero, embedding, and an unnamed one; of 2, p - 1
+ * and p ranks), at a length from 0 to 300000 floats around the codecs' block sizes, in place or
+ * not, vector counts equal, one apart either way or further apart, with gaps between blocks or
+ * none. Up to four nonblocking calls stay pending at once and complete together (MPI_Waitall,
+ * MPI_Waitany or MPI_Testall polling).
  *
  * The data are small integers (-4..4), whose sums over 8 ranks bf16, fp16 and float32 hold
  * exactly, so under tests/dropin/random_policy.toml (codecs that keep such values exactly,
@@ -67,15 +69,25 @@ enum Kind {
   kAllgatherv,
   kBcast,
   kAlltoall,
+  kIntAllreduce,
   kSendrecv,
   kRing,
+  kProbeRecv,
+  kPersistent,
   kKinds
 };
-static const char* kind_names[kKinds] = {"allreduce",      "reduce_scatter_block",
-                                         "reduce_scatter", "allgather",
-                                         "allgatherv",     "bcast",
-                                         "alltoall",       "sendrecv",
-                                         "isend/irecv"};
+static const char* kind_names[kKinds] = {"allreduce",
+                                         "reduce_scatter_block",
+                                         "reduce_scatter",
+                                         "allgather",
+                                         "allgatherv",
+                                         "bcast",
+                                         "alltoall",
+                                         "int allreduce (left to MPI)",
+                                         "sendrecv",
+                                         "isend/irecv",
+                                         "probe + recv from any source",
+                                         "persistent send/recv (2 rounds)"};
 typedef struct {
   int call, kind, comm, nonblocking, in_place, root, size, rank;
   long count, total; /* count: per block or rank; total: the receive buffer's length */
@@ -124,7 +136,7 @@ static float expected(const Call* c, long i) {
       return value(c->root, i, c->salt);
     case kAlltoall:
       return value((int)(i / c->count), (long)r * c->count + i % c->count, c->salt);
-    default: /* kSendrecv, kRing: from the left neighbour */
+    default: /* point to point: from the left neighbour */
       return value((r + p - 1) % p, i, c->salt);
   }
 }
@@ -282,7 +294,24 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
         MPI_Alltoall(c->send, (int)n, MPI_FLOAT, c->recv, (int)n, MPI_FLOAT, m);
       }
       break;
-    default: { /* kSendrecv, kRing: to the right neighbour, from the left one */
+    case kIntAllreduce: { /* MPI's own call, untouched: checked here */
+      int* in = malloc(sizeof(int) * (size_t)(n + 1));
+      int* out = malloc(sizeof(int) * (size_t)(n + 1));
+      if (in == NULL || out == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+      for (long i = 0; i < n; ++i) in[i] = (int)value(r, i, c->salt) * 1000003;
+      MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, m);
+      for (long i = 0; i < n; ++i) {
+        if (out[i] != (int)sum_over(p, i, c->salt) * 1000003) {
+          fail(c, i, (float)out[i], sum_over(p, i, c->salt) * 1000003.0f);
+          break;
+        }
+      }
+      free(in);
+      free(out);
+      c->nonblocking = 0;
+      break;
+    }
+    default: { /* point to point: to the right neighbour, from the left one */
       const int right = (r + 1) % p, left = (r + p - 1) % p, tag = number % 1000;
       c->in_place = 0;
       c->total = n;
@@ -292,6 +321,36 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       if (kind == kSendrecv) {
         MPI_Sendrecv(c->send, (int)n, MPI_FLOAT, right, tag, c->recv, (int)n, MPI_FLOAT, left, tag,
                      m, MPI_STATUS_IGNORE);
+        c->nonblocking = 0;
+      } else if (kind == kProbeRecv) { /* the length from the probed status */
+        MPI_Request sent;
+        MPI_Status status;
+        int got = -1;
+        MPI_Isend(c->send, (int)n, MPI_FLOAT, right, tag, m, &sent);
+        MPI_Probe(MPI_ANY_SOURCE, tag, m, &status);
+        MPI_Get_count(&status, MPI_FLOAT, &got);
+        if (got != n || status.MPI_SOURCE != left) fail(c, -1, (float)got, (float)n);
+        MPI_Recv(c->recv, got, MPI_FLOAT, status.MPI_SOURCE, tag, m, MPI_STATUS_IGNORE);
+        MPI_Wait(&sent, MPI_STATUS_IGNORE);
+        c->nonblocking = 0;
+      } else if (kind == kPersistent) { /* round 1 checked here, round 2 by check() */
+        MPI_Request both[2];
+        MPI_Recv_init(c->recv, (int)n, MPI_FLOAT, left, tag, m, &both[0]);
+        MPI_Send_init(c->send, (int)n, MPI_FLOAT, right, tag, m, &both[1]);
+        for (int round = 0; round < 2; ++round) {
+          for (long i = 0; i < n; ++i) c->send[i] = value(r, i, c->salt + (unsigned)round);
+          MPI_Startall(2, both);
+          MPI_Waitall(2, both, MPI_STATUSES_IGNORE);
+          for (long i = 0; round == 0 && i < n; ++i) {
+            if (c->recv[i] != value(left, i, c->salt)) {
+              fail(c, i, c->recv[i], value(left, i, c->salt));
+              break;
+            }
+          }
+        }
+        MPI_Request_free(&both[0]);
+        MPI_Request_free(&both[1]);
+        c->salt += 1;
         c->nonblocking = 0;
       } else {
         MPI_Irecv(c->recv, (int)n, MPI_FLOAT, left, tag, m, &q[0]);
