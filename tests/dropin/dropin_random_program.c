@@ -18,6 +18,10 @@
  * the call, its arguments and the first wrong element. Prints "dropin random: OK (N calls)" on
  * rank 0; exits with 1 on a difference.
  *
+ * Built with RANDOM_DEVICE (dropin_random_device_program, linked with tests/dropin/fake_cuda.c,
+ * under the library only), every buffer of a call the library compresses is device memory of
+ * the stand-in driver, which the CPU cannot touch: the library stages it through host memory.
+ *
  * Usage: dropin_random_program SEED CALLS */
 #include <math.h>
 #include <mpi.h>
@@ -60,6 +64,24 @@ static float* alloc(long n) {
   return p;
 }
 
+#ifdef RANDOM_DEVICE
+/* The CUDA driver calls of a CUDA-aware program (tests/dropin/fake_cuda.c stands in). */
+typedef unsigned long long CUdeviceptr;
+int cuMemAlloc_v2(CUdeviceptr* p, size_t bytes);
+int cuMemFree_v2(CUdeviceptr p);
+int cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes);
+int cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes);
+
+static float* device_copy(const float* host, long n) {
+  CUdeviceptr p;
+  const size_t bytes = sizeof(float) * (size_t)(n > 0 ? n : 1);
+  if (cuMemAlloc_v2(&p, bytes) != 0 || cuMemcpyHtoD_v2(p, host, bytes) != 0) {
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return (float*)(uintptr_t)p;
+}
+#endif
+
 /* A call and what its results must be. */
 enum Kind {
   kAllreduce,
@@ -92,9 +114,11 @@ typedef struct {
   int call, kind, comm, nonblocking, in_place, root, size, rank;
   long count, total; /* count: per block or rank; total: the receive buffer's length */
   unsigned salt;
+  int far;     /* vector counts further apart than one: left to MPI */
   int* counts; /* vector variants: per rank; displs: the blocks' offsets */
   int* displs;
-  float *send, *recv;
+  float *send, *recv;   /* on the host: the values, and what the results are checked in */
+  float *dsend, *drecv; /* what the MPI calls take: these, or device copies (RANDOM_DEVICE) */
   MPI_Request requests[2];
   int nrequests;
 } Call;
@@ -141,7 +165,55 @@ static float expected(const Call* c, long i) {
   }
 }
 
+/* Makes the buffers the MPI calls take, once the host buffers hold their values: the host
+ * buffers themselves, or device copies of them (send_n floats to send). Calls the library
+ * leaves to MPI (on the unnamed communicator or one of a single rank, vector counts further
+ * apart) keep host buffers:
+ * MPI cannot read the stand-in's device memory. */
+static void stage(Call* c, long send_n) {
+#ifdef RANDOM_DEVICE
+  if (c->comm == kComms - 1 || c->far || c->size == 1) {
+    c->dsend = c->send;
+    c->drecv = c->recv;
+    return;
+  }
+  c->dsend = c->send != NULL ? device_copy(c->send, send_n) : NULL;
+  c->drecv = device_copy(c->recv, c->total);
+#else
+  (void)send_n;
+  c->dsend = c->send;
+  c->drecv = c->recv;
+#endif
+}
+
+/* The send buffer's new values to the device (persistent requests send it again). */
+static void restage_send(Call* c, long n) {
+#ifdef RANDOM_DEVICE
+  if (n > 0 && c->dsend != c->send &&
+      cuMemcpyHtoD_v2((CUdeviceptr)(uintptr_t)c->dsend, c->send, sizeof(float) * (size_t)n)) {
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+#else
+  (void)c;
+  (void)n;
+#endif
+}
+
+/* The results into the host buffer. */
+static void fetch(Call* c) {
+#ifdef RANDOM_DEVICE
+  if (c->total > 0 && c->drecv != c->recv &&
+      cuMemcpyDtoH_v2(c->recv, (CUdeviceptr)(uintptr_t)c->drecv,
+                      sizeof(float) * (size_t)c->total)) {
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+#else
+  (void)c;
+#endif
+}
+
 static void check(Call* c) {
+  fetch(c);
   for (long i = 0; i < c->total; ++i) {
     const float want = expected(c, i);
     if (!isnan(want) && c->recv[i] != want) {
@@ -149,6 +221,10 @@ static void check(Call* c) {
       break;
     }
   }
+#ifdef RANDOM_DEVICE
+  if (c->dsend != c->send) cuMemFree_v2((CUdeviceptr)(uintptr_t)c->dsend);
+  if (c->drecv != c->recv) cuMemFree_v2((CUdeviceptr)(uintptr_t)c->drecv);
+#endif
   free(c->send);
   free(c->recv);
   free(c->counts);
@@ -164,6 +240,7 @@ static long vector_layout(Call* c, long count) {
   c->displs = malloc(sizeof(int) * (size_t)p);
   if (c->counts == NULL || c->displs == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
   const int extra = p > 1 ? below(p) : 0;
+  c->far = style == 3;
   long at = 0;
   for (int q = 0; q < p; ++q) {
     long n = count;
@@ -203,11 +280,13 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       c->send = alloc(n);
       c->recv = alloc(n);
       for (long i = 0; i < n; ++i) (c->in_place ? c->recv : c->send)[i] = value(r, i, c->salt);
+      stage(c, n);
       if (nonblocking) {
-        MPI_Iallreduce(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT, MPI_SUM, m,
-                       q);
+        MPI_Iallreduce(c->in_place ? MPI_IN_PLACE : c->dsend, c->drecv, (int)n, MPI_FLOAT, MPI_SUM,
+                       m, q);
       } else {
-        MPI_Allreduce(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT, MPI_SUM, m);
+        MPI_Allreduce(c->in_place ? MPI_IN_PLACE : c->dsend, c->drecv, (int)n, MPI_FLOAT, MPI_SUM,
+                      m);
       }
       break;
     case kReduceScatterBlock:
@@ -215,11 +294,12 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       c->send = alloc(n * p);
       c->recv = alloc(c->total);
       for (long i = 0; i < n * p; ++i) (c->in_place ? c->recv : c->send)[i] = value(r, i, c->salt);
+      stage(c, n * p);
       if (nonblocking) {
-        MPI_Ireduce_scatter_block(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT,
-                                  MPI_SUM, m, q);
+        MPI_Ireduce_scatter_block(c->in_place ? MPI_IN_PLACE : c->dsend, c->drecv, (int)n,
+                                  MPI_FLOAT, MPI_SUM, m, q);
       } else {
-        MPI_Reduce_scatter_block(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)n, MPI_FLOAT,
+        MPI_Reduce_scatter_block(c->in_place ? MPI_IN_PLACE : c->dsend, c->drecv, (int)n, MPI_FLOAT,
                                  MPI_SUM, m);
       }
       break;
@@ -230,11 +310,12 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       c->send = alloc(all);
       c->recv = alloc(c->total);
       for (long i = 0; i < all; ++i) (c->in_place ? c->recv : c->send)[i] = value(r, i, c->salt);
+      stage(c, all);
       if (nonblocking) {
-        MPI_Ireduce_scatter(c->in_place ? MPI_IN_PLACE : c->send, c->recv, c->counts, MPI_FLOAT,
+        MPI_Ireduce_scatter(c->in_place ? MPI_IN_PLACE : c->dsend, c->drecv, c->counts, MPI_FLOAT,
                             MPI_SUM, m, q);
       } else {
-        MPI_Reduce_scatter(c->in_place ? MPI_IN_PLACE : c->send, c->recv, c->counts, MPI_FLOAT,
+        MPI_Reduce_scatter(c->in_place ? MPI_IN_PLACE : c->dsend, c->drecv, c->counts, MPI_FLOAT,
                            MPI_SUM, m);
       }
       break;
@@ -246,11 +327,12 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       for (long i = 0; i < n; ++i) {
         (c->in_place ? c->recv + (long)r * n : c->send)[i] = value(r, i, c->salt);
       }
+      stage(c, n);
       if (nonblocking) {
-        MPI_Iallgather(c->in_place ? MPI_IN_PLACE : c->send, (int)n, MPI_FLOAT, c->recv, (int)n,
+        MPI_Iallgather(c->in_place ? MPI_IN_PLACE : c->dsend, (int)n, MPI_FLOAT, c->drecv, (int)n,
                        MPI_FLOAT, m, q);
       } else {
-        MPI_Allgather(c->in_place ? MPI_IN_PLACE : c->send, (int)n, MPI_FLOAT, c->recv, (int)n,
+        MPI_Allgather(c->in_place ? MPI_IN_PLACE : c->dsend, (int)n, MPI_FLOAT, c->drecv, (int)n,
                       MPI_FLOAT, m);
       }
       break;
@@ -262,11 +344,12 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       for (long i = 0; i < c->counts[r]; ++i) {
         (c->in_place ? c->recv + c->displs[r] : c->send)[i] = value(r, i, c->salt);
       }
+      stage(c, c->counts[r]);
       if (nonblocking) {
-        MPI_Iallgatherv(c->in_place ? MPI_IN_PLACE : c->send, c->counts[r], MPI_FLOAT, c->recv,
+        MPI_Iallgatherv(c->in_place ? MPI_IN_PLACE : c->dsend, c->counts[r], MPI_FLOAT, c->drecv,
                         c->counts, c->displs, MPI_FLOAT, m, q);
       } else {
-        MPI_Allgatherv(c->in_place ? MPI_IN_PLACE : c->send, c->counts[r], MPI_FLOAT, c->recv,
+        MPI_Allgatherv(c->in_place ? MPI_IN_PLACE : c->dsend, c->counts[r], MPI_FLOAT, c->drecv,
                        c->counts, c->displs, MPI_FLOAT, m);
       }
       break;
@@ -276,10 +359,11 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       if (r == c->root) {
         for (long i = 0; i < n; ++i) c->recv[i] = value(r, i, c->salt);
       }
+      stage(c, 0);
       if (nonblocking) {
-        MPI_Ibcast(c->recv, (int)n, MPI_FLOAT, c->root, m, q);
+        MPI_Ibcast(c->drecv, (int)n, MPI_FLOAT, c->root, m, q);
       } else {
-        MPI_Bcast(c->recv, (int)n, MPI_FLOAT, c->root, m);
+        MPI_Bcast(c->drecv, (int)n, MPI_FLOAT, c->root, m);
       }
       break;
     case kAlltoall:
@@ -288,10 +372,11 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       c->send = alloc(n * p);
       c->recv = alloc(n * p);
       for (long i = 0; i < n * p; ++i) c->send[i] = value(r, i, c->salt);
+      stage(c, n * p);
       if (nonblocking) {
-        MPI_Ialltoall(c->send, (int)n, MPI_FLOAT, c->recv, (int)n, MPI_FLOAT, m, q);
+        MPI_Ialltoall(c->dsend, (int)n, MPI_FLOAT, c->drecv, (int)n, MPI_FLOAT, m, q);
       } else {
-        MPI_Alltoall(c->send, (int)n, MPI_FLOAT, c->recv, (int)n, MPI_FLOAT, m);
+        MPI_Alltoall(c->dsend, (int)n, MPI_FLOAT, c->drecv, (int)n, MPI_FLOAT, m);
       }
       break;
     case kIntAllreduce: { /* MPI's own call, untouched: checked here */
@@ -318,29 +403,32 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
       c->send = alloc(n);
       c->recv = alloc(n);
       for (long i = 0; i < n; ++i) c->send[i] = value(r, i, c->salt);
+      stage(c, n);
       if (kind == kSendrecv) {
-        MPI_Sendrecv(c->send, (int)n, MPI_FLOAT, right, tag, c->recv, (int)n, MPI_FLOAT, left, tag,
-                     m, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(c->dsend, (int)n, MPI_FLOAT, right, tag, c->drecv, (int)n, MPI_FLOAT, left,
+                     tag, m, MPI_STATUS_IGNORE);
         c->nonblocking = 0;
       } else if (kind == kProbeRecv) { /* the length from the probed status */
         MPI_Request sent;
         MPI_Status status;
         int got = -1;
-        MPI_Isend(c->send, (int)n, MPI_FLOAT, right, tag, m, &sent);
+        MPI_Isend(c->dsend, (int)n, MPI_FLOAT, right, tag, m, &sent);
         MPI_Probe(MPI_ANY_SOURCE, tag, m, &status);
         MPI_Get_count(&status, MPI_FLOAT, &got);
         if (got != n || status.MPI_SOURCE != left) fail(c, -1, (float)got, (float)n);
-        MPI_Recv(c->recv, got, MPI_FLOAT, status.MPI_SOURCE, tag, m, MPI_STATUS_IGNORE);
+        MPI_Recv(c->drecv, got, MPI_FLOAT, status.MPI_SOURCE, tag, m, MPI_STATUS_IGNORE);
         MPI_Wait(&sent, MPI_STATUS_IGNORE);
         c->nonblocking = 0;
       } else if (kind == kPersistent) { /* round 1 checked here, round 2 by check() */
         MPI_Request both[2];
-        MPI_Recv_init(c->recv, (int)n, MPI_FLOAT, left, tag, m, &both[0]);
-        MPI_Send_init(c->send, (int)n, MPI_FLOAT, right, tag, m, &both[1]);
+        MPI_Recv_init(c->drecv, (int)n, MPI_FLOAT, left, tag, m, &both[0]);
+        MPI_Send_init(c->dsend, (int)n, MPI_FLOAT, right, tag, m, &both[1]);
         for (int round = 0; round < 2; ++round) {
           for (long i = 0; i < n; ++i) c->send[i] = value(r, i, c->salt + (unsigned)round);
+          restage_send(c, n);
           MPI_Startall(2, both);
           MPI_Waitall(2, both, MPI_STATUSES_IGNORE);
+          if (round == 0) fetch(c);
           for (long i = 0; round == 0 && i < n; ++i) {
             if (c->recv[i] != value(left, i, c->salt)) {
               fail(c, i, c->recv[i], value(left, i, c->salt));
@@ -353,8 +441,8 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
         c->salt += 1;
         c->nonblocking = 0;
       } else {
-        MPI_Irecv(c->recv, (int)n, MPI_FLOAT, left, tag, m, &q[0]);
-        MPI_Isend(c->send, (int)n, MPI_FLOAT, right, tag, m, &q[1]);
+        MPI_Irecv(c->drecv, (int)n, MPI_FLOAT, left, tag, m, &q[0]);
+        MPI_Isend(c->dsend, (int)n, MPI_FLOAT, right, tag, m, &q[1]);
         c->nrequests = 2;
         c->nonblocking = 1;
       }

@@ -3,8 +3,10 @@
  * the CPU cannot touch. Each allocation is one shared memory object mapped twice: without access
  * rights at the address handed out (any read or write there by the CPU is SIGSEGV, as for real
  * device memory), and readable and writable at a shadow address that only this library uses, in
- * its copies. Not thread-safe beyond what the test needs (allocations on one thread). */
+ * its copies. Thread-safe: the library copies on its progress and worker threads while the
+ * program allocates and frees on its own. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,6 +28,7 @@ struct Allocation {
 };
 static struct Allocation allocations[kMaxAllocations];
 static int context_marker; /* the one "context": its address */
+static pthread_mutex_t table = PTHREAD_MUTEX_INITIALIZER; /* allocations[], and copies */
 
 /* The shadow of [p, p + bytes) if it lies in one allocation, else NULL. */
 static char* shadow_of(CUdeviceptr p, size_t bytes) {
@@ -39,7 +42,7 @@ static char* shadow_of(CUdeviceptr p, size_t bytes) {
   return NULL;
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+static CUresult allocate(CUdeviceptr* p, size_t bytes) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const size_t size = (bytes + page - 1) / page * page;
   for (int i = 0; i < kMaxAllocations; ++i) {
@@ -61,7 +64,14 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   return kOutOfMemory;
 }
 
-CUresult cuMemFree_v2(CUdeviceptr p) {
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  pthread_mutex_lock(&table);
+  const CUresult rc = allocate(p, bytes);
+  pthread_mutex_unlock(&table);
+  return rc;
+}
+
+static CUresult release(CUdeviceptr p) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   for (int i = 0; i < kMaxAllocations; ++i) {
     struct Allocation* a = &allocations[i];
@@ -75,24 +85,36 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   return kInvalidValue;
 }
 
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  pthread_mutex_lock(&table);
+  const CUresult rc = release(p);
+  pthread_mutex_unlock(&table);
+  return rc;
+}
+
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
+  pthread_mutex_lock(&table);
   const char* from = shadow_of(src, bytes);
-  if (from == NULL) return kInvalidValue;
-  memcpy(dst, from, bytes);
-  return kSuccess;
+  if (from != NULL) memcpy(dst, from, bytes);
+  pthread_mutex_unlock(&table);
+  return from == NULL ? kInvalidValue : kSuccess;
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
+  pthread_mutex_lock(&table);
   char* to = shadow_of(dst, bytes);
-  if (to == NULL) return kInvalidValue;
-  memcpy(to, src, bytes);
-  return kSuccess;
+  if (to != NULL) memcpy(to, src, bytes);
+  pthread_mutex_unlock(&table);
+  return to == NULL ? kInvalidValue : kSuccess;
 }
 
 /* Memory the driver did not allocate is an error (CUDA_ERROR_INVALID_VALUE), as for malloc'd
  * memory with the real driver. */
 CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr p) {
-  if (shadow_of(p, 1) == NULL) return kInvalidValue;
+  pthread_mutex_lock(&table);
+  const char* shadow = shadow_of(p, 1);
+  pthread_mutex_unlock(&table);
+  if (shadow == NULL) return kInvalidValue;
   switch (attribute) {
     case kAttributeContext:
       *(CUcontext*)data = &context_marker;
