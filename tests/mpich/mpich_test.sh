@@ -10,8 +10,8 @@
 #    MPI_Isendrecv): each _c call the same bits as its int form, and counted as compressed;
 #  - the nonblocking program, the threads program (MPI_THREAD_MULTIPLE), the progress program
 #    (HYCC_PROGRESS=thread: the progress thread, the communicators' workers, generalized
-#    requests) and the device-buffer
-#    program (checks of their own).
+#    requests), the device-buffer program and the random program on host and device buffers
+#    (checks of their own).
 # The programs' results are checked against the values they know, not against a run without
 # the library: MPICH 4.0.2's own runs of them stop in MPI_Reduce_scatter with MPI_IN_PLACE.
 # With --full, also hycc's MPI test suite (hycc_mpi_tests) at 1 to 4 ranks.
@@ -25,7 +25,8 @@ for tool in mpicc.mpich mpicxx.mpich mpif90.mpich mpiexec.mpich; do
 done
 
 targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program
-  dropin_mpi4_program dropin_threads_program dropin_progress_program)
+  dropin_mpi4_program dropin_threads_program dropin_progress_program dropin_random_program
+  dropin_random_device_program)
 [ "$full" = --full ] && targets+=(hycc_mpi_tests)
 echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
 mkdir -p "$build"
@@ -82,10 +83,10 @@ done
 run_hybrid mpi4 \
   "dp/allreduce=8 zero_grad/reduce_scatter=16 zero_param/allgather=16 tp/alltoall=8 pp/sendrecv=35.5" \
   "$build/bin/dropin_mpi4_program"
-run_checked() {  # name policy log "the OK line" program: a program that checks its own results
-  echo "== the $1 program"
+run_checked() {  # name policy log "the OK line" program [arguments]: a program that checks
+  echo "== the $1 program"   # its own results
   LD_PRELOAD=$lib HYCC_POLICY=$2 HYCC_LOG=$3 \
-    "${mpi[@]}" "$5" >"$work/$1.out" 2>&1 || {
+    "${mpi[@]}" "${@:5}" >"$work/$1.out" 2>&1 || {
     cat "$work/$1.out"; echo "FAIL: the $1 program under MPICH"; exit 1; }
   grep "$4" "$work/$1.out"
   passed=$((passed + 1))
@@ -98,6 +99,11 @@ HYCC_PROGRESS=thread run_checked progress "$src/tests/dropin/progress_policy.tom
   "dropin progress: OK" "$build/bin/dropin_progress_program"
 # The device-buffer program runs with a stand-in CUDA driver.
 run_checked device-buffer hybrid off "dropin device: OK" "$build/bin/dropin_device_program"
+# Random sequences of every routed call, checked bit for bit (host, then device buffers).
+run_checked random "$src/tests/dropin/random_policy.toml" off "dropin random: OK" \
+  "$build/bin/dropin_random_program" 5 150
+run_checked random-device "$src/tests/dropin/random_policy.toml" off "dropin random: OK" \
+  "$build/bin/dropin_random_device_program" 6 150
 
 if [ "$full" = --full ]; then
   for n in 1 2 3 4; do
