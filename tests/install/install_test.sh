@@ -4,7 +4,8 @@
 # into the build or the first prefix):
 #   1. every file where docs/install.md says;
 #   2. a CMake project (tests/install/consumer) with find_package(hycc): a C++ program on
-#      hycc::hycc and hycc's C test program on hycc::hycc_c, run on 2 ranks;
+#      hycc::hycc and hycc's C test program on hycc::hycc_c, run on 2 ranks; then examples/,
+#      built the same way, each example run (the Python one with the installed package);
 #   3. the C test program again, compiled with mpicc and `pkg-config hycc_c`;
 #   4. an MPI program that knows nothing of hycc, under LD_PRELOAD of the installed
 #      libhycc_mpi.so and HYCC_POLICY=hybrid: its dp allreduces must be compressed;
@@ -48,6 +49,22 @@ run "$work/consumer/consumer_cxx" | tee "$work/cxx.out"
 grep -q "consumer_cxx .*: OK" "$work/cxx.out" || fail "the C++ program"
 run "$work/consumer/consumer_c" | tee "$work/c.out"
 grep -q "capi: OK" "$work/c.out" || fail "the C program (CMake)"
+
+echo "== 2b. the examples (examples/), built the same way"
+cmake -S "$src/examples" -B "$work/examples" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DMPI_C_COMPILER="$mpicc" >"$work/examples.log" ||
+  { cat "$work/examples.log"; fail "configuring the examples"; }
+cmake --build "$work/examples" -j 2 >>"$work/examples.log" ||
+  { cat "$work/examples.log"; fail "building the examples"; }
+"$work/examples/codecs" | tee "$work/codecs.out"
+grep -q "codecs: OK" "$work/codecs.out" || fail "examples/codecs"
+run "$work/examples/allreduce" | tee "$work/allreduce.out"
+grep -q "allreduce: OK" "$work/allreduce.out" || fail "examples/allreduce"
+run "$work/examples/c_api" | tee "$work/c_api.out"
+grep -q "c_api: OK" "$work/c_api.out" || fail "examples/c_api"
+PYTHONPATH=$prefix/$pydir run -x PYTHONPATH /usr/bin/python3 "$src/examples/allreduce.py" |
+  tee "$work/allreduce_py.out"
+grep -q "allreduce.py: OK" "$work/allreduce_py.out" || fail "examples/allreduce.py"
 
 echo "== 3. pkg-config hycc_c"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
