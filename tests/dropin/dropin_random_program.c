@@ -22,7 +22,13 @@
  * under the library only), every buffer of a call the library compresses is device memory of
  * the stand-in driver, which the CPU cannot touch: the library stages it through host memory.
  *
- * Usage: dropin_random_program SEED CALLS (RANDOM_TRACE=1: each call on stderr once started) */
+ * With a third argument "lossy" (under HYCC_POLICY=hybrid: 6-bit quantization with error
+ * feedback on dp and zero gradients, bf16 elsewhere) each result must be within bound() of the
+ * exact one, what must stay untouched exactly so, and the result of an allreduce, allgather or
+ * broadcast the same bits on every rank of the call.
+ *
+ * Usage: dropin_random_program SEED CALLS [lossy] (RANDOM_TRACE=1: each call on stderr once
+ * started) */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -34,7 +40,9 @@ enum { kComms = 6, kMaxPending = 4 };
 static const float kGuard = 12345.0f; /* what must stay untouched */
 
 static int world_rank, world_size, failures;
-static int trace; /* RANDOM_TRACE set: each call on stderr once started */
+static int trace;    /* RANDOM_TRACE set: each call on stderr once started */
+static int lossy;    /* third argument "lossy": results within a bound, the same on every rank */
+static double worst; /* lossy: the largest error relative to bound() seen */
 static MPI_Comm comms[kComms];
 static const char* comm_names[kComms] = {"dp", "tp", "pp", "zero", "embedding", "(unnamed)"};
 
@@ -48,9 +56,11 @@ static uint64_t next(void) {
 }
 static int below(int n) { return (int)(next() % (uint64_t)n); }
 
-/* The value rank r contributes at element i of a call with this salt. */
+/* The value rank r contributes at element i of a call with this salt: an integer in -4..4;
+ * lossy, plus up to 14/128, which bf16 cannot hold either (so every codec loses something). */
 static float value(int r, long i, unsigned salt) {
-  return (float)((int)(((unsigned)r * 7u + (unsigned long)i * 3u + salt) % 9u) - 4);
+  const float v = (float)((int)(((unsigned)r * 7u + (unsigned long)i * 3u + salt) % 9u) - 4);
+  return lossy ? v + 0.0078125f * (float)(((unsigned long)r * 5u + (unsigned long)i) % 15u) : v;
 }
 static float sum_over(int size, long i, unsigned salt) {
   float s = 0;
@@ -213,13 +223,48 @@ static void fetch(Call* c) {
 #endif
 }
 
+/* FNV-1a of n floats' bytes. */
+static uint64_t hash(const float* x, long n) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char* b = (const unsigned char*)x;
+  for (long i = 0; i < n * (long)sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Lossy: how far a result may be from the exact sum of p ranks' values in -4..4 under hybrid
+ * (6-bit quantization with two-stage error feedback on dp and zero gradients: steps of 8/63 on
+ * each rank's values, 8p/63 on the sums, and the residual carried in; bf16 elsewhere, exact on
+ * these values). Seen: 0.12 at 4 ranks, 0.12 at 5. A result from the wrong elements or ranks
+ * is off by 1 or more. */
+static double bound(int p) { return 0.1 * p + 0.2; }
+
+/* Whether a result element is what it must be: exactly, or lossy within bound() (what must
+ * stay untouched always exactly); NaN wants anything. */
+static int matches(const Call* c, float got, float want) {
+  if (isnan(want)) return 1;
+  if (!lossy || want == kGuard) return got == want;
+  const double error = fabs((double)got - want) / bound(c->size);
+  worst = fmax(worst, error);
+  return error <= 1;
+}
+
 static void check(Call* c) {
   fetch(c);
   for (long i = 0; i < c->total; ++i) {
-    const float want = expected(c, i);
-    if (!isnan(want) && c->recv[i] != want) {
-      fail(c, i, c->recv[i], want);
+    if (!matches(c, c->recv[i], expected(c, i))) {
+      fail(c, i, c->recv[i], expected(c, i));
       break;
+    }
+  }
+  /* Lossy: a collective whose result every rank holds must give every rank the same bits. */
+  if (lossy && (c->kind == kAllreduce || c->kind == kAllgather || c->kind == kAllgatherv ||
+                c->kind == kBcast)) {
+    uint64_t h = hash(c->recv, c->total), lo = 0, hi = 0;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, comms[c->comm]);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, comms[c->comm]);
+    if (lo != hi && failures++ < 10) {
+      fprintf(stderr, "rank %d: call %d: %s on %s: the ranks' results differ\n", world_rank,
+              c->call, kind_names[c->kind], comm_names[c->comm]);
     }
   }
 #ifdef RANDOM_DEVICE
@@ -386,21 +431,23 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
         MPI_Alltoall(c->dsend, (int)n, MPI_FLOAT, c->drecv, (int)n, MPI_FLOAT, m);
       }
       break;
-    case kIntAllreduce: { /* MPI's own call, untouched: checked here */
+    case kIntAllreduce: { /* MPI's own call, untouched: checked here, exactly */
+      c->nonblocking = 0;
       int* in = malloc(sizeof(int) * (size_t)(n + 1));
       int* out = malloc(sizeof(int) * (size_t)(n + 1));
       if (in == NULL || out == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
       for (long i = 0; i < n; ++i) in[i] = (int)value(r, i, c->salt) * 1000003;
       MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, m);
       for (long i = 0; i < n; ++i) {
-        if (out[i] != (int)sum_over(p, i, c->salt) * 1000003) {
-          fail(c, i, (float)out[i], sum_over(p, i, c->salt) * 1000003.0f);
+        int want = 0;
+        for (int q = 0; q < p; ++q) want += (int)value(q, i, c->salt) * 1000003;
+        if (out[i] != want) {
+          fail(c, i, (float)out[i], (float)want);
           break;
         }
       }
       free(in);
       free(out);
-      c->nonblocking = 0;
       break;
     }
     default: { /* point to point: to the right neighbour, from the left one */
@@ -437,7 +484,7 @@ static void start(Call* c, int number, int comm, int kind, int nonblocking) {
           MPI_Waitall(2, both, MPI_STATUSES_IGNORE);
           if (round == 0) fetch(c);
           for (long i = 0; round == 0 && i < n; ++i) {
-            if (c->recv[i] != value(left, i, c->salt)) {
+            if (!matches(c, c->recv[i], value(left, i, c->salt))) {
               fail(c, i, c->recv[i], value(left, i, c->salt));
               break;
             }
@@ -504,17 +551,18 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  if (argc != 3) {
-    if (world_rank == 0) fprintf(stderr, "usage: %s SEED CALLS\n", argv[0]);
+  if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "lossy") != 0)) {
+    if (world_rank == 0) fprintf(stderr, "usage: %s SEED CALLS [lossy]\n", argv[0]);
     MPI_Finalize();
     return 2;
   }
   state = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
   const int calls = atoi(argv[2]);
   trace = getenv("RANDOM_TRACE") != NULL;
+  lossy = argc == 4;
   make_communicators();
   Call pending[kMaxPending];
-  int npending = 0, made = 0;
+  int npending = 0, made = 0, drawn = 0; /* drawn: calls since the last completion, all ranks' */
   for (int k = 0; k < calls; ++k) {
     /* Every rank draws the same numbers whether or not it takes part. */
     const int comm = below(kComms), kind = below(kKinds), nonblocking = below(3) == 0;
@@ -533,12 +581,20 @@ int main(int argc, char** argv) {
     /* The call's own draws differ by communicator size and rank: skip them alike everywhere. */
     state = saved;
     for (int j = 0; j < 8; ++j) (void)next();
-    if (npending == kMaxPending || (flush && npending > 0)) complete(pending, &npending, how);
+    /* When to complete: the same point on every rank (a rank's own count of pending calls is
+     * not: it takes part in only some), which the lossy checks' allreduces need. */
+    if (++drawn == kMaxPending || flush) {
+      complete(pending, &npending, how);
+      drawn = 0;
+    }
   }
   complete(pending, &npending, 0);
   int all = 0, total = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&made, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  double largest = 0;
+  MPI_Allreduce(&worst, &largest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (world_rank == 0 && lossy) printf("largest error: %.3f of the bound\n", largest);
   if (world_rank == 0) {
     if (all == 0) {
       printf("dropin random: OK (%d calls)\n", total);
