@@ -337,8 +337,7 @@ static void freed_sends(MPI_Comm pp) {
   check("isend + request_free pp", y, e, FREED_N, 0);
   if (before < 0 || most - before > kGrowthLimit) {
     printf("rank %d: %d freed sends of %ld floats: memory grew by %ld MiB (limit %ld)\n", rank,
-           FREED_ROUNDS * FREED_BATCH, (long)FREED_N, (most - before) >> 20,
-           kGrowthLimit >> 20);
+           FREED_ROUNDS * FREED_BATCH, (long)FREED_N, (most - before) >> 20, kGrowthLimit >> 20);
     ++failures;
   }
   free(e);
@@ -365,8 +364,9 @@ static void fusion_buffer(MPI_Comm dp) {
   double* e = sum_of_inputs(FUSED_N - 64 * (FUSED_ROUNDS - 1), 0);
   check("allreduce dp fusion buffer", y, e, FUSED_N - 64 * (FUSED_ROUNDS - 1), 0);
   if (before < 0 || most - before > kGrowthLimit) {
-    printf("rank %d: %d allreduces of one buffer at %d lengths: memory grew by %ld MiB (limit %ld)\n",
-           rank, FUSED_ROUNDS, FUSED_ROUNDS, (most - before) >> 20, kGrowthLimit >> 20);
+    printf(
+        "rank %d: %d allreduces of one buffer at %d lengths: memory grew by %ld MiB (limit %ld)\n",
+        rank, FUSED_ROUNDS, FUSED_ROUNDS, (most - before) >> 20, kGrowthLimit >> 20);
     ++failures;
   }
   free(e);

@@ -27,7 +27,7 @@ struct Allocation {
   size_t bytes;
 };
 static struct Allocation allocations[kMaxAllocations];
-static int context_marker; /* the one "context": its address */
+static int context_marker;                                /* the one "context": its address */
 static pthread_mutex_t table = PTHREAD_MUTEX_INITIALIZER; /* allocations[], and copies */
 
 /* The shadow of [p, p + bytes) if it lies in one allocation, else NULL. */
