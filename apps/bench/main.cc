@@ -199,8 +199,7 @@ int main(int argc, char** argv) {
   CLI::App* grad_cmd = add_grad_command(app, grad_options);
   WalkBenchOptions walk_options;
   CLI::App* walk_cmd = add_walk_command(app, walk_options);
-  app.set_version_flag("--version", std::string("hycc-bench " HYCC_VERSION) +
-                                        (HYCC_HAVE_CUDA ? " (CUDA device code)" : " (CPU only)"));
+  app.set_version_flag("--version", "hycc-bench " HYCC_VERSION HYCC_BUILD_KIND);
   CLI11_PARSE(app, argc, argv);
   try {
     if (codec_cmd->parsed()) return run_codec_bench(codec_options);

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -317,8 +316,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"directory", "all"}))
       ->capture_default_str();
   app.add_flag("--list", o.list, "list the built-in experiments, models, clusters, ...");
-  app.set_version_flag("--version", std::string("hycc-sim " HYCC_VERSION) +
-                                        (HYCC_HAVE_CUDA ? " (CUDA device code)" : " (CPU only)"));
+  app.set_version_flag("--version", "hycc-sim " HYCC_VERSION HYCC_BUILD_KIND);
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

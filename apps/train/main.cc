@@ -380,8 +380,7 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint DIR");
   app.add_option("--json", o.json_path,
                  "write one JSON object per step to FILE (appended on --resume)");
-  app.set_version_flag("--version", std::string("hycc-train " HYCC_VERSION) +
-                                        (HYCC_HAVE_CUDA ? " (CUDA device code)" : " (CPU only)"));
+  app.set_version_flag("--version", "hycc-train " HYCC_VERSION HYCC_BUILD_KIND);
   CLI11_PARSE(app, argc, argv);
   return hycc::train::run(o);
 }
