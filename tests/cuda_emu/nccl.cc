@@ -7,7 +7,14 @@
 // named by the unique id; a group of sends and receives becomes one operation on its stream, as
 // NCCL's kernel is: it moves the bytes when the stream reaches it, all transfers of the group
 // progressing together (poll), each message preceded by its size. A receive whose size differs
-// from the matching send's fails the stream (NCCL requires equal sizes), as do socket errors.
+// from the matching send's fails the stream (NCCL requires equal sizes), as do socket errors; a
+// group in which a receive overwrites what a send reads is refused (a race on a GPU).
+//
+// The collectives hycc's native path uses (ncclAllReduce and ncclReduceScatter: float32 sums;
+// ncclAllGather, ncclBroadcast: bytes) are one operation on their stream too: the blocks each
+// rank needs move in one group, and sums add the ranks' values in rank order, so that every rank
+// holds the same bits. Their buffers must be device memory, as NCCL's; other types and
+// operations, and collectives inside ncclGroupStart/End, are refused (hycc makes none).
 #include <nccl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,10 +26,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "runtime_internal.h"
 
 struct ncclComm {
   int rank = 0;
@@ -134,12 +146,27 @@ std::string run_group(const std::vector<Transfer>& transfers) {
   }
 }
 
+// Whether a receive of the group writes memory a send of it reads (a race: the order in which
+// NCCL moves a group's transfers is its own).
+bool receive_overwrites_send(const std::vector<Transfer>& transfers) {
+  for (const Transfer& r : transfers) {
+    if (r.send || r.bytes == 0) continue;
+    for (const Transfer& s : transfers) {
+      if (s.send && s.bytes != 0 && r.data < s.data + s.bytes && s.data < r.data + r.bytes) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 ncclResult_t submit(std::vector<Transfer> transfers) {
   if (transfers.empty()) return ncclSuccess;
   const cudaStream_t stream = transfers.front().stream;
   for (const Transfer& t : transfers) {
     if (t.stream != stream) return ncclInvalidUsage;  // hycc queues a group on one stream
   }
+  if (receive_overwrites_send(transfers)) return ncclInvalidUsage;
   cuda_emu::enqueue(stream, [transfers = std::move(transfers)] {
     const std::string error = run_group(transfers);
     if (!error.empty()) cuda_emu::fail(("nccl: " + error).c_str());
@@ -155,6 +182,75 @@ ncclResult_t add(Transfer t) {
     return ncclSuccess;
   }
   return submit({t});
+}
+
+size_t type_size(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8:
+    case ncclUint8:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclFloat32:
+      return 4;
+  }
+  return 0;
+}
+
+// The checks NCCL makes of a collective's arguments (and the stand-in's limits).
+ncclResult_t check_collective(ncclComm_t comm, std::initializer_list<const void*> buffers,
+                              size_t bytes) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  if (group.depth > 0) return ncclInvalidUsage;  // not needed by hycc, not emulated
+  for (const void* b : buffers) {
+    if (bytes != 0 && !cuda_emu::describe_kernel_access(b).empty()) return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+// Queues `transfers` on `stream`, then `combine` once they all have moved.
+ncclResult_t queue_collective(cudaStream_t stream, std::vector<Transfer> transfers,
+                              std::function<void()> combine) {
+  cuda_emu::enqueue(stream, [transfers = std::move(transfers), combine = std::move(combine)] {
+    const std::string error = run_group(transfers);
+    if (!error.empty()) return cuda_emu::fail(("nccl: " + error).c_str());
+    combine();
+  });
+  return ncclSuccess;
+}
+
+// The float32 sums of a reduction: out[i] = blocks[0][i] + blocks[1][i] + ... in rank order,
+// where blocks are `ranks` consecutive blocks of n floats.
+void sum_in_rank_order(const std::vector<float>& blocks, int ranks, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    float s = blocks[i];
+    for (int j = 1; j < ranks; ++j) s += blocks[static_cast<size_t>(j) * n + i];
+    out[i] = s;
+  }
+}
+
+// A float32 sum of chunks of `n` floats: chunk j of every rank's `send` (of chunk 0 only,
+// `whole`: an allreduce) goes to rank j, which adds what it receives in rank order into `out`.
+ncclResult_t reduce(const void* send, void* out, size_t n, bool whole, ncclDataType_t type,
+                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (type != ncclFloat32 || op != ncclSum) return ncclInvalidArgument;  // hycc's sums only
+  const size_t p = comm == nullptr ? 0 : static_cast<size_t>(comm->size);
+  if (ncclResult_t r = check_collective(comm, {send, out}, n); r != ncclSuccess) return r;
+  if (n == 0) return ncclSuccess;
+  auto blocks = std::make_shared<std::vector<float>>(p * n);
+  std::vector<Transfer> transfers;
+  const auto* from = static_cast<const unsigned char*>(send);
+  for (size_t j = 0; j < p; ++j) {
+    const int peer = static_cast<int>(j);
+    auto* chunk = const_cast<unsigned char*>(from + (whole ? 0 : j * n * 4));
+    transfers.push_back({true, chunk, n * 4, peer, comm, stream});
+    transfers.push_back({false, reinterpret_cast<unsigned char*>(blocks->data() + j * n), n * 4,
+                         peer, comm, stream});
+  }
+  return queue_collective(stream, std::move(transfers), [blocks, p, n, out] {
+    sum_in_rank_order(*blocks, static_cast<int>(p), n, static_cast<float*>(out));
+  });
 }
 
 }  // namespace
@@ -248,6 +344,63 @@ ncclResult_t ncclRecv(void* data, size_t count, ncclDataType_t type, int peer, n
                       cudaStream_t stream) {
   if (type != ncclUint8 && type != ncclInt8) return ncclInvalidArgument;
   return add({false, static_cast<unsigned char*>(data), count, peer, comm, stream});
+}
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return reduce(sendbuff, recvbuff, count, true, datatype, op, comm, stream);
+}
+
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return reduce(sendbuff, recvbuff, recvcount, false, datatype, op, comm, stream);
+}
+
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  const size_t bytes = sendcount * type_size(datatype);
+  if (type_size(datatype) == 0) return ncclInvalidArgument;
+  if (ncclResult_t r = check_collective(comm, {sendbuff, recvbuff}, bytes); r != ncclSuccess) {
+    return r;
+  }
+  auto* out = static_cast<unsigned char*>(recvbuff);
+  auto* own = out + static_cast<size_t>(comm->rank) * bytes;
+  auto* in = static_cast<unsigned char*>(const_cast<void*>(sendbuff));
+  std::vector<Transfer> transfers;
+  for (int peer = 0; peer < comm->size && bytes != 0; ++peer) {
+    if (peer == comm->rank) continue;
+    transfers.push_back({true, in, bytes, peer, comm, stream});
+    transfers.push_back(
+        {false, out + static_cast<size_t>(peer) * bytes, bytes, peer, comm, stream});
+  }
+  return queue_collective(stream, std::move(transfers), [in, own, bytes] {
+    if (in != own) std::memmove(own, in, bytes);
+  });
+}
+
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  const size_t bytes = count * type_size(datatype);
+  if (type_size(datatype) == 0) return ncclInvalidArgument;
+  if (comm == nullptr || root < 0 || root >= comm->size) return ncclInvalidArgument;
+  const bool is_root = comm->rank == root;
+  if (ncclResult_t r = check_collective(comm, {is_root ? sendbuff : recvbuff, recvbuff}, bytes);
+      r != ncclSuccess) {
+    return r;
+  }
+  auto* in = static_cast<unsigned char*>(const_cast<void*>(sendbuff));
+  auto* out = static_cast<unsigned char*>(recvbuff);
+  std::vector<Transfer> transfers;
+  for (int peer = 0; peer < comm->size && bytes != 0; ++peer) {
+    if (is_root && peer != root) transfers.push_back({true, in, bytes, peer, comm, stream});
+    if (!is_root && peer == root) transfers.push_back({false, out, bytes, peer, comm, stream});
+  }
+  return queue_collective(stream, std::move(transfers), [is_root, in, out, bytes] {
+    if (is_root && in != out) std::memmove(out, in, bytes);
+  });
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {

@@ -320,6 +320,101 @@ TEST(GpuNccl, CollectivesEqualHostEmulation) {
                            {DType::kF32, DType::kBF16}, {1, 7, kLargeTensor});
 }
 
+// Below the threshold, a call over NCCL runs NCCL's own collective on the device buffers
+// (nccl_native.cc), with the values of the host emulation's native path (the MPI call): every
+// collective x dtype x count, out of place and in place, sum and average. The data are small
+// integers, whose float32 sums are exact in any order (NCCL sums in an order of its own).
+TEST(GpuNccl, NativeCollectivesBelowThresholdEqualHostEmulation) {
+  const Communicator world = Communicator::world();
+  if (!dev::nccl_usable(world)) {
+    GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2? ranks sharing a GPU?)";
+  }
+  const int p = world.size(), r = world.rank();
+  const auto integers = [&](DType d, size_t n, int salt) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(static_cast<int>((i * 7 + r * 5 + salt) % 17) - 8);
+    return Buffer::from_floats(d, v);
+  };
+  enum class Call { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall };
+  for (const Call call : {Call::kAllreduce, Call::kReduceScatter, Call::kAllgather,
+                          Call::kBroadcast, Call::kAlltoall}) {
+    for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+      const bool reduces = call == Call::kAllreduce || call == Call::kReduceScatter;
+      if (!reduces && op == ReduceOp::kAverage) continue;
+      for (const DType d : kDtypes) {
+        for (const size_t base : {size_t{1}, size_t{7}, size_t{2 * 3 * 4 * 5}, size_t{1001}}) {
+          for (const bool in_place : {false, true}) {
+            const size_t n = call == Call::kAlltoall ? base * static_cast<size_t>(p) : base;
+            const ChunkRange mine = chunk_range(n, p, r);
+            const size_t out_n = call == Call::kReduceScatter ? mine.count
+                                 : call == Call::kAllgather   ? n * static_cast<size_t>(p)
+                                                              : n;
+            const std::string what = std::to_string(static_cast<int>(call)) + " op " +
+                                     std::to_string(static_cast<int>(op)) + " " +
+                                     std::string(dtype_name(d)) + " n=" + std::to_string(n) +
+                                     (in_place ? " in place" : "");
+            const Buffer x = integers(d, n, static_cast<int>(base));
+            // The host emulation on host buffers, then CUDA over NCCL on device buffers; the
+            // buffer a call works in: in place, the input's (allgather: the output's).
+            const auto run = [&](TensorView vin, TensorView vout,
+                                 const DeviceCollectiveOptions& o) {
+              const size_t w = dtype_size(d);
+              TensorView send = vin, recv = vout;
+              if (in_place && call == Call::kReduceScatter) {
+                recv = {d, mine.count, static_cast<std::byte*>(vin.data) + mine.offset * w};
+              } else if (in_place && call == Call::kAllgather) {
+                send = {d, n, static_cast<std::byte*>(vout.data) + static_cast<size_t>(r) * n * w};
+              } else if (in_place) {
+                recv = send;
+              }
+              switch (call) {
+                case Call::kAllreduce:
+                  return allreduce_device(world, send, recv, op, o);
+                case Call::kReduceScatter:
+                  return reduce_scatter_device(world, send, recv, op, o);
+                case Call::kAllgather:
+                  return allgather_device(world, send, recv, o);
+                case Call::kBroadcast:
+                  return broadcast_device(world, send, p - 1, o);
+                case Call::kAlltoall:
+                  return alltoall_device(world, send, recv, o);
+              }
+            };
+            // In-place allgather starts with the rank's block in its place in the output.
+            Buffer hin = x, hout(d, out_n);
+            if (in_place && call == Call::kAllgather) {
+              std::memcpy(static_cast<std::byte*>(hout.view().data) +
+                              static_cast<size_t>(r) * n * dtype_size(d),
+                          x.view().data, n * dtype_size(d));
+            }
+            OnDevice din(hin), dout(hout);
+            DeviceCollectiveOptions o;
+            o.threshold_bytes = size_t{1} << 30;
+            o.transport = DeviceTransport::kNccl;
+            o.backend = DeviceBackend::kHostEmulation;
+            run(hin.view(), hout.view(), o);
+            CollectiveStats stats;
+            o.stats = &stats;
+            o.backend = DeviceBackend::kCuda;
+            const size_t before = dev::testing::nccl_native_calls();
+            run(din.view(), dout.view(), o);
+            if (p > 1) {  // one rank only copies
+              EXPECT_EQ(dev::testing::nccl_native_calls(), before + 1) << what;
+              EXPECT_EQ(stats.algorithm, Algorithm::kNative) << what;
+            }
+            const bool result_in_input =
+                call == Call::kBroadcast || (in_place && call != Call::kAllgather);
+            const Buffer want = result_in_input ? hin : hout;
+            const Buffer got = result_in_input ? din.to_host() : dout.to_host();
+            EXPECT_TRUE(got.bits_equal(want)) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 // NCCL cannot put two ranks on one GPU: its transport is checked on one rank, sending to
 // itself (MPI_COMM_SELF): sizes over MPI, payloads in NCCL groups on the link stream.
 TEST(GpuNccl, LoopbackRoundsDeliverEveryPayload) {

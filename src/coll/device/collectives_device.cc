@@ -185,6 +185,7 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
     return;
   }
   if (call.message_bytes < options.threshold_bytes) {
+    if (takes_nccl_native(comm, options)) return run_nccl_native(*ops, comm, call, options, start);
     return run_native_staged(*ops, call.send, call.recv, options, start, call.native);
   }
   Memory reference;  // the uncompressed result, when the error is asked for
@@ -246,7 +247,8 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
                      const CollectiveOptions& o) { allreduce(comm, s, r, op, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); },
-       .ran = Algorithm::kRing},
+       .ran = Algorithm::kRing,
+       .reduce = op},
       check, unavailable, ops.get(), options, start);
 }
 
@@ -299,7 +301,8 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
                      const CollectiveOptions& o) { reduce_scatter(comm, s, r, op, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::reduce_scatter_ring_device(ctx, send, recv, op); },
-       .ran = Algorithm::kRing},
+       .ran = Algorithm::kRing,
+       .reduce = op},
       check, unavailable, ops.get(), options, start);
 }
 
@@ -373,7 +376,8 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
            },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
-       .ran = Algorithm::kChain},
+       .ran = Algorithm::kChain,
+       .root = root},
       check, unavailable, ops.get(), options, start);
 }
 

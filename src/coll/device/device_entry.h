@@ -94,7 +94,19 @@ struct CallSpec {
   HostCall native;
   std::function<void(DeviceContext&)> algorithm;
   Algorithm ran = Algorithm::kRing;
+  ReduceOp reduce = ReduceOp::kSum;  // allreduce, reduce_scatter
+  int root = 0;                      // broadcast
 };
+
+// Whether a device call below the threshold runs NCCL's own collective (nccl_native.cc): the
+// CUDA backend with the NCCL transport (kNccl, or kAuto where nccl_usable). Collective over comm.
+bool takes_nccl_native(const Communicator& comm, const DeviceCollectiveOptions& options);
+// `call` (an allreduce, reduce-scatter, allgather, broadcast or alltoall) with NCCL's collective
+// on the device buffers, in float32 for the reductions as the host's native path; fills
+// *options.stats.
+void run_nccl_native(DeviceOps& ops, const Communicator& comm, const CallSpec& call,
+                     const DeviceCollectiveOptions& options,
+                     std::chrono::steady_clock::time_point start);
 
 // The common end of the collective entry points, after their own argument checks: the option
 // checks and the cross-rank agreement; then one rank or nothing to move (send copied to recv),

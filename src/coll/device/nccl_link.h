@@ -54,6 +54,18 @@ class NcclLink {
   virtual void abandon() = 0;
 };
 
+// NCCL's own collectives (nccl_native.cc runs the device calls below the threshold with them).
+// kAllreduce and kReduceScatter sum float32 (`count` elements: the whole buffer; a reduce-scatter
+// leaves each rank count / size of them); the others move bytes (`count` bytes: each rank's
+// block of an allgather, the buffer of a broadcast, the block for each peer of an alltoall).
+enum class NcclOp : uint8_t { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall };
+
+// Queues `op` on `stream` on the NCCL communicator of `comm` (made first if `comm` has none,
+// collective over `comm`); returns without waiting. Every rank of `comm` makes the same call.
+// Unavailable without CUDA or libnccl.so.2.
+void queue_nccl_collective(const Communicator& comm, DeviceStream stream, NcclOp op,
+                           const void* send, void* recv, size_t count, int root);
+
 // The MPI stand-in on `comm` (host memory; its messages use one internal tag, hycc's lowest).
 std::unique_ptr<NcclLink> make_mpi_nccl_link(MPI_Comm comm);
 

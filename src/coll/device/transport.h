@@ -87,6 +87,8 @@ void set_staged_send_filter(std::function<size_t(std::byte* data, size_t size)> 
 // Payloads the staged transport of this process has copied from the device to send them (a
 // forwarded one goes from the pinned buffer it arrived in), since the start.
 size_t staged_send_copies();
+// Device calls this process has run with NCCL's own collectives (nccl_native.cc).
+size_t nccl_native_calls();
 }  // namespace testing
 
 }  // namespace hycc::coll::device

@@ -1,6 +1,7 @@
-// NCCL's API as far as hycc uses it (point to point in groups), for the CUDA emulator: the
-// declarations of NCCL's own nccl.h for these calls. libnccl.so.2 of the emulator
-// (tests/cuda_emu/nccl.cc) implements them between processes of one machine.
+// NCCL's API as far as hycc uses it (point to point in groups; the collectives of its native
+// path), for the CUDA emulator: the declarations of NCCL's own nccl.h for these calls.
+// libnccl.so.2 of the emulator (tests/cuda_emu/nccl.cc) implements them between processes of one
+// machine.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,18 @@ enum ncclResult_t {
   ncclInvalidUsage = 5,
 };
 
-enum ncclDataType_t { ncclInt8 = 0, ncclChar = 0, ncclUint8 = 1 };
+enum ncclDataType_t {
+  ncclInt8 = 0,
+  ncclChar = 0,
+  ncclUint8 = 1,
+  ncclFloat16 = 6,
+  ncclHalf = 6,
+  ncclFloat32 = 7,
+  ncclFloat = 7,
+  ncclBfloat16 = 9,
+};
+
+enum ncclRedOp_t { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 };
 
 extern "C" {
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id);
@@ -35,5 +47,15 @@ ncclResult_t ncclSend(const void* data, size_t count, ncclDataType_t type, int p
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclRecv(void* data, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream);
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream);
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 const char* ncclGetErrorString(ncclResult_t result);
 }

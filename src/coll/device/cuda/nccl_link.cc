@@ -41,6 +41,14 @@ struct NcclApi {
   ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t,
                        cudaStream_t) = nullptr;
   ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*all_reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                             cudaStream_t) = nullptr;
+  ncclResult_t (*reduce_scatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                 ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*all_gather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                             cudaStream_t) = nullptr;
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                            cudaStream_t) = nullptr;
   const char* (*error_string)(ncclResult_t) = nullptr;
   std::string missing;  // why NCCL cannot be used, or ""
 };
@@ -67,6 +75,10 @@ const NcclApi& nccl_api() {
     load(lib, "ncclGroupEnd", a.group_end, a.missing);
     load(lib, "ncclSend", a.send, a.missing);
     load(lib, "ncclRecv", a.recv, a.missing);
+    load(lib, "ncclAllReduce", a.all_reduce, a.missing);
+    load(lib, "ncclReduceScatter", a.reduce_scatter, a.missing);
+    load(lib, "ncclAllGather", a.all_gather, a.missing);
+    load(lib, "ncclBroadcast", a.broadcast, a.missing);
     load(lib, "ncclGetErrorString", a.error_string, a.missing);
     return a;
   }();
@@ -216,8 +228,9 @@ bool nccl_usable(const Communicator& comm) {
   return state.usable == 1;
 }
 
-std::unique_ptr<NcclLink> make_cuda_nccl_link(const Communicator& comm, DeviceStream compute,
-                                              bool create) {
+// The NCCL state of `comm` with its NCCL communicator, made first when `create` (see
+// make_cuda_nccl_link).
+static NcclState& nccl_state(const Communicator& comm, bool create) {
   NcclState& state = state_of(comm.mpi());
   if (state.comm == nullptr) {
     if (!create) {
@@ -239,7 +252,45 @@ std::unique_ptr<NcclLink> make_cuda_nccl_link(const Communicator& comm, DeviceSt
                "ncclCommInitRank");
     HYCC_CUDA_CHECK(cudaStreamCreateWithFlags(&state.link, cudaStreamNonBlocking));
   }
+  return state;
+}
+
+std::unique_ptr<NcclLink> make_cuda_nccl_link(const Communicator& comm, DeviceStream compute,
+                                              bool create) {
+  const NcclState& state = nccl_state(comm, create);
   return std::make_unique<CudaNcclLink>(state.comm, state.link, static_cast<cudaStream_t>(compute));
+}
+
+void queue_nccl_collective(const Communicator& comm, DeviceStream stream, NcclOp op,
+                           const void* send, void* recv, size_t count, int root) {
+  const ncclComm_t nccl = nccl_state(comm, true).comm;
+  const NcclApi& api = nccl_api();
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (op) {
+    case NcclOp::kAllreduce:
+      return check_nccl(api.all_reduce(send, recv, count, ncclFloat32, ncclSum, nccl, s),
+                        "ncclAllReduce");
+    case NcclOp::kReduceScatter:
+      return check_nccl(api.reduce_scatter(send, recv, count / static_cast<size_t>(comm.size()),
+                                           ncclFloat32, ncclSum, nccl, s),
+                        "ncclReduceScatter");
+    case NcclOp::kAllgather:
+      return check_nccl(api.all_gather(send, recv, count, ncclUint8, nccl, s), "ncclAllGather");
+    case NcclOp::kBroadcast:
+      return check_nccl(api.broadcast(send, recv, count, ncclUint8, root, nccl, s),
+                        "ncclBroadcast");
+    case NcclOp::kAlltoall: {
+      check_nccl(api.group_start(), "ncclGroupStart");
+      for (int peer = 0; peer < comm.size(); ++peer) {
+        const size_t at = static_cast<size_t>(peer) * count;
+        check_nccl(api.send(static_cast<const char*>(send) + at, count, ncclUint8, peer, nccl, s),
+                   "ncclSend");
+        check_nccl(api.recv(static_cast<char*>(recv) + at, count, ncclUint8, peer, nccl, s),
+                   "ncclRecv");
+      }
+      return check_nccl(api.group_end(), "ncclGroupEnd");
+    }
+  }
 }
 
 }  // namespace hycc::coll::device

@@ -14,4 +14,10 @@ std::unique_ptr<NcclLink> make_cuda_nccl_link(const Communicator&, DeviceStream,
 
 bool nccl_usable(const Communicator&) { return false; }
 
+void queue_nccl_collective(const Communicator&, DeviceStream, NcclOp, const void*, void*, size_t,
+                           int) {
+  throw Unavailable(
+      tagged("coll:nccl", "NCCL collectives: hycc was built without CUDA or without ", "nccl.h"));
+}
+
 }  // namespace hycc::coll::device
