@@ -107,8 +107,13 @@ struct DeviceCollectiveOptions {
   // engine applies to its HYCC_SAMPLE_ERROR calls. All ranks must set it alike.
   double* max_error = nullptr;
   // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
-  // residual is kept under it); 0: made from the address and count of the send buffer.
+  // residual is kept under it); 0: made from the address and count of the send buffer, or of
+  // key_buffer and key_count when set (libhycc_mpi.so keys an allreduce by its receive buffer,
+  // as the host calls do). A buffer-derived key's state is dropped once a call on memory
+  // overlapping it keys another buffer (PolicyEngine::buffer_grad_key).
   uint64_t key = 0;
+  const void* key_buffer = nullptr;
+  size_t key_count = 0;
   // The tensors of a bucket, in order (GradTensor::pieces), for a gradient compressor the policy
   // chooses: PowerSGD compresses each matrix among them. Empty: one flat tensor. The caller's
   // memory, read during the call.

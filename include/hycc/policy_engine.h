@@ -175,11 +175,13 @@ class PolicyEngine {
   bool sample_error(const Communicator& comm, Operation op);
   void log_decision(const Communicator& comm, Operation op, size_t bytes,
                     const PolicyDecision& decision);
-  // The key of a gradient compressor's state for a buffer the caller gave no key for: made of
-  // its address and element count (policy_calls.h's buffer_key), after the states of earlier
-  // buffers that overlap this one's `bytes` but are not it are dropped from every compressor
+  // The key of a gradient compressor's state for a buffer the caller gave no key for in a call
+  // `op` on `comm`: made of its address and element count, the call's dimension and `op`
+  // (policy_calls.h's buffer_key), after the states of earlier buffers that overlap this one's
+  // `bytes` but are not it (or were another kind of call's) are dropped from every compressor
   // (the memory holds another tensor now: policy/buffer_keys.h), unless their steps are running.
-  uint64_t buffer_grad_key(const void* data, size_t count, size_t bytes);
+  uint64_t buffer_grad_key(const void* data, size_t count, size_t bytes, const Communicator& comm,
+                           Operation op);
   // Gradient compressor steps on the host share it (they may run on several threads at once,
   // grad/engine.h); loading compressor states and device compressor steps take it alone.
   std::shared_mutex& grad_mutex() { return *grad_mutex_; }

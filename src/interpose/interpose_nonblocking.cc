@@ -91,15 +91,15 @@ const char* why_not_split(const CommState& s, const PolicyDecision& d, Operation
 // buffer as the blocking calls key it, so that both share one residual), under the engine's
 // gradient lock; with none for a codec rule.
 template <typename Start>
-auto with_feedback(const CommState& s, const PolicyDecision& d, const void* key_buffer,
-                   const float* input, size_t count, Start&& start) {
+auto with_feedback(const CommState& s, Operation op, const PolicyDecision& d,
+                   const void* key_buffer, const float* input, size_t count, Start&& start) {
   if (!d.gradient) return start(nullptr);
   PolicyEngine& e = *engine();
   const std::shared_lock<std::shared_mutex> lock(e.grad_mutex());
   grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
   decltype(start(nullptr)) started;
   g.feedback_step(
-      GradTensor(e.buffer_grad_key(key_buffer, count, count * sizeof(float))),
+      GradTensor(e.buffer_grad_key(key_buffer, count, count * sizeof(float), s.comm, op)),
       ConstTensorView{DType::kF32, count, input}, s.comm.rank(), s.comm.size(),
       [&](std::span<float> residual, uint64_t seed, std::span<float> server, uint64_t server_seed) {
         const coll::Feedback feedback{residual, seed, server, server_seed};
@@ -253,13 +253,14 @@ int ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
         auto out = std::make_shared<HostStaging>(recvbuf, mine * sizeof(float), false);
         auto chunk = std::make_shared<PooledFloats>(c.longest);
         // The key of the blocking call's padded form, which shares this residual.
-        Started started{with_feedback(*s, d, input, wide.data(), wide.size(),
-                                      [&](const coll::Feedback* feedback) {
-                                        return coll::start_reduce_scatter(
-                                            s->collective_shadow, wide.data(), chunk->data(),
-                                            c.longest, split_codec(d), feedback);
-                                      }),
-                        out};
+        Started started{
+            with_feedback(*s, Operation::kReduceScatter, d, input, wide.data(), wide.size(),
+                          [&](const coll::Feedback* feedback) {
+                            return coll::start_reduce_scatter(s->collective_shadow, wide.data(),
+                                                              chunk->data(), c.longest,
+                                                              split_codec(d), feedback);
+                          }),
+            out};
         started.place = [chunk, out, mine] { std::copy_n(chunk->data(), mine, out->floats()); };
         return started;
       },
@@ -293,7 +294,7 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
         const bool two_stage = ip::takes_two_stage(*s, d, n);
         // Before the first exchange starts: collective over the communicator.
         const MPI_Comm second = two_stage ? ip::stage_shadow(*s) : MPI_COMM_NULL;
-        return Started{ip::with_feedback(*s, d, recvbuf, send.floats(), n,
+        return Started{ip::with_feedback(*s, Operation::kAllreduce, d, recvbuf, send.floats(), n,
                                          [&](const coll::Feedback* feedback) {
                                            const hycc::CodecConfig& codec = ip::split_codec(d);
                                            if (two_stage) {
@@ -369,7 +370,8 @@ int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
         auto out = std::make_shared<HostStaging>(recvbuf, (in_place ? total : n) * sizeof(float),
                                                  in_place);
         HostStaging send(in_place ? out->data() : sendbuf, total * sizeof(float));
-        return Started{ip::with_feedback(*s, d, in_place ? recvbuf : sendbuf, send.floats(), total,
+        return Started{ip::with_feedback(*s, Operation::kReduceScatter, d,
+                                         in_place ? recvbuf : sendbuf, send.floats(), total,
                                          [&](const coll::Feedback* feedback) {
                                            return coll::start_reduce_scatter(
                                                s->collective_shadow, send.floats(), out->floats(),

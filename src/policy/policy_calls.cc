@@ -125,14 +125,15 @@ GradTensor policy_grad_layout(uint64_t key, std::span<const std::vector<size_t>>
   return t;
 }
 
-GradTensor policy_grad_tensor(PolicyEngine& engine, uint64_t key,
-                              std::span<const std::vector<size_t>> pieces, const void* key_buffer,
-                              size_t key_count, ConstTensorView buffer) {
+GradTensor policy_grad_tensor(PolicyEngine& engine, const Communicator& comm, Operation op,
+                              uint64_t key, std::span<const std::vector<size_t>> pieces,
+                              const void* key_buffer, size_t key_count, ConstTensorView buffer) {
   GradTensor t = policy_grad_layout(key, pieces);
   if (key != 0) return t;
   t.key = key_buffer != nullptr
-              ? engine.buffer_grad_key(key_buffer, key_count, key_count * dtype_size(buffer.dtype))
-              : engine.buffer_grad_key(buffer.data, buffer.count, buffer.bytes());
+              ? engine.buffer_grad_key(key_buffer, key_count, key_count * dtype_size(buffer.dtype),
+                                       comm, op)
+              : engine.buffer_grad_key(buffer.data, buffer.count, buffer.bytes(), comm, op);
   return t;
 }
 
@@ -149,8 +150,9 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     GradStepStats g;
     {
       const std::shared_lock<std::shared_mutex> lock(call.grad_mutex());
-      const GradTensor tensor = policy_grad_tensor(*options.policy, options.key, options.pieces,
-                                                   options.key_buffer, options.key_count, recv);
+      const GradTensor tensor =
+          policy_grad_tensor(*options.policy, comm, Operation::kAllreduce, options.key,
+                             options.pieces, options.key_buffer, options.key_count, recv);
       g = grad_allreduce(comm, call.compressor(), tensor, recv,
                          GradOptions{op, options.tag, options.check_arguments});
     }
@@ -175,8 +177,9 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     GradStepStats g;
     {
       const std::shared_lock<std::shared_mutex> lock(call.grad_mutex());
-      const GradTensor tensor = policy_grad_tensor(*options.policy, options.key, options.pieces,
-                                                   options.key_buffer, options.key_count, send);
+      const GradTensor tensor =
+          policy_grad_tensor(*options.policy, comm, Operation::kReduceScatter, options.key,
+                             options.pieces, options.key_buffer, options.key_count, send);
       g = grad_reduce_scatter(comm, call.compressor(), tensor, send, tmp,
                               GradOptions{op, options.tag, options.check_arguments});
     }

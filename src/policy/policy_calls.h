@@ -9,13 +9,18 @@
 
 #include "hycc/collectives.h"
 #include "hycc/grad.h"
+#include "hycc/policy.h"
 
 namespace hycc::policy {
 
 // The key a gradient compressor's state has for a buffer when the caller gives none (0): made
-// of its address and element count.
-inline uint64_t buffer_key(const void* data, size_t count) {
-  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count;
+// of its address and element count, and of the call's dimension and operation, so that memory a
+// program frees and allocates again for a gradient of another kind (a dp allreduce's buffer
+// reused for a zero reduce-scatter) does not take over the earlier gradient's residual.
+inline uint64_t buffer_key(const void* data, size_t count, Dimension dimension, Operation op) {
+  const uint64_t kind = (uint64_t(dimension) << 8 | uint64_t(op)) + 1;
+  return reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull ^ count ^
+         kind * 0xC2B2AE3D27D4EB4Full;
 }
 
 // A policy call's gradient tensor as the caller gave it: `key` (0 when none) and the bucket's
@@ -24,11 +29,11 @@ GradTensor policy_grad_layout(uint64_t key, std::span<const std::vector<size_t>>
 
 // The tensor a gradient compressor of the policy runs on (host and device calls alike): the
 // layout, and `key`, or when 0 the engine's key for the buffer (key_buffer and key_count when
-// given, else `buffer`; PolicyEngine::buffer_grad_key, which drops the states of the buffers
-// this one overlaps: call it for a gradient step only).
-GradTensor policy_grad_tensor(PolicyEngine& engine, uint64_t key,
-                              std::span<const std::vector<size_t>> pieces, const void* key_buffer,
-                              size_t key_count, ConstTensorView buffer);
+// given, else `buffer`) in a call `op` on `comm` (PolicyEngine::buffer_grad_key, which drops the
+// states of the buffers this one overlaps: call it for a gradient step only).
+GradTensor policy_grad_tensor(PolicyEngine& engine, const Communicator& comm, Operation op,
+                              uint64_t key, std::span<const std::vector<size_t>> pieces,
+                              const void* key_buffer, size_t key_count, ConstTensorView buffer);
 
 void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
                       const CollectiveOptions& options);

@@ -236,8 +236,9 @@ DeviceGradCompressor& PolicyEngine::device_grad_compressor(const std::string& sp
   return find_or_make(device_compressors_, spec);
 }
 
-uint64_t PolicyEngine::buffer_grad_key(const void* data, size_t count, size_t bytes) {
-  const uint64_t key = policy::buffer_key(data, count);
+uint64_t PolicyEngine::buffer_grad_key(const void* data, size_t count, size_t bytes,
+                                       const Communicator& comm, Operation op) {
+  const uint64_t key = policy::buffer_key(data, count, dimension_of(comm, op), op);
   const std::vector<uint64_t> stale = buffer_keys_->claim(data, bytes, key);
   if (stale.empty()) return key;
   const std::lock_guard<std::mutex> lock(*mutex_);

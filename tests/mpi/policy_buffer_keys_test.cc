@@ -49,7 +49,7 @@ class PolicyBufferKeys : public ::testing::Test {
     }
   }
   bool has_state(const float* data, size_t count, bool device) {
-    const uint64_t key = policy::buffer_key(data, count);
+    const uint64_t key = policy::buffer_key(data, count, Dimension::kDp, Operation::kAllreduce);
     return !(device ? engine_.device_grad_compressor(kSpec).residual(key)
                     : engine_.grad_compressor(kSpec).residual(key))
                 .empty();
@@ -106,6 +106,29 @@ TEST_F(PolicyBufferKeys, DisjointBuffersKeepTheirStatesOverlappingOnesReplaceThe
   }
   // The device calls' buffers were the host calls' memory: the host states went with it.
   EXPECT_EQ(engine_.grad_compressor(kSpec).tensors(), 0u);
+}
+
+// Memory that held a dp gradient and holds a zero gradient now (a program that freed one buffer
+// and got its address back for the other) starts a state of its own: the reduce-scatter's
+// results are those of the same call on other memory, not shifted by the allreduce's residual.
+TEST_F(PolicyBufferKeys, AnotherKindOfCallOnTheSameMemoryStartsAfresh) {
+  const Communicator zero = Communicator::world().dup("zero");
+  const auto shard_of = [&](float* data) {
+    std::vector<float> v(kN);
+    fill(v, dp_.rank(), 7);
+    std::copy(v.begin(), v.end(), data);
+    std::vector<float> out(chunk_range(kN, zero.size(), zero.rank()).count);
+    CollectiveOptions o;
+    o.policy = &engine_;
+    reduce_scatter(zero, {DType::kF32, kN, data}, {DType::kF32, out.size(), out.data()},
+                   ReduceOp::kSum, o);
+    return out;
+  };
+  std::vector<float> reused(kN), fresh(kN);
+  reduce(reused.data(), kN, false);  // a dp gradient step leaves a residual there
+  EXPECT_TRUE(has_state(reused.data(), kN, false));
+  EXPECT_EQ(shard_of(reused.data()), shard_of(fresh.data()));
+  EXPECT_FALSE(has_state(reused.data(), kN, false));  // the dp state went with the memory
 }
 
 TEST_F(PolicyBufferKeys, CallerKeysAreNeverDropped) {

@@ -223,7 +223,8 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
               },
               [&] {
                 const GradTensor tensor = policy::policy_grad_tensor(
-                    *options.policy, options.key, options.pieces, nullptr, 0, send);
+                    *options.policy, comm, Operation::kAllreduce, options.key, options.pieces,
+                    options.key_buffer, options.key_count, send);
                 return g.allreduce(comm, tensor, send, recv, op, o);
               });
         });
@@ -268,7 +269,8 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
               },
               [&] {
                 const GradTensor tensor = policy::policy_grad_tensor(
-                    *options.policy, options.key, options.pieces, nullptr, 0, send);
+                    *options.policy, comm, Operation::kReduceScatter, options.key, options.pieces,
+                    options.key_buffer, options.key_count, send);
                 return g.reduce_scatter(comm, tensor, send, recv, op, o);
               });
         });
