@@ -54,6 +54,8 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes);
 void copy_on_device(void* dst, const void* src, size_t bytes, DeviceStream stream = nullptr);
 // Waits for all work on the current device.
 void synchronize_device();
+// Waits for the work queued on `stream`.
+void synchronize_stream(DeviceStream stream);
 // Sets every byte of a device range.
 void fill_device(void* device_dst, int byte, size_t bytes);
 

@@ -7,7 +7,8 @@
 // The CUDA driver is asked only when the process has loaded it (libcuda.so.1, found with
 // RTLD_NOLOAD): a program that never used CUDA has no device memory and pays nothing, and the
 // library never loads the driver or creates a CUDA context itself. Copies run in the context
-// that owns the pointer (pushed around the copy), so any thread may make the call.
+// that owns the pointer (pushed around the copy), so any thread may make the call. In a build
+// for the CUDA emulator (tests/cuda_emu) the emulated runtime answers instead of the driver.
 #pragma once
 
 #include <cstddef>
@@ -46,5 +47,31 @@ class HostStaging {
 // Copies between host and device memory (either argument device memory the driver knows).
 void copy_from_device(void* host, const void* device, size_t bytes);
 void copy_to_device(void* device, const void* host, size_t bytes);
+
+// Whether the process uses CUDA: it has loaded the driver (always with the CUDA emulator).
+bool cuda_in_use();
+
+// What the device route (device_route.h) needs to know of a buffer.
+struct DevicePointer {
+  bool device = false;      // is_device_memory
+  bool plain = false;       // cudaMalloc'd memory (not managed), in its device's primary context:
+                            // what hycc's device collectives run on
+  int ordinal = -1;         // its device
+  void* context = nullptr;  // its CUDA context (null with the CUDA emulator)
+};
+DevicePointer describe_device_pointer(const void* p);
+
+// Makes `context` the calling thread's current CUDA context for the scope (cuCtxPushCurrent),
+// so that hycc's CUDA runtime works on the buffer's device; nothing for a null context.
+class ContextScope {
+ public:
+  explicit ContextScope(void* context);
+  ~ContextScope();
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  void* context_;
+};
 
 }  // namespace hycc::interpose

@@ -1,12 +1,14 @@
 // Collectives of libhycc_mpi.so: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
 // MPI_Bcast and MPI_Alltoall on contiguous MPI_FLOAT (or Fortran MPI_REAL) data (with MPI_SUM for
 // the reductions) go through hycc with the process's policy; every other call goes to the MPI
-// library untouched. Device buffers of CUDA-aware programs are staged through host memory for
-// the calls hycc compresses (device_memory.h).
+// library untouched. Device buffers of CUDA-aware programs take hycc's device collectives when
+// every rank has them (device_route.h), and are staged through host memory otherwise
+// (device_memory.h).
 #include <mpi.h>
 
 #include "hycc/collectives.h"
 #include "interpose/device_memory.h"
+#include "interpose/device_route.h"
 #include "interpose/interpose_routing.h"
 
 using hycc::Operation;
@@ -24,6 +26,12 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
       [&](CommState& st) {
         const bool in_place = sendbuf == MPI_IN_PLACE;
+        const void* input = in_place ? recvbuf : sendbuf;
+        if (const ip::DeviceRoute gpu(st, {input, recvbuf}); gpu) {
+          return hycc::allreduce_device(st.comm, ip::floats(const_cast<void*>(input), n),
+                                        ip::floats(recvbuf, n), hycc::ReduceOp::kSum,
+                                        gpu.options(recvbuf, n));
+        }
         ip::HostStaging recv(recvbuf, n * sizeof(float), in_place);
         ip::HostStaging send(in_place ? recv.data() : sendbuf, n * sizeof(float));
         hycc::allreduce(st.comm, ip::floats(send.data(), n), ip::floats(recv.data(), n),
@@ -58,6 +66,12 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
       [&](CommState& st) {
         const size_t size = size_t(st.comm.size());
         const bool in_place = sendbuf == MPI_IN_PLACE;
+        if (const ip::DeviceRoute gpu(st, {in_place ? nullptr : sendbuf, recvbuf}); gpu) {
+          float* own = static_cast<float*>(recvbuf) + n * size_t(st.comm.rank());
+          return hycc::allgather_device(st.comm,
+                                        ip::floats(in_place ? own : const_cast<void*>(sendbuf), n),
+                                        ip::floats(recvbuf, n * size), gpu.options());
+        }
         ip::HostStaging recv(recvbuf, n * size * sizeof(float), in_place);
         float* all = recv.floats();
         ip::HostStaging send(in_place ? all + n * size_t(st.comm.rank()) : sendbuf,
@@ -74,6 +88,10 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
       s, comm, Operation::kBroadcast, size_t(count), "MPI_Bcast",
       [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
       [&](CommState& st) {
+        if (const ip::DeviceRoute gpu(st, {buffer}); gpu) {
+          return hycc::broadcast_device(st.comm, ip::floats(buffer, size_t(count)), root,
+                                        gpu.options());
+        }
         ip::HostStaging data(buffer, size_t(count) * sizeof(float), st.comm.rank() == root);
         hycc::broadcast(st.comm, ip::floats(data.data(), size_t(count)), root,
                         ip::policy_options());
@@ -92,6 +110,11 @@ int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
       },
       [&](CommState& st) {
         const bool in_place = sendbuf == MPI_IN_PLACE;
+        const void* input = in_place ? recvbuf : sendbuf;
+        if (const ip::DeviceRoute gpu(st, {input, recvbuf}); gpu) {
+          return hycc::alltoall_device(st.comm, ip::floats(const_cast<void*>(input), total),
+                                       ip::floats(recvbuf, total), gpu.options());
+        }
         ip::HostStaging recv(recvbuf, total * sizeof(float), in_place);
         ip::HostStaging send(in_place ? recv.data() : sendbuf, total * sizeof(float));
         hycc::alltoall(st.comm, ip::floats(send.data(), total), ip::floats(recv.data(), total),

@@ -1,6 +1,7 @@
 // The drop-in library's engine, reentrancy guard and per-communicator state (see
 // interpose_state.h).
 #include "interpose/interpose_state.h"
+#include "interpose/device_route.h"
 #include "interpose/interpose_comm_worker.h"
 #include "interpose/interpose_progress.h"
 
@@ -95,6 +96,7 @@ void start_engine() {
     HYCC_CHECK_MPI(
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g_keyval, nullptr));
   }
+  read_device_codecs_setting();
   const char* check = std::getenv("HYCC_CHECK_ARGUMENTS");
   g_argument_check = check == nullptr || *check == '\0'
                          ? ArgumentCheck::kAuto
@@ -119,6 +121,7 @@ void finish_engine() {
   const Inside guard;
   try {
     e->finish(Communicator::wrap(MPI_COMM_WORLD));
+    report_device_buffers(*e);
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "[hycc] MPI_Finalize: %s\n", ex.what());
   }

@@ -50,6 +50,10 @@ struct CommState {
   std::string name;
   // Runs the nonblocking calls no split form takes (interpose_comm_worker.h); null until then.
   std::shared_ptr<CommWorker> worker;
+  // Whether the device route (device_route.h) is agreed call by call on this communicator: -1
+  // until its first compressed blocking collective decides, 1 if every rank had loaded the CUDA
+  // driver by then, 0 if not (device buffers are staged from then on, without agreements).
+  int device_route = -1;
 };
 
 // The state of `comm`, made on first use: collective over comm (it duplicates comm twice).

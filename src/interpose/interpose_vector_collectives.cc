@@ -13,7 +13,8 @@
 //    counts or displacements are padded to the longest block, gathered into a scratch buffer and
 //    placed at the program's displacements (what lies between them is left as it was).
 // Every rank decides from the counts alone, which MPI requires to be the same on every rank, so
-// all ranks take the same path. Device buffers are staged as for the other collectives. The
+// all ranks take the same path. Device buffers take the device route (device_route.h) in the
+// chunk_range layout and are staged otherwise, as for the other collectives. The
 // nonblocking forms (MPI_Ireduce_scatter, MPI_Iallgatherv) are in interpose_nonblocking.cc.
 #include <mpi.h>
 
@@ -23,7 +24,9 @@
 
 #include "common/buffer_pool.h"
 #include "hycc/collectives.h"
+#include "hycc/device.h"
 #include "interpose/device_memory.h"
+#include "interpose/device_route.h"
 #include "interpose/interpose_routing.h"
 
 namespace hycc::interpose {
@@ -100,7 +103,21 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
 
 void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, size_t total,
                           ChunkRange mine) {
-  if (sendbuf == MPI_IN_PLACE) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (const DeviceRoute gpu(st, {in_place ? nullptr : sendbuf, recvbuf}); gpu) {
+    // In place: into this rank's chunk of recvbuf, then to its start (chunk_range's offsets are
+    // never below the count, so the two do not overlap).
+    auto* all = static_cast<float*>(in_place ? recvbuf : const_cast<void*>(sendbuf));
+    float* out = in_place ? all + mine.offset : static_cast<float*>(recvbuf);
+    reduce_scatter_device(st.comm, floats(all, total), floats(out, mine.count), ReduceOp::kSum,
+                          gpu.options(in_place ? recvbuf : sendbuf, total));
+    if (in_place && mine.offset != 0 && mine.count != 0) {
+      copy_on_device(recvbuf, out, mine.count * sizeof(float));
+      synchronize_stream(nullptr);
+    }
+    return;
+  }
+  if (in_place) {
     // The input is all of recvbuf and the result goes to its start: reduce in place into this
     // rank's chunk (where hycc puts it), then move it to the front.
     HostStaging whole(recvbuf, total * sizeof(float), true);

@@ -9,8 +9,11 @@
  * collectives hybrid compresses (bf16 allgather, alltoall, bcast) and the vector variants with
  * counts one apart (MPI_Reduce_scatter, MPI_Allgatherv and their nonblocking forms) run on both
  * kinds too.
+ * The same program runs on the CUDA emulator (emu_driver.cc serves its driver calls) and, under
+ * tools/gpu-check, on a GPU with the CUDA driver itself.
  * Prints "dropin device: OK" on rank 0; exits with 1 on a difference.
  * Usage: mpirun -n 4 -x LD_PRELOAD=libhycc_mpi.so -x HYCC_POLICY=hybrid dropin_device_program */
+#include <dlfcn.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -28,6 +31,28 @@ enum { N = 300000 }; /* 1.2 MB: above the policy's thresholds */
 
 static int rank, size, failures;
 static MPI_Comm dp, tp, pp, zero;
+
+/* With the CUDA driver itself (tools/gpu-check), device memory needs a current context: the
+ * primary context of device 0, the one the CUDA runtime uses. The stand-ins need none and have
+ * no cuInit. */
+static void use_primary_context(void) {
+  int (*init)(unsigned) = NULL;
+  int (*device_get)(int*, int) = NULL;
+  int (*retain)(void**, int) = NULL;
+  int (*set_current)(void*) = NULL;
+  *(void**)&init = dlsym(RTLD_DEFAULT, "cuInit");
+  if (init == NULL) return;
+  *(void**)&device_get = dlsym(RTLD_DEFAULT, "cuDeviceGet");
+  *(void**)&retain = dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxRetain");
+  *(void**)&set_current = dlsym(RTLD_DEFAULT, "cuCtxSetCurrent");
+  int device = 0;
+  void* context = NULL;
+  if (device_get == NULL || retain == NULL || set_current == NULL || init(0) != 0 ||
+      device_get(&device, 0) != 0 || retain(&context, device) != 0 || set_current(context) != 0) {
+    fprintf(stderr, "dropin device: no CUDA context on device 0\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
 
 static float input(int r, long i) { return (float)(sin(0.001 * (double)i + r) + 0.01 * r); }
 
@@ -304,6 +329,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  use_primary_context();
   dp = named_dup("dp");
   tp = named_dup("tp");
   pp = named_dup("pp");

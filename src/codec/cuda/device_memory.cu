@@ -69,6 +69,8 @@ void copy_on_device(void* dst, const void* src, size_t bytes, DeviceStream strea
 
 void synchronize_device() { HYCC_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+void synchronize_stream(DeviceStream stream) { HYCC_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
 void fill_device(void* device_dst, int byte, size_t bytes) {
   if (bytes != 0) HYCC_CUDA_CHECK(cudaMemset(device_dst, byte, bytes));
 }
