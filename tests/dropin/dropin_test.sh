@@ -161,6 +161,7 @@ refused() {  # VARIABLE=value "the message": the job stops at MPI_Init with that
 refused HYCC_CHECK_ARGUMENTS=sometimes \
   "HYCC_CHECK_ARGUMENTS 'sometimes' is not one of auto, always, never"
 refused HYCC_PROGRESS=always "HYCC_PROGRESS=always: expected auto, thread or off"
+refused HYCC_DEVICE_CODECS=on "HYCC_DEVICE_CODECS=on: expected auto"
 # HYCC_COMM_NAMES: the program's communicator names read as dimensions. MPI_COMM_WORLD=dp puts
 # the program's allreduce on MPI_COMM_WORLD (dimension other, bf16, without it) under dp's
 # gradient rule, as a data-parallel program that never names a communicator would want;
