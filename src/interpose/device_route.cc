@@ -38,6 +38,10 @@ bool local_buffers_on_device(std::initializer_list<const void*> buffers, void** 
   return false;  // a driver that cannot answer: staged, as before
 }
 
+bool cuda_loaded() noexcept try { return cuda_in_use(); } catch (const std::exception&) {
+  return false;
+}
+
 }  // namespace
 
 void read_device_codecs_setting() {
@@ -57,7 +61,7 @@ void read_device_codecs_setting() {
 DeviceRoute::DeviceRoute(CommState& s, std::initializer_list<const void*> buffers) {
   if (!g_device_codecs || !device_codecs_built()) return;
   if (s.device_route < 0) {
-    int everywhere = cuda_in_use() ? 1 : 0;
+    int everywhere = cuda_loaded() ? 1 : 0;
     HYCC_CHECK_MPI(PMPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, s.comm.mpi()));
     s.device_route = everywhere;
   }
