@@ -18,8 +18,13 @@ bool device_codecs_built();
 // Number of CUDA devices usable by this process (0 without CUDA, driver or device).
 int device_count();
 
+// Whether the current device runs this build's kernels: there is one, and the architectures the
+// build compiled its device code for (HYCC_CUDA_ARCHITECTURES, sm_90 by default) include one it
+// runs. Asked once per device.
+bool device_runs_kernels();
+
 // Why device_count() is 0 ("built without CUDA", CUDA's error string such as an insufficient
-// driver), or "" if there is a device.
+// driver) or the current device does not run this build's kernels, or "" if it does.
 std::string device_unavailable_reason();
 
 // Name and memory of the current device, e.g. "NVIDIA H200, 139.8 GiB, sm_90".

@@ -31,9 +31,9 @@ bool local_buffers_on_device(std::initializer_list<const void*> buffers, void** 
     *context = d.context;
   }
   if (!any) return false;
-  // Asked only now: the driver holds device memory, so CUDA is in use (no new context).
-  static const bool usable = device_count() > 0;
-  return usable;
+  // Asked only now: the driver holds device memory, so CUDA is in use (no new context). A GPU
+  // this build's kernels do not run on (another architecture) keeps the staging.
+  return device_runs_kernels();
 } catch (const std::exception&) {
   return false;  // a driver that cannot answer: staged, as before
 }

@@ -387,6 +387,17 @@ bool reverse_order() {
 
 void enqueue(cudaStream_t stream, std::function<void()> op) { push(stream, {std::move(op)}); }
 
+cudaError_t func_attributes(cudaFuncAttributes* attributes) {
+  if (attributes == nullptr) return record(cudaErrorInvalidValue);
+  static const bool no_image = [] {
+    const char* v = std::getenv("HYCC_CUDA_EMU_NO_KERNEL_IMAGE");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  if (no_image) return record(cudaErrorNoKernelImageForDevice);
+  *attributes = cudaFuncAttributes{};
+  return cudaSuccess;
+}
+
 }  // namespace cuda_emu
 
 using cuda_emu::record;
@@ -405,6 +416,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection:
       return "invalid copy direction for memcpy";
+    case cudaErrorNoKernelImageForDevice:
+      return "no kernel image is available for execution on the device";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
     case cudaErrorNotReady:

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "coll/device/device_ops.h"
 #include "device_test_util.h"
 #include "grad/topk_select.h"
+#include "hycc/codec_device.h"
+#include "hycc/device.h"
 
 namespace hycc::test {
 namespace {
@@ -180,6 +183,30 @@ std::string spec_name(const ::testing::TestParamInfo<std::string>& param) {
 
 INSTANTIATE_TEST_SUITE_P(Codecs, GpuDeviceOps, ::testing::ValuesIn(device_coll_codecs()),
                          spec_name);
+
+}  // namespace
+}  // namespace hycc::test
+
+namespace hycc::test {
+namespace {
+
+// A GPU of an architecture the build's kernels were not compiled for (on the CUDA emulator,
+// HYCC_CUDA_EMU_NO_KERNEL_IMAGE=1; ctest gpu_other_architecture): the device operations and the
+// codecs are Unavailable, saying why and what to configure, instead of failing in a launch.
+TEST(GpuDevice, AnotherArchitectureIsUnavailableWithItsReason) {
+  const char* other = std::getenv("HYCC_CUDA_EMU_NO_KERNEL_IMAGE");
+  if (other == nullptr || std::string(other) != "1") GTEST_SKIP() << "the device runs the kernels";
+  EXPECT_FALSE(device_runs_kernels());
+  EXPECT_NE(device_unavailable_reason().find("runs none of this build's kernels"),
+            std::string::npos)
+      << device_unavailable_reason();
+  EXPECT_THROW(coll::device::make_cuda_ops(nullptr), Unavailable);
+  const Buffer x = input(DType::kF32, 100, 1);
+  const OnDevice dx(x);
+  const DeviceBuffer out(1024);
+  EXPECT_THROW(encode_device(CodecConfig::parse("bf16"), dx.view(), out.data(), out.size()),
+               Unavailable);
+}
 
 }  // namespace
 }  // namespace hycc::test

@@ -50,8 +50,8 @@ uint32_t zfp_block_bits(const CodecConfig& config) {
 int zfp_minexp(const CodecConfig& config) { return static_cast<int32_t>(zfp_block_bits(config)); }
 
 void require_device() {
-  if (device_count() == 0) {
-    throw Unavailable(tagged("codec:device", "no CUDA device available to this process"));
+  if (!device_runs_kernels()) {
+    throw Unavailable(tagged("codec:device", device_unavailable_reason()));
   }
 }
 

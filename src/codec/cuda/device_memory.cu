@@ -1,15 +1,47 @@
 // hycc/device.h with CUDA.
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "codec/cuda/device_util.cuh"
 #include "hycc/device.h"
 
+#ifndef HYCC_CUDA_ARCHS
+#define HYCC_CUDA_ARCHS "?"
+#endif
+
 namespace hycc {
+namespace {
+
+// A kernel of this build: the device runs the build's kernels if CUDA finds it for the device.
+__global__ void probe_kernel() {}
+
+}  // namespace
 
 bool device_codecs_built() { return true; }
+
+bool device_runs_kernels() {
+  int device = 0;
+  if (device_count() == 0 || cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  static std::mutex mutex;
+  static std::vector<int> known;  // per device: -1 not asked yet, 0 or 1
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (known.size() <= static_cast<size_t>(device))
+    known.resize(static_cast<size_t>(device) + 1, -1);
+  int& runs = known[static_cast<size_t>(device)];
+  if (runs < 0) {
+    cudaFuncAttributes a{};
+    runs = cudaFuncGetAttributes(&a, probe_kernel) == cudaSuccess ? 1 : 0;
+    cudaGetLastError();  // "no kernel image for the device" is not sticky
+  }
+  return runs == 1;
+}
 
 int device_count() {
   int n = 0;
@@ -27,7 +59,13 @@ std::string device_unavailable_reason() {
     cudaGetLastError();
     return detail::concat("no CUDA device: ", cudaGetErrorString(e));
   }
-  return n == 0 ? "no CUDA device" : "";
+  if (n == 0) return "no CUDA device";
+  if (!device_runs_kernels()) {
+    return detail::concat("the current device (", device_description(),
+                          ") runs none of this build's kernels, compiled for sm ", HYCC_CUDA_ARCHS,
+                          ": configure hycc with -DHYCC_CUDA_ARCHITECTURES=<its sm>");
+  }
+  return "";
 }
 
 std::string device_description() {

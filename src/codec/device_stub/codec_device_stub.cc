@@ -32,6 +32,7 @@ void copy_to_host(void*, const void*, size_t) { unavailable(); }
 void copy_on_device(void*, const void*, size_t, DeviceStream) { unavailable(); }
 void synchronize_device() { unavailable(); }
 void synchronize_stream(DeviceStream) { unavailable(); }
+bool device_runs_kernels() { return false; }
 void fill_device(void*, int, size_t) { unavailable(); }
 
 bool device_supports(const CodecConfig&) { return false; }

@@ -22,6 +22,7 @@ enum cudaError_t {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorNoKernelImageForDevice = 209,
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
@@ -86,6 +87,21 @@ cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned flags);
 cudaError_t cudaMallocHost(void** p, size_t bytes);
 cudaError_t cudaFreeHost(void* p);
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p);
+
+// The emulator runs every kernel on every device: the attributes of any kernel are found, unless
+// HYCC_CUDA_EMU_NO_KERNEL_IMAGE=1 makes the device one of an architecture the kernels were not
+// built for (cudaErrorNoKernelImageForDevice, not sticky).
+struct cudaFuncAttributes {
+  int maxThreadsPerBlock = 1024;
+  int numRegs = 0;
+};
+namespace cuda_emu {
+cudaError_t func_attributes(cudaFuncAttributes* attributes);
+}
+template <typename Kernel>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, Kernel*) {
+  return cuda_emu::func_attributes(attributes);
+}
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,

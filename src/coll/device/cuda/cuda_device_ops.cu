@@ -326,7 +326,7 @@ class CudaOps final : public DeviceOps {
 }  // namespace
 
 std::unique_ptr<DeviceOps> make_cuda_ops(DeviceStream stream) {
-  if (device_count() == 0) {
+  if (!device_runs_kernels()) {
     throw Unavailable(tagged("coll:device", "CUDA backend: ", device_unavailable_reason()));
   }
   return std::make_unique<CudaOps>(stream);
