@@ -30,10 +30,7 @@ bool local_buffers_on_device(std::initializer_list<const void*> buffers, void** 
     ordinal = d.ordinal;
     *context = d.context;
   }
-  if (!any) return false;
-  // Asked only now: the driver holds device memory, so CUDA is in use (no new context). A GPU
-  // this build's kernels do not run on (another architecture) keeps the staging.
-  return device_runs_kernels();
+  return any;
 } catch (const std::exception&) {
   return false;  // a driver that cannot answer: staged, as before
 }
@@ -69,11 +66,16 @@ DeviceRoute::DeviceRoute(CommState& s, std::initializer_list<const void*> buffer
   void* context = nullptr;
   int on = local_buffers_on_device(buffers, &context) ? 1 : 0;
   if (on == 1) {
+    // Before the agreement, so that a rank that cannot says so: the buffers' context current,
+    // then whether their GPU runs this build's kernels (another architecture keeps the staging;
+    // asked in that context, so of that device, without making a context of its own).
     try {
-      context_.emplace(context);  // before the agreement: a rank that cannot says so
+      context_.emplace(context);
+      if (!device_runs_kernels()) on = 0;
     } catch (const std::exception&) {
       on = 0;
     }
+    if (on == 0) context_.reset();
   }
   HYCC_CHECK_MPI(PMPI_Allreduce(MPI_IN_PLACE, &on, 1, MPI_INT, MPI_MIN, s.comm.mpi()));
   on_ = on == 1;
