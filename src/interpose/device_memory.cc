@@ -55,9 +55,8 @@ void copy_to_device(void* device, const void* host, size_t bytes) {
 DevicePointer describe_device_pointer(const void* p) {
   const cudaPointerAttributes a = attributes_of(p);
   DevicePointer d;
-  d.device = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
   d.plain = a.type == cudaMemoryTypeDevice;
-  d.ordinal = d.device ? a.device : -1;
+  d.ordinal = d.plain ? a.device : -1;
   return d;
 }
 
@@ -199,21 +198,22 @@ bool is_primary_context(const Driver& d, int ordinal, CUcontext ctx) {
 
 DevicePointer describe_device_pointer(const void* p) {
   DevicePointer r;
-  r.device = is_device_memory(p);
-  if (!r.device) return r;
-  const Driver& d = *driver();
+  const Driver* d = p == nullptr ? nullptr : driver();
+  if (d == nullptr) return r;
   unsigned type = 0;
   int managed = 1, ordinal = -1;
   CUcontext ctx = nullptr;
-  if (d.pointer_get_attribute(&type, kAttributeMemoryType, address(p)) != 0 ||
-      d.pointer_get_attribute(&managed, kAttributeIsManaged, address(p)) != 0 ||
-      d.pointer_get_attribute(&ordinal, kAttributeOrdinal, address(p)) != 0 ||
-      d.pointer_get_attribute(&ctx, kAttributeContext, address(p)) != 0) {
+  // Memory the driver does not know (host memory) fails the first question.
+  if (d->pointer_get_attribute(&type, kAttributeMemoryType, address(p)) != 0 ||
+      type != kMemoryTypeDevice ||
+      d->pointer_get_attribute(&managed, kAttributeIsManaged, address(p)) != 0 ||
+      d->pointer_get_attribute(&ordinal, kAttributeOrdinal, address(p)) != 0 ||
+      d->pointer_get_attribute(&ctx, kAttributeContext, address(p)) != 0) {
     return r;
   }
   r.ordinal = ordinal;
   r.context = ctx;
-  r.plain = type == kMemoryTypeDevice && managed == 0 && is_primary_context(d, ordinal, ctx);
+  r.plain = managed == 0 && is_primary_context(*d, ordinal, ctx);
   return r;
 }
 

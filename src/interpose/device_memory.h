@@ -53,7 +53,6 @@ bool cuda_in_use();
 
 // What the device route (device_route.h) needs to know of a buffer.
 struct DevicePointer {
-  bool device = false;      // is_device_memory
   bool plain = false;       // cudaMalloc'd memory (not managed), in its device's primary context:
                             // what hycc's device collectives run on
   int ordinal = -1;         // its device

@@ -75,7 +75,6 @@ DeviceRoute::DeviceRoute(CommState& s, std::initializer_list<const void*> buffer
     } catch (const std::exception&) {
       on = 0;
     }
-    if (on == 0) context_.reset();
   }
   HYCC_CHECK_MPI(PMPI_Allreduce(MPI_IN_PLACE, &on, 1, MPI_INT, MPI_MIN, s.comm.mpi()));
   on_ = on == 1;
@@ -98,14 +97,11 @@ DeviceCollectiveOptions DeviceRoute::options(const void* key_buffer, size_t key_
   return o;
 }
 
-DeviceCounts device_counts() { return {g_device_calls.load(), g_staged_buffers.load()}; }
-
 void count_staged_buffer() { ++g_staged_buffers; }
 
 void report_device_buffers(const PolicyEngine& engine) {
   if (!engine.options().log.summary) return;
-  const DeviceCounts mine = device_counts();
-  uint64_t all[2] = {mine.device_calls, mine.staged_buffers};
+  uint64_t all[2] = {g_device_calls.load(), g_staged_buffers.load()};
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : all, all, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -45,16 +45,11 @@ class DeviceRoute {
   std::optional<ContextScope> context_;
 };
 
-// Calls this process ran on the device route, and device buffers it staged through host memory
-// (HostStaging), since the start.
-struct DeviceCounts {
-  uint64_t device_calls = 0;
-  uint64_t staged_buffers = 0;
-};
-DeviceCounts device_counts();
+// Counts a device buffer staged through host memory (HostStaging).
 void count_staged_buffer();
-// With HYCC_LOG's summary: rank 0 prints the counts of all ranks, when there are any
-// (collective over MPI_COMM_WORLD, at MPI_Finalize).
+// With HYCC_LOG's summary: rank 0 prints, for all ranks, the calls that took the device route
+// and the device buffers staged, when there are any (collective over MPI_COMM_WORLD, at
+// MPI_Finalize).
 void report_device_buffers(const PolicyEngine& engine);
 
 }  // namespace hycc::interpose
