@@ -18,7 +18,7 @@ all: build
 deps:
 	@scripts/setup-deps
 
-# The training text (Brown corpus) in ${HYCC_DATA_DIR:-~/.cache/hycc}/brown; idempotent.
+# The training text (Jane Austen and the King James Bible) in ${HYCC_DATA_DIR:-~/.cache/hycc}/corpus; idempotent.
 data: deps
 	@scripts/fetch-data
 

@@ -95,7 +95,7 @@ def plot(out, names, grid):
 set output '{out}/loss.png'
 set xlabel 'optimizer step'
 set ylabel 'loss (nats per byte)'
-set title 'GPT on the Brown corpus, {grid_text(grid)}'
+set title 'GPT on Austen + KJV text, {grid_text(grid)}'
 set grid
 set key top right
 set datafile missing 'NaN'\nset yrange [2.2:3.2]

@@ -27,19 +27,18 @@ void check_length(const TextData& text, int T) {
 
 std::string default_data_dir() {
   if (const char* dir = std::getenv("HYCC_DATA_DIR"); dir != nullptr && *dir != '\0') {
-    return std::string(dir) + "/brown";
+    return std::string(dir) + "/corpus";
   }
   const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : ".") + "/.cache/hycc/brown";
+  return std::string(home != nullptr ? home : ".") + "/.cache/hycc/corpus";
 }
 
 TextData load_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw DataError(tagged("train:data", "cannot read ", path,
-                           "; fetch the Brown corpus with scripts/fetch-data (or make data), "
-                           "or point --data at a directory with brown-train.txt and "
-                           "brown-val.txt"));
+                           "; fetch the training text with scripts/fetch-data (or make data), "
+                           "or point --data at a directory with train.txt and val.txt"));
   }
   TextData text;
   text.name = path;

@@ -1,4 +1,4 @@
-// Training text: bytes of a file (the Brown corpus from scripts/fetch-data), sampled as
+// Training text: bytes of a file (the text from scripts/fetch-data), sampled as
 // (B, T+1) windows. Batches are a pure function of (seed, step, sequence index), so a resumed
 // run sees the same batches, and any split of a step's sequences (data-parallel ranks,
 // micro-batches) sees the same sequences as one rank would.
@@ -23,7 +23,7 @@ struct TextData {
   std::vector<uint8_t> bytes;
 };
 
-// ${HYCC_DATA_DIR:-$HOME/.cache/hycc}/brown, where scripts/fetch-data writes.
+// ${HYCC_DATA_DIR:-$HOME/.cache/hycc}/corpus, where scripts/fetch-data writes.
 std::string default_data_dir();
 
 // Reads a whole file; DataError naming scripts/fetch-data when it is absent or too short.

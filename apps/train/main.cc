@@ -1,4 +1,4 @@
-// hycc-train: trains the reference GPT on the Brown corpus (scripts/fetch-data), on one rank or
+// hycc-train: trains the reference GPT on English text (scripts/fetch-data), on one rank or
 // under mpirun on a dp x tp x pp grid with ZeRO 0/1/2; every byte between ranks goes through hycc
 // with the compression policy. Usage and output: docs/training.md.
 #include <mpi.h>
@@ -174,9 +174,9 @@ Setup setup(const Options& o, const Communicator& world) {
   }
   Setup s;
   s.dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
-  s.train_text = load_text(s.dir + "/brown-train.txt");
+  s.train_text = load_text(s.dir + "/train.txt");
   s.evaluating = o.eval_every > 0 && o.train.eval_sequences > 0;
-  if (s.evaluating) s.val_text = load_text(s.dir + "/brown-val.txt");
+  if (s.evaluating) s.val_text = load_text(s.dir + "/val.txt");
   return s;
 }
 
@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
   t.lr = 1e-3f;
   t.seed = 1337;
 
-  CLI::App app{"hycc-train " HYCC_VERSION ": reference GPT trainer (byte-level, Brown corpus)"};
+  CLI::App app{"hycc-train " HYCC_VERSION ": reference GPT trainer (byte-level, English text)"};
   // An option given twice takes its last value, so scripts can append overrides to fixed flags.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--dp", o.shape.dp, "data-parallel ranks")
@@ -369,8 +369,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--data", o.data_dir,
-                 "directory with brown-train.txt and brown-val.txt "
-                 "(default ${HYCC_DATA_DIR:-~/.cache/hycc}/brown)");
+                 "directory with train.txt and val.txt "
+                 "(default ${HYCC_DATA_DIR:-~/.cache/hycc}/corpus)");
   app.add_option("--checkpoint", o.checkpoint_dir, "checkpoint directory (written at the end)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also checkpoint every N steps")
       ->check(CLI::NonNegativeNumber);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hycc-train end to end on the Brown corpus: a tiny model for a few steps; the loss of the last
+# hycc-train end to end on the training text: a tiny model for a few steps; the loss of the last
 # step must be below the first one's, and the run must write one JSON line per step.
 #   loss_decreases.sh HYCC_TRAIN [ARGS...]
 set -euo pipefail

@@ -118,7 +118,7 @@ TEST(TrainData, BatchesDependOnSeedStepAndIndexOnly) {
 
 TEST(TrainData, MissingFileNamesTheFetchCommand) {
   try {
-    load_text("/nonexistent/brown-train.txt");
+    load_text("/nonexistent/train.txt");
     FAIL() << "no exception";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("scripts/fetch-data"), std::string::npos) << e.what();
