@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 # 375 s against Make's 403 s on 2 cores. A directory configured before keeps its generator.
 export CMAKE_GENERATOR ?= Ninja
 
-.PHONY: all deps data configure build install test test-release test-sanitize test-mpich test-tsan demo bench-codec fuzz format clean
+.PHONY: all deps data python configure build install test test-release test-sanitize test-mpich test-tsan demo bench-codec fuzz format clean
 
 all: build
 
@@ -21,6 +21,11 @@ deps:
 # The training text (Jane Austen and the King James Bible) in ${HYCC_DATA_DIR:-~/.cache/hycc}/corpus; idempotent.
 data: deps
 	@scripts/fetch-data
+
+# The Python environment of the Python tests (PyTorch 2, numpy, mpi4py; python/requirements.lock)
+# in ${HYCC_VENV:-~/.cache/hycc/venv}; idempotent, reused by every clone on the machine.
+python: deps
+	@scripts/setup-python
 
 configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHYCC_WERROR=ON $(CMAKE_ARGS)
@@ -44,7 +49,7 @@ install: build
 # line in the reports): half the compile time of -O2 -g, for tests about a fifth slower.
 test: test-release test-sanitize test-mpich
 
-test-release: build data
+test-release: build data python
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-sanitize: deps data

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch DistributedDataParallel with and without hycc, in the same run: the same model, data
 and steps with DDP's own gloo allreduce, with hycc's hook uncompressed (MPI), and with hycc's
 hook under one or more policies (hybrid: ef2+quant:bits=6 with error feedback on "dp"; auto:
@@ -9,9 +9,10 @@ training loss and, for the policy runs, the bytes on the wire. Run it on the emu
 bottleneck (as root):
 
     tools/netemu run --hosts 2 --rate 200mbit --env HYCC_LIBRARY=$PWD/build/lib/libhycc_c.so \\
-        -- /usr/bin/python3 tools/ddp_bench.py
+        -- ~/.cache/hycc/venv/bin/python tools/ddp_bench.py
 
-or on shared memory with mpirun (where compression cannot win). One rank per process; the
+(the project's Python environment, scripts/setup-python, has PyTorch 2) or on shared memory
+with mpirun (where compression cannot win). One rank per process; the
 process group's master is rank 0's address on the emulated link (eth0), else 127.0.0.1.
 """
 import argparse

@@ -174,4 +174,5 @@ dp.Free()
 dist.destroy_process_group()
 
 finish("hycc ddp", f"losses {base_losses[0]:.4f} -> uncompressed {base_losses[-1]:.4f}, "
-                   f"hybrid {hybrid_losses[-1]:.4f}, powersgd {lowrank_losses[-1]:.4f}")
+                   f"hybrid {hybrid_losses[-1]:.4f}, powersgd {lowrank_losses[-1]:.4f}; "
+                   f"torch {torch.__version__}")
