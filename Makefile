@@ -23,7 +23,9 @@ data: deps
 	@scripts/fetch-data
 
 # The Python environment of the Python tests (PyTorch 2, numpy, mpi4py; python/requirements.lock)
-# in ${HYCC_VENV:-~/.cache/hycc/venv}; idempotent, reused by every clone on the machine.
+# in ${HYCC_VENV:-~/.cache/hycc/venv}; idempotent, reused by every clone on the machine. `make test`
+# makes it in its ctest fixture python_env, beside the first tests (its first install is mostly
+# download and unpacking, about 4 minutes).
 python: deps
 	@scripts/setup-python
 
@@ -49,7 +51,7 @@ install: build
 # line in the reports): half the compile time of -O2 -g, for tests about a fifth slower.
 test: test-release test-sanitize test-mpich
 
-test-release: build data python
+test-release: build data
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-sanitize: deps data
