@@ -8,8 +8,8 @@
 //   dtype (partial sums travel between ranks as float32).
 // - In place: allreduce and alltoall take the same pointer as send and receive data; allgather
 //   takes a send view equal to this rank's block of the receive buffer; reduce_scatter takes a
-//   receive view equal to this rank's chunk of the send buffer. Any other overlap is an
-//   InvalidArgument.
+//   receive view equal to this rank's chunk of the send buffer (and writes nothing else of it).
+//   Any other overlap is an InvalidArgument.
 // - Any element count (0 included) and any number of ranks; with one rank the result is the
 //   input (copied if out of place), nothing is compressed and nothing is sent.
 // - Every rank that receives a result holds a bit-identical copy: compressed bytes are produced

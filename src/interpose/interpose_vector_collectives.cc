@@ -19,7 +19,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "common/buffer_pool.h"
@@ -103,36 +102,30 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
 
 void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, size_t total,
                           ChunkRange mine) {
+  // In place, the input is all of recvbuf and the result goes to its first mine.count elements;
+  // native MPI leaves the rest of recvbuf as it was, so hycc's result goes to a scratch chunk
+  // first (hycc's own in-place form would write it into this rank's chunk of the input).
   const bool in_place = sendbuf == MPI_IN_PLACE;
+  const void* input = in_place ? recvbuf : sendbuf;
   if (const DeviceRoute gpu(st, {in_place ? nullptr : sendbuf, recvbuf}); gpu) {
-    // In place: into this rank's chunk of recvbuf, then to its start (chunk_range's offsets are
-    // never below the count, so the two do not overlap).
-    auto* all = static_cast<float*>(in_place ? recvbuf : const_cast<void*>(sendbuf));
-    float* out = in_place ? all + mine.offset : static_cast<float*>(recvbuf);
-    reduce_scatter_device(st.comm, floats(all, total), floats(out, mine.count), ReduceOp::kSum,
-                          gpu.options(in_place ? recvbuf : sendbuf, total));
-    if (in_place && mine.offset != 0 && mine.count != 0) {
+    DeviceBuffer scratch(in_place ? mine.count * sizeof(float) : 0);
+    void* out = in_place ? scratch.data() : recvbuf;
+    reduce_scatter_device(st.comm, floats(const_cast<void*>(input), total), floats(out, mine.count),
+                          ReduceOp::kSum, gpu.options(input, total));
+    if (in_place && mine.count != 0) {
       copy_on_device(recvbuf, out, mine.count * sizeof(float));
       synchronize_stream(nullptr);
     }
     return;
   }
-  if (in_place) {
-    // The input is all of recvbuf and the result goes to its start: reduce in place into this
-    // rank's chunk (where hycc puts it), then move it to the front.
-    HostStaging whole(recvbuf, total * sizeof(float), true);
-    float* all = whole.floats();
-    reduce_scatter(st.comm, floats(all, total), floats(all + mine.offset, mine.count),
-                   ReduceOp::kSum, policy_options(recvbuf, total));
-    if (mine.offset != 0) std::memmove(all, all + mine.offset, mine.count * sizeof(float));
-    whole.store();
-  } else {
-    HostStaging send(sendbuf, total * sizeof(float));
-    HostStaging recv(recvbuf, mine.count * sizeof(float), false);
-    reduce_scatter(st.comm, floats(send.data(), total), floats(recv.data(), mine.count),
-                   ReduceOp::kSum, policy_options(sendbuf, total));
-    recv.store();
-  }
+  HostStaging send(input, total * sizeof(float));
+  PooledFloats scratch(in_place ? mine.count : 0);
+  HostStaging recv(recvbuf, mine.count * sizeof(float), false);
+  float* out = in_place ? scratch.data() : recv.floats();
+  reduce_scatter(st.comm, floats(send.data(), total), floats(out, mine.count), ReduceOp::kSum,
+                 policy_options(input, total));
+  if (in_place) std::copy_n(out, mine.count, recv.floats());
+  recv.store();
 }
 
 }  // namespace hycc::interpose

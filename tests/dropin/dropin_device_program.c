@@ -107,6 +107,24 @@ static void expect_same(const char* what, const struct Buffer* b) {
   failures += !same;
 }
 
+/* A copy of the host buffer from element `from` on: what an in-place reduce-scatter whose
+ * result is `from` elements long must leave as it is. */
+static float* copy_from(const struct Buffer* b, long from) {
+  float* copy = host_alloc(b->n - from + 1);
+  memcpy(copy, b->host + from, sizeof(float) * (size_t)(b->n - from));
+  return copy;
+}
+
+/* The host buffer from element `from` on must still hold `before` (copy_from), on every rank;
+ * expect_same then holds the device buffer to the same bits. Frees `before`. */
+static void expect_kept(const char* what, const struct Buffer* b, long from, float* before) {
+  int kept = memcmp(before, b->host + from, sizeof(float) * (size_t)(b->n - from)) == 0;
+  free(before);
+  MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank == 0) printf("%-44s %s\n", what, kept ? "kept" : "CHANGED");
+  failures += !kept;
+}
+
 static MPI_Comm named_dup(const char* name) {
   MPI_Comm c;
   MPI_Comm_dup(MPI_COMM_WORLD, &c);
@@ -140,8 +158,10 @@ static void collectives(void) {
   MPI_Reduce_scatter_block(all.host, mine.host, (int)chunk, MPI_FLOAT, MPI_SUM, zero);
   MPI_Reduce_scatter_block(all.device, mine.device, (int)chunk, MPI_FLOAT, MPI_SUM, zero);
   expect_same("zero reduce_scatter_block", &mine);
+  float* rest = copy_from(&all, chunk);
   MPI_Reduce_scatter_block(MPI_IN_PLACE, all.host, (int)chunk, MPI_FLOAT, MPI_SUM, zero);
   MPI_Reduce_scatter_block(MPI_IN_PLACE, all.device, (int)chunk, MPI_FLOAT, MPI_SUM, zero);
+  expect_kept("  past the result", &all, chunk, rest);
   expect_same("zero reduce_scatter_block, in place", &all);
 
   MPI_Allgather(mine.host, (int)chunk, MPI_FLOAT, all.host, (int)chunk, MPI_FLOAT, zero);
@@ -184,11 +204,15 @@ static void vector_variants(void) {
   MPI_Reduce_scatter(all.host, mine.host, first, MPI_FLOAT, MPI_SUM, zero);
   MPI_Reduce_scatter(all.device, mine.device, first, MPI_FLOAT, MPI_SUM, zero);
   expect_same("zero reduce_scatter, counts one apart", &mine);
+  float* rest = copy_from(&all, last[rank]);
   MPI_Reduce_scatter(MPI_IN_PLACE, all.host, last, MPI_FLOAT, MPI_SUM, zero);
   MPI_Reduce_scatter(MPI_IN_PLACE, all.device, last, MPI_FLOAT, MPI_SUM, zero);
+  expect_kept("  past the result", &all, last[rank], rest);
   expect_same("zero reduce_scatter, padded, in place", &all);
+  rest = copy_from(&all, first[rank]);
   MPI_Reduce_scatter(MPI_IN_PLACE, all.host, first, MPI_FLOAT, MPI_SUM, zero);
   MPI_Reduce_scatter(MPI_IN_PLACE, all.device, first, MPI_FLOAT, MPI_SUM, zero);
+  expect_kept("  past the result", &all, first[rank], rest);
   expect_same("zero reduce_scatter, in place", &all);
 
   struct Buffer gathered = buffer(stride * size, 6);
@@ -258,9 +282,11 @@ static void nonblocking_collectives(void) {
   MPI_Ireduce_scatter(grads.device, shard.device, counts, MPI_FLOAT, MPI_SUM, zero, &r[1]);
   MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   expect_same("zero Ireduce_scatter (ef2+)", &shard);
+  float* rest = copy_from(&grads, counts[rank]);
   MPI_Ireduce_scatter(MPI_IN_PLACE, grads.host, counts, MPI_FLOAT, MPI_SUM, zero, &r[0]);
   MPI_Ireduce_scatter(MPI_IN_PLACE, grads.device, counts, MPI_FLOAT, MPI_SUM, zero, &r[1]);
   MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  expect_kept("  past the result", &grads, counts[rank], rest);
   expect_same("zero Ireduce_scatter (ef2+), in place", &grads);
   release(&grads);
   release(&gathered);

@@ -30,7 +30,13 @@ void run_reduce_scatter_case(const Case& c) {
                      exact.begin() + static_cast<std::ptrdiff_t>(mine.offset + mine.count)},
                     ring_reduce_scatter_error(c.codec, p), p, what);
     }
-    if (!c.in_place) {
+    if (c.in_place) {
+      // Only this rank's chunk is written: the rest of the buffer keeps the input's bits.
+      const size_t end = mine.offset + mine.count;
+      EXPECT_TRUE(part_of(in, 0, mine.offset).bits_equal(part_of(input, 0, mine.offset)) &&
+                  part_of(in, end, c.count - end).bits_equal(part_of(input, end, c.count - end)))
+          << what << ": in place, the buffer changed outside this rank's chunk";
+    } else {
       EXPECT_TRUE(in.bits_equal(input)) << what << ": the send buffer changed";
     }
   }
