@@ -83,7 +83,7 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  CommState* s = count >= 0 ? ip::route(comm, datatype) : nullptr;
+  CommState* s = ip::route_bcast(comm, count, datatype, root);
   return ip::intercept(
       s, comm, Operation::kBroadcast, size_t(count), "MPI_Bcast",
       [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },

@@ -111,7 +111,7 @@ extern "C" {
 
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
                 MPI_Status* status) {
-  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, source);
+  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, ip::P2p::kReceive, source, tag, 0);
   if (s == nullptr) return PMPI_Improbe(source, tag, comm, flag, message, status);
   const ip::Inside guard;
   try {
@@ -122,7 +122,7 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mess
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
-  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, source);
+  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, ip::P2p::kReceive, source, tag, 0);
   if (s == nullptr) return PMPI_Mprobe(source, tag, comm, message, status);
   const ip::Inside guard;
   try {

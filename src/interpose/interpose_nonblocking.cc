@@ -313,7 +313,7 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request* request) {
-  CommState* s = count >= 0 ? ip::route(comm, datatype) : nullptr;
+  CommState* s = ip::route_bcast(comm, count, datatype, root);
   const size_t n = size_t(count);
   return ip::intercept_nonblocking(
       s, comm, Operation::kBroadcast, n, n, "MPI_Ibcast", request,

@@ -26,12 +26,36 @@
 
 namespace hycc::interpose {
 
-CommState* p2p_route(MPI_Comm comm, MPI_Datatype type, int peer) {
+namespace {
+
+// MPI_TAG_UB, the largest tag MPI takes.
+int tag_upper_bound() {
+  static const int bound = [] {
+    int* value = nullptr;
+    int found = 0;
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
+    return found != 0 && value != nullptr ? *value : 32767;  // 32767: the least MPI allows
+  }();
+  return bound;
+}
+
+bool valid_arguments(const CommState& s, P2p direction, int peer, int tag, int count) {
+  const bool receive = direction == P2p::kReceive;
+  const bool any_peer = receive && peer == MPI_ANY_SOURCE;
+  const bool any_tag = receive && tag == MPI_ANY_TAG;
+  return count >= 0 && (any_peer || (peer >= 0 && peer < s.comm.size())) &&
+         (any_tag || (tag >= 0 && tag <= tag_upper_bound()));
+}
+
+}  // namespace
+
+CommState* p2p_route(MPI_Comm comm, MPI_Datatype type, P2p direction, int peer, int tag,
+                     int count) {
   if (inside() || engine() == nullptr || !is_float32(type) || peer == MPI_PROC_NULL) {
     return nullptr;
   }
   CommState* s = existing_state_of(comm);
-  if (s == nullptr) return nullptr;
+  if (s == nullptr || !valid_arguments(*s, direction, peer, tag, count)) return nullptr;
   const Dimension d = dimension_of(s->comm, Operation::kSendRecv);
   if (d == Dimension::kOther) return nullptr;
   for (const PolicyRule& r : engine()->policy().rules()) {
@@ -100,7 +124,7 @@ using IsendFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm
 // meets was posted on the duplicate).
 int blocking_send(SendFunction send, const char* name, const void* buf, int count,
                   MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  CommState* s = p2p_route(comm, type, dest);
+  CommState* s = p2p_route(comm, type, P2p::kSend, dest, tag, count);
   if (s == nullptr) return send(buf, count, type, dest, tag, comm);
   const Inside guard;
   try {
@@ -118,7 +142,7 @@ int blocking_send(SendFunction send, const char* name, const void* buf, int coun
 // is kept until the request completes.
 int nonblocking_send(IsendFunction isend, const char* name, const void* buf, int count,
                      MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
-  CommState* s = p2p_route(comm, type, dest);
+  CommState* s = p2p_route(comm, type, P2p::kSend, dest, tag, count);
   if (s == nullptr) return isend(buf, count, type, dest, tag, comm, request);
   const Inside guard;
   try {
@@ -147,8 +171,8 @@ int isendrecv(const char* name, const void* sendbuf, int sendcount, MPI_Datatype
               int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
               int recvtag, MPI_Comm comm, MPI_Request* request,
               const std::function<int()>& native) {
-  CommState* send = p2p_route(comm, sendtype, dest);
-  CommState* recv = p2p_route(comm, recvtype, source);
+  CommState* send = p2p_route(comm, sendtype, P2p::kSend, dest, sendtag, sendcount);
+  CommState* recv = p2p_route(comm, recvtype, P2p::kReceive, source, recvtag, recvcount);
   const bool send_ok = send != nullptr || dest == MPI_PROC_NULL;
   const bool recv_ok = recv != nullptr || source == MPI_PROC_NULL;
   if ((send == nullptr && recv == nullptr) || !send_ok || !recv_ok) return native();
@@ -216,7 +240,7 @@ int MPI_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status* status) {
-  CommState* s = ip::p2p_route(comm, type, source);
+  CommState* s = ip::p2p_route(comm, type, ip::P2p::kReceive, source, tag, count);
   if (s == nullptr) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   const Inside guard;
   try {
@@ -265,7 +289,7 @@ int MPI_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag,
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  CommState* s = ip::p2p_route(comm, type, source);
+  CommState* s = ip::p2p_route(comm, type, ip::P2p::kReceive, source, tag, count);
   if (s == nullptr) return PMPI_Irecv(buf, count, type, source, tag, comm, request);
   const Inside guard;
   try {
@@ -290,8 +314,8 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
 int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status* status) {
-  if (ip::p2p_route(comm, sendtype, dest) == nullptr &&
-      ip::p2p_route(comm, recvtype, source) == nullptr) {
+  if (ip::p2p_route(comm, sendtype, ip::P2p::kSend, dest, sendtag, sendcount) == nullptr &&
+      ip::p2p_route(comm, recvtype, ip::P2p::kReceive, source, recvtag, recvcount) == nullptr) {
     return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                          source, recvtag, comm, status);
   }
@@ -308,7 +332,8 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
 
 int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag, int source,
                          int recvtag, MPI_Comm comm, MPI_Status* status) {
-  if (ip::p2p_route(comm, type, dest) == nullptr && ip::p2p_route(comm, type, source) == nullptr) {
+  if (ip::p2p_route(comm, type, ip::P2p::kSend, dest, sendtag, count) == nullptr &&
+      ip::p2p_route(comm, type, ip::P2p::kReceive, source, recvtag, count) == nullptr) {
     return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
   }
   std::vector<float> copy(size_t(count > 0 ? count : 0));

@@ -16,8 +16,10 @@ namespace hycc::interpose {
 // dimensions: on other communicators a program's probes would have to look at two communicators
 // for each message. Both ends decide alike, from the name and the policy only: the policy must
 // have a rule that compresses this dimension's point-to-point messages (of some size).
-// Otherwise, as under the baseline policy, messages are MPI's own.
-CommState* p2p_route(MPI_Comm comm, MPI_Datatype type, int peer);
+// Otherwise, as under the baseline policy, messages are MPI's own. So are calls whose peer, tag
+// or count MPI refuses: the error is then MPI's own, through the program's error handler.
+enum class P2p { kSend, kReceive };  // receives and probes may take MPI_ANY_SOURCE, MPI_ANY_TAG
+CommState* p2p_route(MPI_Comm comm, MPI_Datatype type, P2p direction, int peer, int tag, int count);
 
 // A message of hycc's that a probe received from the private duplicate to learn its element
 // count (MPI_Probe, MPI_Iprobe): its stream, and the status the probe gave (source, tag, the

@@ -42,7 +42,7 @@ using SendInitFunction = int (*)(const void*, int, MPI_Datatype, int, int, MPI_C
 // same mode).
 int send_init(IsendFunction isend, SendInitFunction native, const void* buf, int count,
               MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
-  if (p2p_route(comm, type, dest) == nullptr) {
+  if (p2p_route(comm, type, P2p::kSend, dest, tag, count) == nullptr) {
     return native(buf, count, type, dest, tag, comm, request);
   }
   return make_persistent(
@@ -157,7 +157,7 @@ int MPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int 
 
 int MPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                   MPI_Request* request) {
-  if (ip::p2p_route(comm, type, source) == nullptr) {
+  if (ip::p2p_route(comm, type, ip::P2p::kReceive, source, tag, count) == nullptr) {
     return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
   }
   return ip::make_persistent(

@@ -136,7 +136,7 @@ namespace ip = hycc::interpose;
 extern "C" {
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
-  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, source);
+  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, ip::P2p::kReceive, source, tag, 0);
   if (s == nullptr) return PMPI_Iprobe(source, tag, comm, flag, status);
   const ip::Inside guard;
   try {
@@ -147,7 +147,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
-  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, source);
+  ip::CommState* s = ip::p2p_route(comm, MPI_FLOAT, ip::P2p::kReceive, source, tag, 0);
   if (s == nullptr) return PMPI_Probe(source, tag, comm, status);
   const ip::Inside guard;
   try {

@@ -38,6 +38,14 @@ inline CommState* route(MPI_Comm comm, MPI_Datatype a, MPI_Datatype b = MPI_FLOA
   }
 }
 
+// Broadcast: floats, a count and root MPI takes (a call MPI refuses stays MPI's, so that its
+// error is MPI's own, through the program's error handler).
+inline CommState* route_bcast(MPI_Comm comm, int count, MPI_Datatype type, int root) {
+  if (count < 0 || root < 0) return nullptr;
+  CommState* s = route(comm, type);
+  return s != nullptr && root < s->comm.size() ? s : nullptr;
+}
+
 // Allgather and alltoall: float blocks of equal count on both sides (or MPI_IN_PLACE).
 inline CommState* route_blocks(MPI_Comm comm, const void* sendbuf, int sendcount,
                                MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype) {
