@@ -19,10 +19,12 @@
  * MPI_ANY_TAG and into MPI_STATUS_IGNORE, receives longer than the message, MPI_Probe,
  * MPI_Iprobe, MPI_Mprobe, MPI_Improbe, MPI_Mrecv, MPI_Imrecv, MPI_Request_free of a send, a
  * cancelled receive, MPI_Waitany, MPI_Waitsome, MPI_Testany, MPI_Testsome; and calls with bad
- * arguments (a count of -1, a rank or root outside the communicator, a negative tag). Each at
- * counts 0, 1, 7 and 300001 (several of the library's segments), on MPI_COMM_WORLD, a duplicate
- * named "pp" (so that its point-to-point traffic is the library's), a split named "dp" (two
- * halves, ranks in reverse order) and an unnamed duplicate. Nothing depends on timing: only one
+ * arguments (a count of -1, a rank or root outside the communicator, a negative tag); with an
+ * MPI 4 library also the large-count forms and MPI_Isendrecv(_replace). Each at
+ * counts 0, 1, 7 and 300001 (several of the library's segments), on MPI_COMM_WORLD, one of
+ * MPI_Comm_split_type named "pp" (so that its point-to-point traffic is the library's), a
+ * duplicate of a split named "dp" (two halves, ranks in reverse order) and an unnamed one of
+ * MPI_Comm_create. Nothing depends on timing: only one
  * message at a time can match a wildcard receive, and polled completions are recorded once
  * complete. The data are small integers, whose sums every reduction order gives exactly.
  *
@@ -631,6 +633,68 @@ static void ring(const Comm* c, MPI_Datatype type, long n) {
   free(send.base);
 }
 
+/* ---- MPI 4: large-count calls and MPI_Isendrecv ------------------------------------------ */
+
+#if MPI_VERSION >= 4
+/* The large-count form of each blocking collective and of send and receive (the library routes
+ * them as their int forms where the counts fit), and MPI_Isendrecv, MPI_Isendrecv_replace. */
+static void mpi4_calls(const Comm* c, long n) {
+  const int p = c->size, next = (c->rank + 1) % p, prev = (c->rank + p - 1) % p;
+  const MPI_Count count = n;
+  MPI_Count* counts = malloc(sizeof(MPI_Count) * (size_t)p);
+  MPI_Count* displs = malloc(sizeof(MPI_Count) * (size_t)p);
+  for (int q = 0; q < p; ++q) counts[q] = count, displs[q] = count * q;
+  Buffer send = filled(MPI_FLOAT, n * p, c->rank, 100), recv = filled(MPI_FLOAT, n * p, 0, 101);
+  int rc[10];
+  rc[0] = MPI_Allreduce_c(send.data, recv.data, count, MPI_FLOAT, MPI_SUM, c->comm);
+  note("allreduce_c %s count %ld: error %d recv %016llx", c->name, n, error_class(rc[0]),
+       (unsigned long long)digest(&recv));
+  rc[0] = MPI_Reduce_scatter_block_c(send.data, recv.data, count, MPI_FLOAT, MPI_SUM, c->comm);
+  rc[1] = MPI_Reduce_scatter_c(send.data, recv.data, counts, MPI_FLOAT, MPI_SUM, c->comm);
+  note("reduce_scatter(_block)_c %s count %ld: error %d %d recv %016llx", c->name, n,
+       error_class(rc[0]), error_class(rc[1]), (unsigned long long)digest(&recv));
+  rc[0] = MPI_Allgather_c(send.data, count, MPI_FLOAT, recv.data, count, MPI_FLOAT, c->comm);
+  note("allgather_c %s count %ld: error %d recv %016llx", c->name, n, error_class(rc[0]),
+       (unsigned long long)digest(&recv));
+  rc[0] =
+      MPI_Allgatherv_c(send.data, count, MPI_FLOAT, recv.data, counts, displs, MPI_FLOAT, c->comm);
+  note("allgatherv_c %s count %ld: error %d recv %016llx", c->name, n, error_class(rc[0]),
+       (unsigned long long)digest(&recv));
+  rc[0] = MPI_Alltoall_c(send.data, count, MPI_FLOAT, recv.data, count, MPI_FLOAT, c->comm);
+  note("alltoall_c %s count %ld: error %d recv %016llx", c->name, n, error_class(rc[0]),
+       (unsigned long long)digest(&recv));
+  rc[0] = MPI_Bcast_c(send.data, count, MPI_FLOAT, 0, c->comm);
+  note("bcast_c %s count %ld: error %d buffer %016llx", c->name, n, error_class(rc[0]),
+       (unsigned long long)digest(&send));
+
+  MPI_Status s;
+  MPI_Request r = MPI_REQUEST_NULL;
+  Buffer in = filled(MPI_FLOAT, n + 5, 0, 102);
+  rc[0] = MPI_Irecv_c(in.data, count + 5, MPI_FLOAT, prev, 110, c->comm, &r);
+  rc[1] = MPI_Send_c(send.data, count, MPI_FLOAT, next, 110, c->comm);
+  rc[2] = MPI_Wait(&r, &s);
+  note("send_c+irecv_c %s count %ld: error %d %d %d recv %016llx", c->name, n, error_class(rc[0]),
+       error_class(rc[1]), error_class(rc[2]), (unsigned long long)digest(&in));
+  note_status("irecv_c", &s, MPI_FLOAT);
+  rc[0] = MPI_Isendrecv(send.data, (int)n, MPI_FLOAT, next, 111, in.data, (int)n + 5, MPI_FLOAT,
+                        prev, 111, c->comm, &r);
+  rc[1] = MPI_Wait(&r, &s);
+  note("isendrecv %s count %ld: error %d %d recv %016llx", c->name, n, error_class(rc[0]),
+       error_class(rc[1]), (unsigned long long)digest(&in));
+  note_status("isendrecv", &s, MPI_FLOAT);
+  rc[0] = MPI_Isendrecv_replace(send.data, (int)n, MPI_FLOAT, next, 112, prev, 112, c->comm, &r);
+  rc[1] = MPI_Wait(&r, &s);
+  note("isendrecv_replace %s count %ld: error %d %d buffer %016llx", c->name, n, error_class(rc[0]),
+       error_class(rc[1]), (unsigned long long)digest(&send));
+  note_status("isendrecv_replace", &s, MPI_FLOAT);
+  free(in.base);
+  free(send.base);
+  free(recv.base);
+  free(counts);
+  free(displs);
+}
+#endif
+
 /* ---- bad arguments -------------------------------------------------------------------- */
 
 /* Calls that MPI refuses (with MPI_ERRORS_RETURN): each rank makes the same one, so no rank
@@ -682,16 +746,24 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   setvbuf(trace, NULL, _IOLBF, 0); /* a run that stops keeps what it saw */
-  MPI_Comm pp, dp, dup;
-  MPI_Comm_dup(MPI_COMM_WORLD, &pp);
+  /* Communicators of each kind the library intercepts the making of: pp of MPI_Comm_split_type
+   * (all ranks share the node), dp a duplicate of an MPI_Comm_split (two halves, ranks in
+   * reverse order), and one of MPI_Comm_create over all ranks, unnamed. */
+  MPI_Comm pp, halves, dp, created;
+  MPI_Group group;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &pp);
   MPI_Comm_set_name(pp, "pp");
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, -world_rank, &dp);
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, -world_rank, &halves);
+  MPI_Comm_dup(halves, &dp);
+  MPI_Comm_free(&halves);
   MPI_Comm_set_name(dp, "dp");
-  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Comm_group(MPI_COMM_WORLD, &group);
+  MPI_Comm_create(MPI_COMM_WORLD, group, &created);
+  MPI_Group_free(&group);
   comms[0] = comm_of(MPI_COMM_WORLD, "world");
   comms[1] = comm_of(pp, "pp");
   comms[2] = comm_of(dp, "dp-split");
-  comms[3] = comm_of(dup, "dup");
+  comms[3] = comm_of(created, "created");
 
   /* Room for two buffered messages of the largest count at a time, as MPI asks. */
   const int attached =
@@ -703,8 +775,11 @@ int main(int argc, char** argv) {
     for (int j = 0; j < kCounts; ++j) {
       collectives(&comms[k], kCountsOf[j]);
       ring(&comms[k], MPI_FLOAT, kCountsOf[j]);
+      ring(&comms[k], MPI_INT, kCountsOf[j]);
+#if MPI_VERSION >= 4
+      mpi4_calls(&comms[k], kCountsOf[j]);
+#endif
     }
-    ring(&comms[k], MPI_INT, 7);
     ring(&comms[k], MPI_DOUBLE, 7);
     bad_arguments(&comms[k]);
   }
@@ -714,7 +789,7 @@ int main(int argc, char** argv) {
   free(attach);
   MPI_Comm_free(&pp);
   MPI_Comm_free(&dp);
-  MPI_Comm_free(&dup);
+  MPI_Comm_free(&created);
   note("end: %ld observations", line_number + 1);
   fclose(trace);
   MPI_Barrier(MPI_COMM_WORLD);
