@@ -213,7 +213,8 @@ def main():
     md.append("\nTokens/s: median over the steps after the first tenth, without evaluation steps.")
     md.append("\n## Compression statistics\n" + compression_table(runs))
     with open(f"{a.out}/commands.txt") as f:
-        md.append("\n## Commands\n\n```\n" + f.read().strip() + "\n```\n")
+        md.append("\n## Commands\n\nIn the order they ran, from the repository's root (paths "
+                  "under it relative to it).\n\n```\n" + f.read().strip() + "\n```\n")
     with open(f"{a.out}/README.md", "w") as f:
         f.write("\n".join(md))
     print("\n".join(md))

@@ -10,6 +10,12 @@ trap 'rm -rf "$dir"' EXIT
 "$root/tools/experiment" --shm --build "$build" --steps 3 --out "$dir/report" \
   --policies baseline,hybrid -- --eval-every 3 --eval-sequences 8 >"$dir/log" 2>&1 ||
   { tail -20 "$dir/log"; exit 1; }
+# The report names paths under the repository relative to its root.
+if grep -qF "$root/" "$dir/report/commands.txt"; then
+  grep -F "$root/" "$dir/report/commands.txt" | head -2
+  echo "FAIL: the report's commands name paths under $root/"
+  exit 1
+fi
 /usr/bin/python3 - "$dir/report" <<'PY'
 import json
 import os
