@@ -83,7 +83,21 @@ def grid_text(grid):
     return f"DP{dp} x TP{tp} x PP{pp} on {dp * tp * pp} ranks"
 
 
-def plot(out, names, grid):
+def loss_range(all_rows):
+    """The plot's y range: every loss after the first tenth of each run's steps (the first
+    steps fall from about 5.5 and would flatten the rest), with a margin."""
+    losses = []
+    for rows in all_rows:
+        for r in rows[len(rows) // 10:]:
+            losses += [r["loss"]] + ([r["val_loss"]] if r.get("val_loss") is not None else [])
+    if not losses:
+        return "*:*"
+    low, high = min(losses), max(losses)
+    margin = 0.05 * (high - low) + 1e-3
+    return f"{low - margin:.3f}:{high + margin:.3f}"
+
+
+def plot(out, names, grid, yrange):
     if shutil.which("gnuplot") is None:
         return "gnuplot is not installed (Debian: gnuplot-nox): no loss.png"
     data = []
@@ -98,7 +112,8 @@ set ylabel 'loss (nats per byte)'
 set title 'GPT on Austen + KJV text, {grid_text(grid)}'
 set grid
 set key top right
-set datafile missing 'NaN'\nset yrange [2.2:3.2]
+set datafile missing 'NaN'
+set yrange [{yrange}]
 plot {', '.join(data)}
 """
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
@@ -154,11 +169,12 @@ def main():
     ap.add_argument("policies", nargs="+")
     a = ap.parse_args()
     names = [os.path.basename(p).removesuffix(".toml") for p in a.policies]
-    runs = []
+    runs, all_rows = [], []
     for n in names:
         rows = load_run(f"{a.out}/{n}.jsonl")
         write_dat(a.out, n, rows)
         runs.append(summarize(n, rows))
+        all_rows.append(rows)
     base = next((r for r in runs if r["policy"] == "baseline"), runs[0])
     shm_step = calibration_step(f"{a.out}/calibration-shm.jsonl")
     fast_step = calibration_step(f"{a.out}/calibration-fast.jsonl")
@@ -167,7 +183,7 @@ def main():
         r["speedup"] = r["tokens_per_s"] / base["tokens_per_s"]
         if r["final_val_loss"] is not None and base["final_val_loss"]:
             r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
-    note = plot(a.out, names, a.grid)
+    note = plot(a.out, names, a.grid, loss_range(all_rows))
     with open(f"{a.out}/summary.json", "w") as f:
         json.dump({"network": a.network, "shm_step_s": shm_step, "fast_step_s": fast_step,
                    "runs": runs,
