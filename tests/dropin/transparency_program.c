@@ -155,8 +155,8 @@ static void complete(MPI_Request* request, enum Form form) {
   }
 }
 
-/* Runs a collective in `form`: `run` is the blocking call when r is NULL, else its nonblocking
- * (or persistent: `init`) form. Returns the error class. */
+/* Runs a collective in `form`: the `blocking` call, or the `nonblocking` one (or for kPersistent
+ * `persistent_init`, then MPI_Start) on the request r_, completed the form's way; sets rc. */
 #define COLLECTIVE(form, blocking, nonblocking, persistent_init) \
   do {                                                           \
     MPI_Request r_ = MPI_REQUEST_NULL;                           \
@@ -233,8 +233,8 @@ static void reduce_scatter_block(const Comm* c, MPI_Datatype type, long n, int i
   free(recv.base);
 }
 
-/* Counts of a vector call about n each: layout 0 hycc's chunks (the first ones one longer), 1
- * the last ones longer, 2 further apart (left to MPI by the library). */
+/* Counts of a vector call about n each: layout 0 hycc's chunks (the first rank's one longer), 1
+ * the last rank's one longer (padded by the library), 2 further apart (left to MPI by it). */
 static int* vector_counts(const Comm* c, long n, int layout, long* total) {
   int* counts = malloc(sizeof(int) * (size_t)c->size);
   *total = 0;
