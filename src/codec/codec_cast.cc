@@ -31,8 +31,7 @@ class CastCodec final : public Codec {
     auto* dst = reinterpret_cast<uint16_t*>(out.data());
     if (in.dtype == DType::kF32) {
       if (target_ == DType::kBF16) {
-        const auto* src = static_cast<const uint32_t*>(in.data);
-        for (size_t i = 0; i < in.count; ++i) dst[i] = f32_bits_to_bf16(src[i]);
+        f32_bits_to_bf16_array(static_cast<const uint32_t*>(in.data), dst, in.count);
       } else {
         f32_to_f16_array(static_cast<const float*>(in.data), dst, in.count);
       }

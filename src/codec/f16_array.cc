@@ -10,7 +10,18 @@
 #define HYCC_HAVE_F16C_PATH 0
 #endif
 
+// Function multiversioning (GCC on x86-64), not under ThreadSanitizer: see codec_quant.cc.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define HYCC_BF16_X86_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#else
+#define HYCC_BF16_X86_CLONES
+#endif
+
 namespace hycc::codec {
+
+HYCC_BF16_X86_CLONES void f32_bits_to_bf16_array(const uint32_t* in, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = f32_bits_to_bf16(in[i]);
+}
 
 void f32_to_f16_array_portable(const float* in, uint16_t* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = f32_to_f16(in[i]);

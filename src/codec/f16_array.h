@@ -10,6 +10,10 @@
 namespace hycc::codec {
 
 void f32_to_f16_array(const float* in, uint16_t* out, size_t n);
+// bfloat16 from binary32 bits (float_convert.h's f32_bits_to_bf16 per element): one loop,
+// compiled for baseline x86-64 and for x86-64-v3 (AVX2, picked at load time; 2x), the same
+// integer arithmetic in both.
+void f32_bits_to_bf16_array(const uint32_t* in, uint16_t* out, size_t n);
 void f16_to_f32_array(const uint16_t* in, float* out, size_t n);
 
 // The loops over float_convert.h's functions: what runs without F16C, and the tests' reference.

@@ -3,8 +3,9 @@
 #include <cstring>
 #include <limits>
 
+#include "codec/checksummed_coding.h"
 #include "codec/registry.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "hycc/error.h"
 
 namespace hycc::codec {
@@ -19,10 +20,6 @@ uint64_t load_u64(const std::byte* p) {
 }
 void store_u64(std::byte* p, uint64_t v) { std::memcpy(p, &v, 8); }
 
-uint64_t stream_checksum(const std::byte* header, const std::byte* payload, size_t payload_bytes) {
-  return checksum64(payload, payload_bytes, checksum64(header, kChecksumAt));
-}
-
 // Parses and validates the fixed part of a header; does not look at the checksum.
 StreamHeader parse_header(std::span<const std::byte> s) {
   if (s.size() < kStreamHeaderBytes) {
@@ -32,6 +29,11 @@ StreamHeader parse_header(std::span<const std::byte> s) {
   const auto* b = reinterpret_cast<const uint8_t*>(s.data());
   if (b[0] != 'H' || b[1] != 'Y' || b[2] != 'C') {
     throw CorruptStream(tagged("codec", "not a hycc stream (bad magic)"));
+  }
+  if (b[3] == 1) {
+    throw CorruptStream(tagged("codec",
+                               "stream format version 1 is no longer read: it was written ",
+                               "by an older hycc; this build reads version ", int(kStreamVersion)));
   }
   if (b[3] != kStreamVersion) {
     throw CorruptStream(tagged("codec", "unsupported stream version ", int(b[3]), " (this build ",
@@ -64,7 +66,15 @@ StreamHeader parse_header(std::span<const std::byte> s) {
 
 }  // namespace
 
-void write_header(const StreamHeader& h, std::span<std::byte> out) {
+uint64_t payload_checksum(std::span<const std::byte> payload) {
+  return xxh3(payload.data(), payload.size());
+}
+
+uint64_t header_checksum(const std::byte* header, uint64_t payload_sum) {
+  return xxh3_seeded(header, kChecksumAt, payload_sum);
+}
+
+void write_header(const StreamHeader& h, uint64_t payload_sum, std::span<std::byte> out) {
   auto* b = reinterpret_cast<uint8_t*>(out.data());
   b[0] = 'H';
   b[1] = 'Y';
@@ -77,13 +87,12 @@ void write_header(const StreamHeader& h, std::span<std::byte> out) {
   store_u64(out.data() + 8, h.count);
   store_u64(out.data() + 16, h.payload_bytes);
   std::memcpy(out.data() + 24, h.params.bytes.data(), 16);
-  store_u64(out.data() + kChecksumAt,
-            stream_checksum(out.data(), out.data() + kStreamHeaderBytes, h.payload_bytes));
+  store_u64(out.data() + kChecksumAt, header_checksum(out.data(), payload_sum));
 }
 
 void reseal_stream(std::span<std::byte> stream) {
   const StreamHeader h = parse_header(stream);
-  write_header(h, stream);
+  write_header(h, payload_checksum(stream.subspan(kStreamHeaderBytes, h.payload_bytes)), stream);
 }
 
 }  // namespace hycc::codec
@@ -106,22 +115,32 @@ void check_alignment(ConstTensorView t) {
 struct ValidatedStream {
   StreamHeader header;
   std::shared_ptr<const Codec> codec;
+  codec::StreamSeal seal;
+
+  std::span<const std::byte> payload(std::span<const std::byte> stream) const {
+    return stream.subspan(kStreamHeaderBytes, header.payload_bytes);
+  }
 };
 
-ValidatedStream validate_stream(std::span<const std::byte> stream) {
+// Validates everything but the checksum, which decompress() checks in its decoding pass.
+ValidatedStream validate_header(std::span<const std::byte> stream) {
   const StreamHeader h = codec::parse_header(stream);
-  const uint64_t stored = codec::load_u64(stream.data() + codec::kChecksumAt);
-  if (stored !=
-      codec::stream_checksum(stream.data(), stream.data() + kStreamHeaderBytes, h.payload_bytes)) {
-    throw CorruptStream(tagged("codec", "checksum mismatch: the stream is corrupted"));
-  }
+  const codec::StreamSeal seal{stream.data(), codec::load_u64(stream.data() + codec::kChecksumAt)};
   std::shared_ptr<const Codec> c = codec::find_codec(h.codec)->from_params(h.params);
   if (h.count > std::numeric_limits<size_t>::max() / 8 ||
       h.payload_bytes > c->max_payload_bytes(h.dtype, h.count)) {
     throw CorruptStream(tagged("codec", "payload of ", h.payload_bytes, " bytes exceeds what ",
                                c->spec(), " can produce for ", h.count, " elements"));
   }
-  return {h, std::move(c)};
+  return {h, std::move(c), seal};
+}
+
+ValidatedStream validate_stream(std::span<const std::byte> stream) {
+  ValidatedStream v = validate_header(stream);
+  if (!v.seal.accepts(codec::payload_checksum(v.payload(stream)))) {
+    throw CorruptStream(tagged("codec", "checksum mismatch: the stream is corrupted"));
+  }
+  return v;
 }
 
 }  // namespace
@@ -157,20 +176,20 @@ size_t compress(const CodecConfig& config, ConstTensorView in, std::span<std::by
   }
   check_alignment(in);
   const Codec& c = config.codec();
-  size_t payload = 0;
+  codec::ChecksummedPayload payload;
   if (is_aligned(out.data())) {
-    payload = c.encode(in, out.subspan(kStreamHeaderBytes), options);
+    payload = codec::encode_checksummed(c, in, out.subspan(kStreamHeaderBytes), options);
   } else {  // codecs may assume an 8-byte aligned payload; stage through an aligned buffer
     std::vector<uint64_t> staging((need - kStreamHeaderBytes + 7) / 8);
     std::span<std::byte> aligned(reinterpret_cast<std::byte*>(staging.data()), staging.size() * 8);
-    payload = c.encode(in, aligned, options);
-    if (payload > 0) {  // an empty tensor's staging has no storage to copy from
-      std::memcpy(out.data() + kStreamHeaderBytes, staging.data(), payload);
+    payload = codec::encode_checksummed(c, in, aligned, options);
+    if (payload.bytes > 0) {  // an empty tensor's staging has no storage to copy from
+      std::memcpy(out.data() + kStreamHeaderBytes, staging.data(), payload.bytes);
     }
   }
-  StreamHeader h{c.id(), in.dtype, in.count, payload, c.params()};
-  codec::write_header(h, out);
-  return kStreamHeaderBytes + payload;
+  StreamHeader h{c.id(), in.dtype, in.count, payload.bytes, c.params()};
+  codec::write_header(h, payload.checksum, out);
+  return kStreamHeaderBytes + payload.bytes;
 }
 
 std::vector<std::byte> compress(const CodecConfig& config, ConstTensorView in,
@@ -187,7 +206,7 @@ StreamInfo inspect(std::span<const std::byte> stream) {
 }
 
 void decompress(std::span<const std::byte> stream, TensorView out) {
-  const ValidatedStream v = validate_stream(stream);
+  const ValidatedStream v = validate_header(stream);
   const StreamHeader& h = v.header;
   if (h.dtype != out.dtype || h.count != out.count) {
     throw InvalidArgument(tagged("codec", "stream holds ", h.count, " ", dtype_name(h.dtype),
@@ -198,13 +217,15 @@ void decompress(std::span<const std::byte> stream, TensorView out) {
     throw InvalidArgument(tagged("codec", "decompress: null output with ", out.count, " elements"));
   }
   check_alignment(out);
-  const std::span<const std::byte> payload = stream.subspan(kStreamHeaderBytes, h.payload_bytes);
+  const std::span<const std::byte> payload = v.payload(stream);
   if (is_aligned(payload.data())) {
-    v.codec->decode(payload, out);
+    codec::decode_checksummed(*v.codec, payload, out, v.seal);
   } else {  // codecs may assume an 8-byte aligned payload
     std::vector<uint64_t> staging((payload.size() + 7) / 8);
     if (!payload.empty()) std::memcpy(staging.data(), payload.data(), payload.size());
-    v.codec->decode({reinterpret_cast<const std::byte*>(staging.data()), payload.size()}, out);
+    codec::decode_checksummed(*v.codec,
+                              {reinterpret_cast<const std::byte*>(staging.data()), payload.size()},
+                              out, v.seal);
   }
 }
 
@@ -225,7 +246,8 @@ size_t frame_payload(const CodecConfig& config, DType dtype, size_t count,
   if (!payload.empty())
     std::memmove(out.data() + kStreamHeaderBytes, payload.data(), payload.size());
   StreamHeader h{config.id(), dtype, count, payload.size(), config.codec().params()};
-  codec::write_header(h, out);
+  codec::write_header(h, codec::payload_checksum(out.subspan(kStreamHeaderBytes, payload.size())),
+                      out);
   return kStreamHeaderBytes + payload.size();
 }
 

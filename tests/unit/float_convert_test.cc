@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "codec/f16_array.h"
@@ -114,6 +115,22 @@ TEST(FloatConvert, F16ArraysEqualThePortableLoops) {
   f16_to_f32_array(halves.data(), wide_fast.data(), halves.size());
   f16_to_f32_array_portable(halves.data(), wide_slow.data(), halves.size());
   EXPECT_EQ(std::memcmp(wide_fast.data(), wide_slow.data(), halves.size() * sizeof(float)), 0);
+}
+
+TEST(FloatConvert, BF16ArrayEqualsTheScalarConversion) {
+  // Every class of input: random bit patterns, then NaNs (quiet, signaling, with payloads),
+  // infinities, zeros, denormals and ties; lengths that leave every tail of a vector loop.
+  std::vector<uint32_t> bits = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffbfffffu,
+                                0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x3f808000u,
+                                0x3f818000u, 0x7f7fffffu, 0x3f80ffffu, 0xff7f8000u};
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 100000; ++i) bits.push_back(static_cast<uint32_t>(rng()));
+  for (const size_t n : {bits.size(), size_t{0}, size_t{1}, size_t{7}, size_t{15}, size_t{33}}) {
+    std::vector<uint16_t> fast(n), slow(n);
+    f32_bits_to_bf16_array(bits.data(), fast.data(), n);
+    for (size_t i = 0; i < n; ++i) slow[i] = f32_bits_to_bf16(bits[i]);
+    EXPECT_EQ(fast, slow) << n;
+  }
 }
 
 TEST(FloatConvert, BF16RoundsToNearestEven) {
