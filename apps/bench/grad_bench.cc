@@ -11,7 +11,7 @@
 
 #include "bench_memory.h"
 #include "bench_util.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "common/synthetic_data.h"
 #include "hycc/collectives.h"
 #include "hycc/collectives_device.h"
@@ -125,7 +125,7 @@ double max_over_ranks(const Communicator& comm, double v) {
 
 // Ranks whose `data` differs from rank 0's (checksums through MPI_Allgather).
 int differing_ranks(const Communicator& comm, const std::vector<float>& data) {
-  const uint64_t mine = checksum64(data.data(), data.size() * sizeof(float));
+  const uint64_t mine = xxh3(data.data(), data.size() * sizeof(float));
   std::vector<uint64_t> all(size_t(comm.size()));
   HYCC_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm.mpi()));
   return int(std::count_if(all.begin(), all.end(), [&](uint64_t c) { return c != all[0]; }));

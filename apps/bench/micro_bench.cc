@@ -7,20 +7,12 @@
 #include "codec/f16_array.h"
 #include "codec/float_convert.h"
 #include "codec/stream.h"
-#include "common/checksum.h"
 #include "common/synthetic_data.h"
 #include "hycc/codec.h"
 
 namespace {
 
 constexpr size_t kCount = size_t{1} << 18;  // 1 MiB of float32
-
-void BM_Checksum(benchmark::State& state) {
-  const std::vector<float> v = hycc::make_data(hycc::DataKind::kGaussian, kCount);
-  for (auto _ : state) benchmark::DoNotOptimize(hycc::checksum64(v.data(), v.size() * 4));
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCount * 4));
-}
-BENCHMARK(BM_Checksum);
 
 // XXH3, the checksum of compressed streams.
 void BM_StreamChecksum(benchmark::State& state) {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "data.h"
 #include "hycc/error.h"
 
@@ -13,7 +13,8 @@ namespace hycc::train {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'Y', 'C', 'C', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+// Version 1 had a hand-written xxHash64-style checksum; 2 has XXH3 (libxxhash).
+constexpr uint32_t kVersion = 2;
 
 class Writer {
  public:
@@ -88,7 +89,7 @@ void save_checkpoint(const std::string& path, const GPT& model, const AdamW& opt
   w.bytes(optimizer.m().data(), optimizer.m().size() * sizeof(float));
   w.bytes(optimizer.v().data(), optimizer.v().size() * sizeof(float));
   w.bytes(extra.data(), extra.size());
-  w.put(checksum64(w.buffer().data(), w.buffer().size()));
+  w.put(xxh3(w.buffer().data(), w.buffer().size()));
 
   const std::string tmp = path + ".tmp";
   {
@@ -110,18 +111,22 @@ int64_t load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer, u
   if (buf.size() < sizeof(kMagic) + 8 || std::memcmp(buf.data(), kMagic, sizeof(kMagic)) != 0) {
     throw DataError(tagged("train:checkpoint", path, " is not a hycc-train checkpoint"));
   }
+  uint32_t saved_version = 0;
+  std::memcpy(&saved_version, buf.data() + sizeof(kMagic), sizeof(saved_version));
+  if (saved_version != kVersion) {
+    throw DataError(tagged("train:checkpoint", path, " has version ", saved_version,
+                           ", this build reads version ", kVersion,
+                           saved_version < kVersion ? " (written by an older hycc-train)" : ""));
+  }
   uint64_t stored_sum = 0;
   std::memcpy(&stored_sum, buf.data() + buf.size() - 8, 8);
-  if (checksum64(buf.data(), buf.size() - 8) != stored_sum) {
+  if (xxh3(buf.data(), buf.size() - 8) != stored_sum) {
     throw DataError(tagged("train:checkpoint", path, " is damaged (checksum mismatch)"));
   }
   Reader r(buf, path);
   char magic[8];
   r.bytes(magic, sizeof(magic));
-  if (const auto version = r.get<uint32_t>(); version != kVersion) {
-    throw DataError(
-        tagged("train:checkpoint", path, " has version ", version, ", expected ", kVersion));
-  }
+  r.get<uint32_t>();  // the version, checked above
   auto mismatch = [&](const char* what, auto stored, auto expected) {
     throw InvalidArgument(
         tagged("train:checkpoint", path, " has ", what, " ", stored, ", this run has ", expected));

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "codec/float_io.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "common/synthetic_data.h"
 
 namespace hycc::coll {
@@ -185,7 +185,7 @@ void add_signature_fields(ArgCheck& check, size_t count, DType dtype, const Code
   check.field("count", static_cast<int64_t>(count));
   check.field("dtype", static_cast<int64_t>(dtype));
   check.field("codec id", static_cast<int64_t>(codec.id()));
-  check.field("codec spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  check.field("codec spec hash", static_cast<int64_t>(xxh3(spec.data(), spec.size())));
 }
 
 void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,

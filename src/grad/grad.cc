@@ -2,7 +2,7 @@
 #include "hycc/grad.h"
 
 #include "coll/coll_internal.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "grad/engine.h"
 #include "grad/exchange.h"
 #include "grad/low_rank_plan.h"
@@ -27,7 +27,7 @@ void agree_on_call(const Communicator& comm, const grad::Engine& engine, coll::O
   check.field("count", static_cast<int64_t>(grad.count));
   check.field("dtype", static_cast<int64_t>(grad.dtype));
   check.field("layout hash", grad::layout_hash(tensor));
-  check.field("spec hash", static_cast<int64_t>(checksum64(spec.data(), spec.size())));
+  check.field("spec hash", static_cast<int64_t>(xxh3(spec.data(), spec.size())));
   check.field("tag", options.tag);
   coll::check_argument_check(check, options.check_arguments);
   check.run(comm, options.check_arguments != ArgumentCheck::kNever);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "grad/method.h"
 #include "hycc/error.h"
 
@@ -130,7 +130,7 @@ int64_t layout_hash(const GradTensor& tensor) {
     words.push_back(~uint64_t{0});  // a separator: {2, 3} + {4} differs from {2} + {3, 4}
     for (const size_t d : piece) words.push_back(d);
   }
-  return static_cast<int64_t>(checksum64(words.data(), words.size() * sizeof(uint64_t)));
+  return static_cast<int64_t>(xxh3(words.data(), words.size() * sizeof(uint64_t)));
 }
 
 }  // namespace hycc::grad

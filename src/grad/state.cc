@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "grad/grad_spec.h"
 #include "hycc/error.h"
 
@@ -10,7 +10,8 @@ namespace hycc::grad {
 namespace {
 
 constexpr char kMagic[4] = {'H', 'Y', 'G', 'S'};
-constexpr uint32_t kVersion = 1;
+// Version 1 had a hand-written xxHash64-style checksum; 2 has XXH3 (libxxhash).
+constexpr uint32_t kVersion = 2;
 
 class Writer {
  public:
@@ -91,7 +92,7 @@ std::vector<std::byte> serialize_state(const std::string& spec, const StateTable
     w.floats(s.residual);
     w.floats(s.aux);
   }
-  w.put<uint64_t>(checksum64(w.out.data(), w.out.size()));
+  w.put<uint64_t>(xxh3(w.out.data(), w.out.size()));
   return std::move(w.out);
 }
 
@@ -101,11 +102,16 @@ StateTable deserialize_state(const std::string& spec, std::span<const std::byte>
   uint64_t stored = 0;
   std::memcpy(&stored, blob.data() + body, sizeof stored);
   if (std::memcmp(blob.data(), kMagic, sizeof kMagic) != 0) Reader::corrupt("wrong magic");
-  if (checksum64(blob.data(), body) != stored) Reader::corrupt("checksum mismatch");
+  uint32_t version = 0;
+  std::memcpy(&version, blob.data() + sizeof kMagic, sizeof version);
+  if (version != kVersion) {
+    Reader::corrupt(detail::concat("version ", version, ", this build reads version ", kVersion,
+                                   version < kVersion ? " (saved by an older hycc)" : ""));
+  }
+  if (xxh3(blob.data(), body) != stored) Reader::corrupt("checksum mismatch");
   Reader r(blob.first(body));
   r.take(sizeof kMagic);
-  const auto version = r.get<uint32_t>();
-  if (version != kVersion) Reader::corrupt(detail::concat("unknown version ", version));
+  r.get<uint32_t>();  // the version
   const auto spec_bytes = r.get<uint32_t>();
   const std::byte* spec_data = r.take(spec_bytes);
   const std::string saved(reinterpret_cast<const char*>(spec_data), spec_bytes);

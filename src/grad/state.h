@@ -1,10 +1,10 @@
 // The state of a gradient compressor: one TensorState per key, and its serialized form.
 //
 // Blob layout (little-endian, as the machines we run on):
-//   "HYGS" | u32 version (1) | u32 spec bytes | spec | u64 entries |
+//   "HYGS" | u32 version (2) | u32 spec bytes | spec | u64 entries |
 //   per entry, keys ascending: u64 key | u64 steps | i32 rank | i32 size | u64 count |
 //                              u64 n0 | n0 x f32 (residual) | u64 n1 | n1 x f32 (aux)
-//   | u64 checksum64 of everything before it
+//   | u64 XXH3-64 of everything before it
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "hycc/collectives_device.h"
 #include "hycc/error.h"
 #include "hycc/grad_device.h"
@@ -22,7 +22,8 @@ namespace hycc {
 namespace {
 
 constexpr char kMagic[4] = {'H', 'Y', 'E', 'S'};
-constexpr uint32_t kVersion = 1;
+// Version 1 had a hand-written xxHash64-style checksum; 2 has XXH3 (libxxhash).
+constexpr uint32_t kVersion = 2;
 
 void put_bytes(std::vector<std::byte>& out, const void* p, size_t n) {
   if (n == 0) return;
@@ -52,7 +53,13 @@ std::vector<Entry> parse(std::span<const std::byte> blob) {
   const size_t body = blob.size() - sizeof(uint64_t);
   uint64_t stored = 0;
   std::memcpy(&stored, blob.data() + body, sizeof stored);
-  if (checksum64(blob.data(), body) != stored) corrupt("checksum mismatch");
+  uint32_t saved_version = 0;
+  std::memcpy(&saved_version, blob.data() + sizeof kMagic, sizeof saved_version);
+  if (saved_version != kVersion) {
+    corrupt(detail::concat("version ", saved_version, ", this build reads version ", kVersion,
+                           saved_version < kVersion ? " (saved by an older hycc)" : ""));
+  }
+  if (xxh3(blob.data(), body) != stored) corrupt("checksum mismatch");
   size_t pos = sizeof kMagic;
   const auto take = [&](size_t n) {
     if (n > body - pos) corrupt("truncated");
@@ -65,9 +72,7 @@ std::vector<Entry> parse(std::span<const std::byte> blob) {
     std::memcpy(&v, take(sizeof v), sizeof v);
     return v;
   };
-  if (const uint32_t version = get(uint32_t{}); version != kVersion) {
-    corrupt(detail::concat("unknown version ", version));
-  }
+  get(uint32_t{});  // the version, checked above
   const uint32_t entries = get(uint32_t{});
   std::vector<Entry> out;
   for (uint32_t i = 0; i < entries; ++i) {
@@ -115,7 +120,7 @@ std::vector<std::byte> PolicyEngine::save_state() const {
     put(out, static_cast<uint64_t>(state.size()));
     put_bytes(out, state.data(), state.size());
   }
-  put(out, checksum64(out.data(), out.size()));
+  put(out, xxh3(out.data(), out.size()));
   return out;
 }
 

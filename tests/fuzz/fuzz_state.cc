@@ -9,7 +9,7 @@
 //   what it was; after an accepted one, save_state() reads back to the same bytes.
 #include <cstring>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "fuzz_target.h"
 #include "grad/engine.h"
 #include "grad/state.h"
@@ -32,7 +32,7 @@ constexpr uint64_t kMaxStepCount = 1 << 14;
 
 void reseal(Bytes& blob) {
   if (blob.size() < 8) return;
-  const uint64_t sum = checksum64(blob.data(), blob.size() - 8);
+  const uint64_t sum = xxh3(blob.data(), blob.size() - 8);
   std::memcpy(blob.data() + blob.size() - 8, &sum, 8);
 }
 

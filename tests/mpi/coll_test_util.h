@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "coll/coll_internal.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "common/synthetic_data.h"
 #include "hycc/collectives.h"
 #include "hycc/error.h"
@@ -361,7 +361,7 @@ inline void expect_bits_equal(const Buffer& got, const Buffer& want, const std::
 
 // Every rank holds the same bytes (a checksum compared through MPI_Allgather).
 inline void expect_identical_across_ranks(const Buffer& b, const std::string& what) {
-  const uint64_t mine = checksum64(b.view().data, b.count() * dtype_size(b.dtype()));
+  const uint64_t mine = xxh3(b.view().data, b.count() * dtype_size(b.dtype()));
   std::vector<uint64_t> all(static_cast<size_t>(world().size()));
   MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, world().mpi());
   for (size_t j = 0; j < all.size(); ++j) {

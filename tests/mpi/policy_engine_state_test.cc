@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "grad/state.h"
 #include "hycc/collectives.h"
 #include "hycc/collectives_device.h"
@@ -108,7 +108,7 @@ TEST(PolicyEngineState, DamagedBlobsAreRefusedWhole) {
                               [](std::byte b, char c) { return b == std::byte(c); });
   ASSERT_NE(at, half_bad.end());
   *(at + std::ptrdiff_t(sign_spec.size()) + 8) ^= std::byte{1};  // the magic of sign's state
-  const uint64_t sum = checksum64(half_bad.data(), half_bad.size() - 8);
+  const uint64_t sum = xxh3(half_bad.data(), half_bad.size() - 8);
   std::memcpy(half_bad.data() + half_bad.size() - 8, &sum, 8);
   PolicyEngine target(Policy::preset("hybrid"));
   step(dp, target, 1);
@@ -125,15 +125,16 @@ TEST(PolicyEngineState, DamagedBlobsAreRefusedWhole) {
   none.load_state(none.save_state());
 }
 
-// An engine blob of one host entry (the format of engine_state.cc), as an earlier version wrote
-// it: the spec in the entry and in the compressor's own state.
-std::vector<std::byte> engine_blob(const std::string& spec, const std::vector<std::byte>& state) {
+// An engine blob of one host entry (the format of engine_state.cc, version 2 unless told), with a
+// spec as an earlier hycc wrote it: the spec in the entry and in the compressor's own state.
+std::vector<std::byte> engine_blob(const std::string& spec, const std::vector<std::byte>& state,
+                                   uint32_t version = 2) {
   std::vector<std::byte> out;
   const auto put = [&](const void* p, size_t n) {
     const auto* b = static_cast<const std::byte*>(p);
     out.insert(out.end(), b, b + n);
   };
-  const uint32_t version = 1, entries = 1, spec_size = uint32_t(spec.size());
+  const uint32_t entries = 1, spec_size = uint32_t(spec.size());
   const uint64_t state_size = state.size();
   const uint8_t host = 0;
   put("HYES", 4);
@@ -144,7 +145,7 @@ std::vector<std::byte> engine_blob(const std::string& spec, const std::vector<st
   put(spec.data(), spec.size());
   put(&state_size, 8);
   put(state.data(), state.size());
-  const uint64_t sum = checksum64(out.data(), out.size());
+  const uint64_t sum = xxh3(out.data(), out.size());
   put(&sum, 8);
   return out;
 }
@@ -170,6 +171,17 @@ TEST(PolicyEngineState, SpellingsAndOlderCanonicalSpecsFindTheSameCompressor) {
   resumed.load_state(engine_blob(before, grad::serialize_state(before, states)));
   EXPECT_FALSE(resumed.grad_compressor(now).residual(9).empty());
   EXPECT_EQ(resumed.grad_compressor(now).residual(9), powersgd.residual(9));
+
+  // A blob of version 1 (before XXH3) is refused by its version.
+  const auto old_blob = engine_blob(now, grad::serialize_state(now, states), 1);
+  try {
+    PolicyEngine(Policy::preset("hybrid")).load_state(old_blob);
+    ADD_FAILURE() << "a version 1 engine state loaded";
+  } catch (const CorruptStream& e) {
+    EXPECT_NE(std::string(e.what()).find("version 1, this build reads version 2"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "hycc/codec.h"
 #include "test_util.h"
 
@@ -20,8 +20,8 @@ namespace {
 struct GoldenCase {
   const char* spec;
   DType dtype;
-  uint64_t stream_sum;   // checksum64 of the whole stream (header included)
-  uint64_t decoded_sum;  // checksum64 of the decoded elements
+  uint64_t stream_sum;   // XXH3-64 of the whole stream (header included)
+  uint64_t decoded_sum;  // XXH3-64 of the decoded elements
 };
 
 // Inputs: gaussian values with NaN, infinities, signed zeros, denormals and extremes every 37
@@ -49,8 +49,8 @@ TEST_P(CodecGolden, StreamAndDecodedChecksumsAreUnchanged) {
   stream.resize(compress(config, in.view(), stream, CompressOptions{42}));
   test::Buffer out(gc.dtype, in.count());
   decompress(stream, out.view());
-  const uint64_t stream_sum = checksum64(stream.data(), stream.size());
-  const uint64_t decoded_sum = checksum64(out.data(), out.count() * dtype_size(gc.dtype));
+  const uint64_t stream_sum = xxh3(stream.data(), stream.size());
+  const uint64_t decoded_sum = xxh3(out.data(), out.count() * dtype_size(gc.dtype));
   if (stream_sum != gc.stream_sum || decoded_sum != gc.decoded_sum) {
     std::printf("    {\"%s\", DType::k%s, 0x%016llxull, 0x%016llxull},\n", gc.spec,
                 gc.dtype == DType::kF32 ? "F32" : (gc.dtype == DType::kBF16 ? "BF16" : "F16"),

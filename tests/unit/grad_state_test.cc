@@ -343,6 +343,16 @@ TEST(GradState, CorruptBlobsAreRejected) {
     bad[at] ^= std::byte{0x10};
     EXPECT_ANY_THROW(deserialize_state(spec, bad)) << at;
   }
+  std::vector<std::byte> version_one = blob;
+  version_one[4] = std::byte{1};  // the version after the magic: 1 had another checksum
+  try {
+    deserialize_state(spec, version_one);
+    ADD_FAILURE() << "a version 1 state loaded";
+  } catch (const CorruptStream& error) {
+    EXPECT_NE(std::string(error.what()).find("version 1, this build reads version 2"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 // A state saved under the canonical spec of a version before a parameter was added (powersgd's

@@ -150,6 +150,22 @@ TEST(TrainLoop, CheckpointRejectsOtherShapesAndDamage) {
   Trainer same(c, text, nullptr);
   EXPECT_THROW(same.load(path), DataError);
   EXPECT_THROW(same.load(dir + "/missing.ckpt"), DataError);
+
+  // A checkpoint of format version 1 (before XXH3) is rejected by its version.
+  t.save(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);  // after the magic
+    f.put('\x01');
+  }
+  try {
+    same.load(path);
+    ADD_FAILURE() << "a version 1 checkpoint loaded";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("has version 1, this build reads version 2"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -8,7 +8,7 @@
 
 #include "coll/device/device_entry.h"
 #include "coll/device/ring_phases_device.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "grad/low_rank_plan.h"
 #include "policy/policy_calls.h"
 

@@ -7,7 +7,7 @@
 
 #include "coll/device/device_entry.h"
 #include "coll/device/grad_device_state.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "grad/low_rank_plan.h"
 #include "grad/state.h"
 
@@ -258,7 +258,7 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
   // Not the key: it names this rank's state, and the policy collectives make it from the
   // buffer's address when the caller gives none (different on every rank).
   check.field("layout hash", grad::layout_hash(tensor));
-  check.field("spec hash", static_cast<int64_t>(checksum64(spec_.data(), spec_.size())));
+  check.field("spec hash", static_cast<int64_t>(xxh3(spec_.data(), spec_.size())));
   dev::settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
 
   // The table is locked to find or make the state, not for the step: steps of other keys on

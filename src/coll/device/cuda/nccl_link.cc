@@ -26,7 +26,7 @@
 #include "coll/device/nccl_link.h"
 #include "coll/device/transport.h"
 #include "comm/comm_attribute.h"
-#include "common/checksum.h"
+#include "common/xxh3.h"
 #include "hycc/device.h"
 
 namespace hycc::coll::device {
@@ -123,7 +123,7 @@ uint64_t gpu_identity() {
     cudaGetLastError();
   }
   const std::string id = std::string(host) + "/" + bus;
-  return checksum64(id.data(), id.size());
+  return xxh3(id.data(), id.size());
 }
 
 class CudaNcclLink final : public NcclLink {
