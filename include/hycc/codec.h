@@ -32,6 +32,7 @@ enum class CodecId : uint8_t {
   kZfp = 5,
   kMpc = 6,
   kZstd = 7,
+  kExpHuff = 8,
 };
 
 // Per-call options of compress().
@@ -77,7 +78,8 @@ class Codec {
 //
 // Spec grammar: NAME[:KEY=VALUE[,KEY=VALUE...]], e.g. "none", "bf16", "fp16",
 // "quant:bits=8,block=64,round=nearest", "eb:abs=1e-4", "eb:rel=1e-3", "zfp:rate=8",
-// "zfp:accuracy=1e-5", "mpc", "zstd:level=1". codec_help() lists every codec and parameter.
+// "zfp:accuracy=1e-5", "mpc", "zstd:level=1", "exphuff". codec_help() lists every codec and
+// parameter.
 class CodecConfig {
  public:
   CodecConfig();  // "none"

@@ -7,10 +7,10 @@
 namespace hycc::codec {
 namespace {
 
-const std::array<const CodecEntry*, 8>& all_entries() {
-  static const std::array<const CodecEntry*, 8> entries = {
-      &none_entry(), &bf16_entry(), &fp16_entry(), &quant_entry(),
-      &eb_entry(),   &zfp_entry(),  &mpc_entry(),  &zstd_entry(),
+const std::array<const CodecEntry*, 9>& all_entries() {
+  static const std::array<const CodecEntry*, 9> entries = {
+      &none_entry(), &bf16_entry(), &fp16_entry(), &quant_entry(),   &eb_entry(),
+      &zfp_entry(),  &mpc_entry(),  &zstd_entry(), &exphuff_entry(),
   };
   return entries;
 }

@@ -28,6 +28,7 @@ const CodecEntry& eb_entry();
 const CodecEntry& zfp_entry();
 const CodecEntry& mpc_entry();
 const CodecEntry& zstd_entry();
+const CodecEntry& exphuff_entry();
 
 // nullptr if unknown. Accepts the aliases "f16" and "half" for "fp16".
 const CodecEntry* find_codec(std::string_view name);

@@ -1,16 +1,18 @@
 // fuzz_codec: compress() then decompress() of arbitrary tensors under codecs whose parameters the
 // input picks. Properties:
 // - the stream fits max_compressed_bytes() and decodes;
-// - none, mpc, zstd, and bf16/fp16 on their own dtype: bit for bit;
+// - none, mpc, zstd, exphuff, and bf16/fp16 on their own dtype: bit for bit;
 // - bf16/fp16 on other dtypes: each value is the round-to-nearest-even cast;
 // - eb: every finite value within the bound, NaN and infinities bit for bit;
-// - quant, eb, mpc: the fast encoder writes the reference encoder's payload byte for byte, and
+// - quant, eb, mpc, exphuff: the fast encoder writes the reference encoder's payload byte for
+//   byte, and
 //   the reference decoder gives the fast decoder's values;
 // - zfp (float32, finite values): the payload is plain libzfp's stream for the same field.
 #include <cmath>
 #include <cstring>
 
 #include "codec/eb_reference.h"
+#include "codec/exphuff_reference.h"
 #include "codec/float_convert.h"
 #include "codec/mpc_reference.h"
 #include "codec/quant_reference.h"
@@ -59,8 +61,9 @@ Case read_case(const uint8_t* data, size_t size) {
     case 5:
       c.spec = detail::concat("mpc:dim=", 1 + p0 % 64);
       break;
-    default:
-      c.spec = detail::concat("zstd:level=", 1 + p0 % 9);
+    default:  // zstd or exphuff
+      c.spec = p1 % 2 == 0 ? detail::concat("zstd:level=", 1 + p0 % 9)
+                           : detail::concat("exphuff:block=", 256 * (1 + p0 % 8));
       break;
   }
   const Bytes rest = input.rest();
@@ -131,6 +134,10 @@ std::vector<std::byte> reference_payload(const Case& c, const CodecConfig& confi
   if (config.id() == CodecId::kEb) {
     return codec::reference::eb_encode(c.in.view(), eb_bound(c));
   }
+  if (config.id() == CodecId::kExpHuff) {
+    return codec::reference::exphuff_encode(c.in.view(),
+                                            std::stoul(spec_value(config.spec(), "block")));
+  }
   return codec::reference::mpc_encode(c.in.view(), std::stoi(spec_value(config.spec(), "dim")));
 }
 
@@ -154,6 +161,15 @@ std::vector<Bytes> seeds() {
       }
     }
   }
+  // exphuff on tensors with blocks long enough to be Huffman-coded (block 256, 600 values).
+  for (uint8_t dtype = 0; dtype < 3; ++dtype) {
+    Bytes b = {6, dtype, 0, 1, 0, 0, 0, 0, 0};
+    const test::Buffer values = test::Buffer::from_floats(
+        static_cast<DType>(dtype), make_data(DataKind::kGaussian, 600, dtype));
+    const auto* p = static_cast<const uint8_t*>(values.view().data);
+    b.insert(b.end(), p, p + values.count() * dtype_size(values.dtype()));
+    out.push_back(std::move(b));
+  }
   return out;
 }
 
@@ -176,7 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::span<const std::byte> payload = stream_payload(stream);
   if (config.id() == CodecId::kQuant || config.id() == CodecId::kEb ||
-      config.id() == CodecId::kMpc) {
+      config.id() == CodecId::kMpc || config.id() == CodecId::kExpHuff) {
     const std::vector<std::byte> ref = fuzz::reference_payload(c, config);
     check(ref.size() == payload.size() && fuzz::same_bits(ref.data(), payload.data(), ref.size()),
           c.spec + ": the fast encoder's payload differs from the reference's");

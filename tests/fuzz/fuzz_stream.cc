@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "codec/eb_reference.h"
+#include "codec/exphuff_reference.h"
 #include "codec/mpc_reference.h"
 #include "codec/quant_reference.h"
 #include "codec/stream.h"
@@ -55,6 +56,9 @@ void compare_with_reference(const StreamInfo& info, std::span<const std::byte> s
     slow_ok = accepts([&] { codec::reference::quant_decode(p, payload, slow.view()); });
   } else if (info.codec == CodecId::kEb) {
     slow_ok = accepts([&] { codec::reference::eb_decode(payload, slow.view()); });
+  } else if (info.codec == CodecId::kExpHuff) {
+    const size_t block = std::stoul(spec_value(info.spec, "block"));
+    slow_ok = accepts([&] { codec::reference::exphuff_decode(payload, slow.view(), block); });
   } else if (info.codec == CodecId::kMpc) {
     const int dim = std::stoi(spec_value(info.spec, "dim"));
     slow_ok = accepts([&] { codec::reference::mpc_decode(payload, slow.view(), dim); });
@@ -92,7 +96,8 @@ std::vector<Bytes> seeds() {
                          "zfp:accuracy=1e-4",
                          "mpc",
                          "mpc:dim=3",
-                         "zstd:level=1"};
+                         "zstd:level=1",
+                         "exphuff:block=256"};
   for (const char* spec : specs) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       for (size_t count : {size_t{1}, size_t{37}, size_t{300}}) {
@@ -104,6 +109,14 @@ std::vector<Bytes> seeds() {
         out.emplace_back(p, p + s.size());
       }
     }
+  }
+  // exphuff with blocks long enough to be Huffman-coded.
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const test::Buffer in =
+        test::Buffer::from_floats(dtype, make_data(DataKind::kGaussian, 700, 3));
+    const std::vector<std::byte> s = compress(CodecConfig::parse("exphuff:block=256"), in.view());
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    out.emplace_back(p, p + s.size());
   }
   return out;
 }

@@ -77,8 +77,8 @@ TEST_P(CodecCorruption, SurvivesResealedGarbage) {
 INSTANTIATE_TEST_SUITE_P(AllCodecs, CodecCorruption,
                          ::testing::Values("none", "bf16", "fp16", "quant:bits=8",
                                            "quant:bits=3,block=16", "eb:abs=1e-3", "eb:rel=1e-5",
-                                           "zfp:rate=8", "zfp:accuracy=1e-4", "mpc",
-                                           "zstd:level=1"),
+                                           "zfp:rate=8", "zfp:accuracy=1e-4", "mpc", "zstd:level=1",
+                                           "exphuff:block=256"),
                          [](const auto& p) {
                            std::string s = p.param;
                            for (char& c : s) {

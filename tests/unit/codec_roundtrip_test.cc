@@ -34,6 +34,8 @@ const SpecCase kSpecs[] = {
     {"mpc:dim=2", 0},
     {"zstd:level=1", 0},
     {"zstd:level=3", 0},
+    {"exphuff", 0},
+    {"exphuff:block=256", 0},
 };
 
 const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};

@@ -11,9 +11,10 @@ namespace hycc {
 namespace {
 
 TEST(CodecSpec, CanonicalFormsRoundTrip) {
-  for (const char* spec : {"none", "bf16", "fp16", "quant:bits=4", "quant:bits=8,block=128",
-                           "quant:bits=2,round=stochastic", "eb:abs=0.0001", "eb:rel=1e-3",
-                           "zfp:rate=8", "zfp:accuracy=1e-05", "mpc", "zstd:level=1"}) {
+  for (const char* spec :
+       {"none", "bf16", "fp16", "quant:bits=4", "quant:bits=8,block=128",
+        "quant:bits=2,round=stochastic", "eb:abs=0.0001", "eb:rel=1e-3", "zfp:rate=8",
+        "zfp:accuracy=1e-05", "mpc", "zstd:level=1", "exphuff", "exphuff:block=512"}) {
     const std::string canonical = CodecConfig::parse(spec).spec();
     EXPECT_EQ(CodecConfig::parse(canonical).spec(), canonical) << spec;
   }
@@ -61,6 +62,8 @@ TEST(CodecSpec, BadParametersNameTheSpecAndTheRange) {
       {"zfp:accuracy=-1", "accuracy"},
       {"zstd:level=99", "level"},
       {"mpc:dim=0", "dim"},
+      {"exphuff:block=100", "block"},
+      {"exphuff:block=1000", "multiple of 256"},
       {"none:x=1", "no parameters"},
       {"bf16:x=1", "no parameters"},
       {"quant:bits", "KEY=VALUE"},
