@@ -26,6 +26,7 @@ void reduce_tied_embedding(GPT& model, TrainComm& c) {
   if (!gpt_needs_embedding_reduction(model)) return;
   size_t count = 0;
   float* wte = gpt_tied_embedding_grad(model, &count);
+  if (c.grid.embedding().size() > 1) record_sent(c, "embedding", "gradient", wte, count);
   policy_allreduce(c, c.grid.embedding(), wte, count, kEmbeddingKey);
 }
 
@@ -39,6 +40,7 @@ void allreduce_gradient_buckets(GPT& model, TrainComm& c, size_t bucket_floats) 
     const std::vector<std::vector<size_t>> pieces = bucket_pieces(model, begin, count);
     CollectiveOptions o = c.policy(bucket + 1);
     o.pieces = pieces;
+    record_sent(c, "dp", "gradient", g.data() + begin, count);
     const auto start = std::chrono::steady_clock::now();
     allreduce(dp, f32(g.data() + begin, count), f32(g.data() + begin, count), ReduceOp::kSum, o);
     add_time(c, start);
@@ -85,6 +87,7 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
     const std::vector<std::vector<size_t>> pieces = bucket_pieces(model, 0, g.size());
     CollectiveOptions o = c.policy(1);
     o.pieces = pieces;  // the whole buffer: every tensor whole
+    record_sent(c, "zero_grad", "gradient", g.data(), g.size());
     const auto start = std::chrono::steady_clock::now();
     reduce_scatter(zero, f32(g.data(), g.size()), f32(g.data() + shard.offset, shard.count),
                    ReduceOp::kSum, o);
@@ -113,6 +116,7 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
     if (chunk_range(packed.size(), zero.size(), zero.rank()).count != mine) {
       throw InvalidArgument(tagged("train:zero", "bucket ", bucket, " does not split by shards"));
     }
+    record_sent(c, "zero_grad", "gradient", packed.data(), packed.size());
     const auto start = std::chrono::steady_clock::now();
     // This rank's slice (none once its shard is used up: a smaller shard or an empty one).
     float* slice = mine > 0 ? g.data() + shard.offset + lo : nullptr;
@@ -133,6 +137,7 @@ void allgather_parameters(GPT& model, TrainComm& c) {
   const ChunkRange shard = zero_shard(p.size(), c.grid);
   float* mine = all.data() + block * zero.rank();
   std::copy_n(p.data() + shard.offset, shard.count, mine);
+  record_sent(c, "zero_param", "parameter", mine, shard.count);
   const auto start = std::chrono::steady_clock::now();
   allgather(zero, ConstTensorView{DType::kF32, block, mine}, f32(all.data(), all.size()),
             c.policy(1));

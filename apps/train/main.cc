@@ -41,6 +41,8 @@ struct Options {
   int stop_at = 0;  // > 0: stop after this step (checkpointed), as an interrupted run would
   bool resume = false;
   std::string json_path;
+  TensorDumpOptions dump;
+  double dump_mib = 16;
   int eval_every = 50;
   TrainConfig train;
 };
@@ -199,6 +201,15 @@ void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEng
     if (!json) throw IoError(tagged("train", "cannot write --json ", o.json_path));
   }
 
+  std::optional<TensorDump> dump;
+  if (!o.dump.dir.empty()) {
+    TensorDumpOptions d = o.dump;
+    d.max_bytes = static_cast<size_t>(o.dump_mib * (1 << 20));
+    dump.emplace(d, world.rank(),
+                 o.stop_at > 0 ? std::min(o.stop_at, o.train.steps) : o.train.steps);
+    trainer.comm().dump = &*dump;
+  }
+
   const GPTConfig& m = trainer.model().config;
   const int node_ranks = ranks_per_node(world);
   bool described = false;
@@ -257,6 +268,14 @@ void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEng
     }
   }
   engine.finish(world);
+  if (dump) {
+    double mine = static_cast<double>(dump->bytes()), total = 0;
+    MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, world.mpi());
+    if (root) {
+      std::printf("dumped %.1f MiB of sent tensors to %s%s\n", total / (1 << 20),
+                  o.dump.dir.c_str(), world.size() == 1 ? " (one rank sends nothing)" : "");
+    }
+  }
 }
 
 int run(const Options& o) {
@@ -378,6 +397,15 @@ int main(int argc, char** argv) {
                  "stop after step N (checkpointed; the schedule still ends at --steps)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint DIR");
+  app.add_option("--dump-tensors", o.dump.dir,
+                 "write samples of what each dimension sends (raw float32 files and an index "
+                 "per rank) to DIR, for hycc-bench codec --data FILE");
+  app.add_option("--dump-steps", o.dump.steps,
+                 "steps whose traffic --dump-tensors writes (default: the last)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dump-mib", o.dump_mib, "--dump-tensors budget per rank in MiB")
+      ->check(CLI::Range(0.0, 65536.0))
+      ->capture_default_str();
   app.add_option("--json", o.json_path,
                  "write one JSON object per step to FILE (appended on --resume)");
   app.set_version_flag("--version", "hycc-train " HYCC_VERSION HYCC_BUILD_KIND);

@@ -95,6 +95,7 @@ ParallelTrainer::ParallelTrainer(const TrainConfig& config, const ParallelConfig
 ParallelStepResult ParallelTrainer::train_step() {
   const auto start = std::chrono::steady_clock::now();
   comm_.seconds = 0.0;
+  if (comm_.dump != nullptr) comm_.dump->begin_step(step_ + 1);
   const GridShape& shape = grid_.shape();
   StepBatch b;
   b.text = &train_;

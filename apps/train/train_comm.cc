@@ -33,6 +33,11 @@ CollectiveOptions TrainComm::policy(uint64_t key) const {
   return o;
 }
 
+void record_sent(TrainComm& c, std::string_view dimension, std::string_view kind, const float* data,
+                 size_t count) {
+  if (c.dump != nullptr) c.dump->record(dimension, kind, data, count);
+}
+
 void policy_allreduce(TrainComm& c, const Communicator& comm, float* data, size_t count,
                       uint64_t key) {
   if (comm.size() == 1 || count == 0) return;
@@ -67,6 +72,7 @@ float exact_broadcast(TrainComm& c, const Communicator& comm, float value, int r
 }
 
 void stage_send(TrainComm& c, const float* data, size_t count, int stage, int tag) {
+  record_sent(c, "pp", stage > c.grid.pp().rank() ? "activation" : "gradient", data, count);
   const Timed t(&c.seconds);
   send(c.grid.pp(), ConstTensorView{DType::kF32, count, data}, stage, tag, c.policy());
 }
@@ -76,7 +82,8 @@ void stage_recv(TrainComm& c, float* data, size_t count, int stage, int tag) {
   recv(c.grid.pp(), f32(data, count), stage, tag);
 }
 
-void HyccTensorParallel::allreduce_sum(float* data, size_t count, const char*) {
+void HyccTensorParallel::allreduce_sum(float* data, size_t count, const char* what) {
+  if (c_.grid.tp().size() > 1) record_sent(c_, "tp", what, data, count);
   policy_allreduce(c_, c_.grid.tp(), data, count, 0);
 }
 

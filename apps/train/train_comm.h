@@ -11,6 +11,7 @@
 #include "hycc/collectives.h"
 #include "hycc/grid.h"
 #include "hycc/policy_engine.h"
+#include "tensor_dump.h"
 
 namespace hycc::train {
 
@@ -19,11 +20,16 @@ struct TrainComm {
 
   const ParallelGrid& grid;
   PolicyEngine& engine;
-  double seconds = 0.0;  // time inside hycc calls since the caller last reset it
+  double seconds = 0.0;        // time inside hycc calls since the caller last reset it
+  TensorDump* dump = nullptr;  // --dump-tensors: samples of what is sent
 
   // Options handing the call to the engine; `key` identifies the tensor for error feedback.
   CollectiveOptions policy(uint64_t key = 0) const;
 };
+
+// Hands what a dimension is about to send to the tensor dump, if there is one.
+void record_sent(TrainComm& c, std::string_view dimension, std::string_view kind, const float* data,
+                 size_t count);
 
 // data (count) = sum over comm, in place, decided by the policy (the comm's dimension).
 void policy_allreduce(TrainComm& c, const Communicator& comm, float* data, size_t count,
