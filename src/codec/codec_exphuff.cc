@@ -102,29 +102,17 @@ class ExpHuffCodec final : public Codec {
 size_t ExpHuffCodec::put_exponents(const uint8_t* exponents, size_t n, const uint64_t* histogram,
                                    Fields f, uint8_t* section, BlockMode& mode,
                                    uint8_t& symbol) const {
-  const std::span<const uint64_t> used(histogram, static_cast<size_t>(f.symbols()));
-  const auto present = std::count_if(used.begin(), used.end(), [](uint64_t c) { return c != 0; });
-  symbol = 0;
-  if (present == 1) {
-    mode = BlockMode::kConstant;
-    symbol = exponents[0];
-    return 0;
-  }
-  const std::vector<uint8_t> lengths = exphuff::code_lengths(used);
-  uint64_t code_bits = 0;
-  for (size_t s = 0; s < used.size(); ++s) code_bits += used[s] * lengths[s];
-  // At most the codes' bytes plus a partial byte per stream; the writer stores up to 8 bytes
-  // past its end, which must stay inside the room of a raw block.
-  const size_t bound =
-      f.table_bytes() + exphuff::kStreamSizesBytes + (code_bits + 7) / 8 + exphuff::kStreams;
-  if (bound + 8 > n) {
-    mode = BlockMode::kRaw;
+  const exphuff::BlockPlan plan = exphuff::plan_block({histogram, 256}, n, f);
+  mode = plan.mode;
+  symbol = plan.symbol;
+  if (plan.mode == BlockMode::kConstant) return 0;
+  if (plan.mode == BlockMode::kRaw) {
     std::memcpy(section, exponents, n);
     return n;
   }
-  mode = BlockMode::kHuffman;
-  exphuff::write_lengths(lengths, section);
-  return f.table_bytes() + exphuff::encode_streams(exponents, n, exphuff::canonical_codes(lengths),
+  exphuff::write_lengths(plan.lengths, section);
+  return f.table_bytes() + exphuff::encode_streams(exponents, n,
+                                                   exphuff::canonical_codes(plan.lengths),
                                                    section + f.table_bytes());
 }
 

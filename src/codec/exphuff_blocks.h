@@ -13,15 +13,6 @@
 
 namespace hycc::codec::exphuff {
 
-// A Huffman-coded block's exponents go in kStreams streams, stream k holding elements
-// [k * q, min(n, (k + 1) * q)) with q = ceil(n / kStreams): independent decoders that the CPU
-// runs side by side. After the code-length table: u32 bytes of streams 0..kStreams-2, then the
-// streams, each padded to a byte.
-inline constexpr int kStreams = 4;
-inline constexpr size_t kStreamSizesBytes = 4 * (kStreams - 1);
-
-inline size_t stream_elements(size_t n) { return (n + kStreams - 1) / kStreams; }
-
 // Elements [begin, begin + n) of `in`: exponents into exponents[0, n), rests into their place in
 // the rest area, exponent counts added to histogram[0, 256).
 void split_block(ConstTensorView in, size_t begin, size_t n, uint8_t* rest_area, uint8_t* exponents,

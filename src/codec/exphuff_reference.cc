@@ -92,40 +92,30 @@ std::vector<std::byte> exphuff_encode(ConstTensorView in, size_t block) {
       exponents[i] = static_cast<uint8_t>(exphuff::exponent_of(element(in, begin + i), f));
       ++histogram[exponents[i]];
     }
-    BlockMode mode = BlockMode::kRaw;
-    uint8_t symbol = 0;
+    const exphuff::BlockPlan plan = exphuff::plan_block(histogram, n, f);
     std::vector<uint8_t> section;
-    if (std::count_if(histogram.begin(), histogram.end(), [](uint64_t c) { return c != 0; }) == 1) {
-      mode = BlockMode::kConstant;
-      symbol = exponents[0];
-    } else {
-      const std::vector<uint8_t> lengths = exphuff::code_lengths(histogram);
-      uint64_t code_bits = 0;
-      for (size_t s = 0; s < lengths.size(); ++s) code_bits += histogram[s] * lengths[s];
-      const size_t bound =
-          f.table_bytes() + exphuff::kStreamSizesBytes + (code_bits + 7) / 8 + exphuff::kStreams;
-      if (bound + 8 > n) {
-        section = exponents;
-      } else {
-        mode = BlockMode::kHuffman;
-        section.resize(f.table_bytes());
-        exphuff::write_lengths(lengths, section.data());
-        const std::vector<exphuff::Code> codes = exphuff::canonical_codes(lengths);
-        const size_t q = exphuff::stream_elements(n);
-        std::vector<std::vector<uint8_t>> streams;
-        for (size_t first = 0; first < q * exphuff::kStreams; first += q) {
-          Bits stream;
-          for (size_t i = first; i < std::min(n, first + q); ++i) {
-            stream.put(codes[exponents[i]].bits, codes[exponents[i]].length);
-          }
-          streams.push_back(stream.bytes);
+    if (plan.mode == BlockMode::kRaw) {
+      section = exponents;
+    } else if (plan.mode == BlockMode::kHuffman) {
+      section.resize(f.table_bytes());
+      exphuff::write_lengths(plan.lengths, section.data());
+      const std::vector<exphuff::Code> codes = exphuff::canonical_codes(plan.lengths);
+      const size_t q = exphuff::stream_elements(n);
+      std::vector<std::vector<uint8_t>> streams;
+      for (size_t first = 0; first < q * exphuff::kStreams; first += q) {
+        Bits stream;
+        for (size_t i = first; i < std::min(n, first + q); ++i) {
+          stream.put(codes[exponents[i]].bits, codes[exponents[i]].length);
         }
-        for (int k = 0; k + 1 < exphuff::kStreams; ++k) {
-          put_u32(section, static_cast<uint32_t>(streams[k].size()));
-        }
-        for (const auto& s : streams) section.insert(section.end(), s.begin(), s.end());
+        streams.push_back(stream.bytes);
       }
+      for (int k = 0; k + 1 < exphuff::kStreams; ++k) {
+        put_u32(section, static_cast<uint32_t>(streams[k].size()));
+      }
+      for (const auto& s : streams) section.insert(section.end(), s.begin(), s.end());
     }
+    const BlockMode mode = plan.mode;
+    const uint8_t symbol = plan.symbol;
     put_u32(directory, static_cast<uint32_t>(section.size()));
     directory.insert(directory.end(), {static_cast<uint8_t>(mode), symbol, 0, 0});
     sections.insert(sections.end(), section.begin(), section.end());

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "codec/block/exp_huffman.h"
 #include "hycc/error.h"
 
 namespace hycc::codec::exphuff {
@@ -91,6 +90,27 @@ std::vector<uint8_t> code_lengths(std::span<const uint64_t> histogram) {
     }
   }
   return lengths;
+}
+
+BlockPlan plan_block(std::span<const uint64_t> histogram, size_t n, Fields f) {
+  const std::span<const uint64_t> used = histogram.first(static_cast<size_t>(f.symbols()));
+  BlockPlan plan;
+  const auto present = std::count_if(used.begin(), used.end(), [](uint64_t c) { return c != 0; });
+  if (present == 1) {
+    plan.mode = BlockMode::kConstant;
+    plan.symbol = static_cast<uint8_t>(
+        std::find_if(used.begin(), used.end(), [](uint64_t c) { return c != 0; }) - used.begin());
+    return plan;
+  }
+  std::vector<uint8_t> lengths = code_lengths(used);
+  uint64_t code_bits = 0;
+  for (size_t s = 0; s < used.size(); ++s) code_bits += used[s] * lengths[s];
+  const size_t bound = f.table_bytes() + kStreamSizesBytes + (code_bits + 7) / 8 + kStreams;
+  if (bound + 8 <= n) {
+    plan.mode = BlockMode::kHuffman;
+    plan.lengths = std::move(lengths);
+  }
+  return plan;
 }
 
 std::vector<Code> canonical_codes(std::span<const uint8_t> lengths) {

@@ -8,6 +8,8 @@
 #include <span>
 #include <vector>
 
+#include "codec/block/exp_huffman.h"
+
 namespace hycc::codec::exphuff {
 
 // Code lengths (0 for symbols that do not occur, else 1..kMaxCodeBits) of a Huffman code for
@@ -16,6 +18,17 @@ namespace hycc::codec::exphuff {
 // least frequent of the shorter codes lengthened until the Kraft sum is 1 or less, and the most
 // frequent shortened again while it stays so (the heuristic of zstd's and JPEG's coders).
 std::vector<uint8_t> code_lengths(std::span<const uint64_t> histogram);
+
+// How a block of n exponents with this histogram (f.symbols() counts) is stored, the format's
+// rule: constant where one value occurs; Huffman-coded where the coded section is bounded (codes,
+// table, stream sizes, a partial byte per stream) at least 8 bytes below the raw one's n bytes,
+// which leaves the fast writer's 8-byte stores inside a raw block's room; raw otherwise.
+struct BlockPlan {
+  BlockMode mode = BlockMode::kRaw;
+  uint8_t symbol = 0;            // kConstant: the value
+  std::vector<uint8_t> lengths;  // kHuffman: the code lengths
+};
+BlockPlan plan_block(std::span<const uint64_t> histogram, size_t n, Fields f);
 
 // A symbol's code as written: `length` bits, LSB-first (the canonical code bit-reversed).
 struct Code {

@@ -16,6 +16,15 @@ namespace hycc::codec::exphuff {
 inline constexpr int kMaxCodeBits = 12;
 inline constexpr size_t kDirectoryEntryBytes = 8;
 
+// A Huffman-coded block's exponents go in kStreams streams, stream k holding elements
+// [k * q, min(n, (k + 1) * q)) with q = ceil(n / kStreams): independent decoders that the CPU
+// runs side by side. After the code-length table: u32 bytes of streams 0..kStreams-2, then the
+// streams, each padded to a byte.
+inline constexpr int kStreams = 4;
+inline constexpr size_t kStreamSizesBytes = 4 * (kStreams - 1);
+
+HYCC_HD inline size_t stream_elements(size_t n) { return (n + kStreams - 1) / kStreams; }
+
 // How a block's exponents are stored.
 enum class BlockMode : uint8_t {
   kRaw = 0,       // one byte per exponent
