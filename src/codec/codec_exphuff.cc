@@ -222,12 +222,7 @@ std::shared_ptr<const Codec> from_params(const CodecParams& params) {
   if (block < kMinBlock || block > kMaxBlock || block % 256 != 0) {
     throw CorruptStream(tagged("codec:exphuff", "invalid block ", block, " in stream header"));
   }
-  for (size_t at = 4; at < params.bytes.size(); ++at) {
-    if (params.bytes[at] != 0) {
-      throw CorruptStream(
-          tagged("codec:exphuff", "unknown parameter byte ", at, " in stream header"));
-    }
-  }
+  require_unused_params_zero(params, 4, "codec:exphuff");
   return std::make_shared<ExpHuffCodec>(block);
 }
 

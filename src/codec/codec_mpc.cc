@@ -401,11 +401,7 @@ std::shared_ptr<const Codec> from_params(const CodecParams& params) {
     throw CorruptStream(
         tagged("codec:mpc", "invalid dim ", dim, " in stream header (1..", kMaxDim, ")"));
   }
-  for (size_t at = 1; at < params.bytes.size(); ++at) {
-    if (params.bytes[at] != 0) {
-      throw CorruptStream(tagged("codec:mpc", "unknown parameter byte ", at, " in stream header"));
-    }
-  }
+  require_unused_params_zero(params, 1, "codec:mpc");
   return std::make_shared<MpcCodec>(dim);
 }
 

@@ -121,11 +121,7 @@ std::shared_ptr<const Codec> from_params(const CodecParams& params) {
     throw CorruptStream(tagged("codec:zstd", "invalid level ", level, " in stream header (",
                                kMinLevel, "..", kMaxLevel, ")"));
   }
-  for (size_t at = 1; at < params.bytes.size(); ++at) {
-    if (params.bytes[at] != 0) {
-      throw CorruptStream(tagged("codec:zstd", "unknown parameter byte ", at, " in stream header"));
-    }
-  }
+  require_unused_params_zero(params, 1, "codec:zstd");
   return std::make_shared<ZstdCodec>(level);
 }
 

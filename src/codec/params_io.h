@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #include "hycc/codec.h"
+#include "hycc/error.h"
 
 namespace hycc::codec {
 
@@ -22,6 +24,17 @@ inline double get_f64(const CodecParams& p, size_t at) {
   double v;
   std::memcpy(&v, &p.bytes[at], 8);
   return v;
+}
+
+// Throws CorruptStream naming `codec` (its error tag, e.g. "codec:mpc") if a parameter byte from
+// `first` on is not zero: a parameter this build does not know.
+inline void require_unused_params_zero(const CodecParams& p, size_t first, std::string_view codec) {
+  for (size_t at = first; at < p.bytes.size(); ++at) {
+    if (p.bytes[at] != 0) {
+      throw CorruptStream(
+          tagged(std::string(codec), "unknown parameter byte ", at, " in stream header"));
+    }
+  }
 }
 
 }  // namespace hycc::codec
