@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# hycc-policy: check warns about lossy rules without error feedback above the bound and about
+# rules that never match, --strict turns warnings into exit 1, errors are exit 2 with the
+# library's message; explain names the rule a call matches; list names the presets.
+#   policy_tool.sh HYCC_POLICY
+set -euo pipefail
+tool="$1"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$tool" check hybrid >"$dir/hybrid.txt"
+grep -q "^0 warnings$" "$dir/hybrid.txt" || fail "hybrid has warnings: $(cat "$dir/hybrid.txt")"
+grep -q "bf16: ratio 2.00, relative error 0.00166" "$dir/hybrid.txt" || fail "bf16 not measured"
+
+"$tool" check hybrid-mz >"$dir/mz.txt"
+grep -q "^2 warnings$" "$dir/mz.txt" || fail "hybrid-mz: $(cat "$dir/mz.txt")"
+grep -q "zfp:rate=4 loses more than 0.1 of the signal (0.969)" "$dir/mz.txt" || fail "no zfp warning"
+if "$tool" check hybrid-mz --strict >/dev/null; then fail "--strict ignored the warnings"; fi
+"$tool" check naive --bound 0.05 | grep -q "^1 warning$" || fail "--bound 0.05 on naive"
+
+cat >"$dir/shadowed.toml" <<'TOML'
+name = "shadowed"
+[[rule]]
+dimension = "default"
+compressor = "bf16"
+[[rule]]
+dimension = "dp"
+operation = "allreduce"
+compressor = "ef+quant:bits=2"
+TOML
+"$tool" check "$dir/shadowed.toml" >"$dir/shadowed.txt"
+grep -q "never used: rule 1 matches every call it would" "$dir/shadowed.txt" ||
+  fail "shadowed rule not reported: $(cat "$dir/shadowed.txt")"
+
+printf 'name = "bad"\n[[rule]]\ndimension = "dq"\ncompressor = "bf16"\n' >"$dir/bad.toml"
+set +e
+"$tool" check "$dir/bad.toml" 2>"$dir/bad.err"
+status=$?
+set -e
+[ "$status" -eq 2 ] || fail "a bad file exited $status"
+grep -q "hycc-policy: .*bad.toml:3" "$dir/bad.err" || fail "no file:line: $(cat "$dir/bad.err")"
+
+"$tool" explain hybrid --dim tp --op allreduce --bytes 4M >"$dir/explain.txt"
+grep -q "rule 4 (hybrid.toml:30) matches" "$dir/explain.txt" || fail "$(cat "$dir/explain.txt")"
+grep -q -- "-> codec bf16" "$dir/explain.txt" || fail "$(cat "$dir/explain.txt")"
+"$tool" explain hybrid --dim tp --bytes 1K | grep -q "below the threshold" || fail "threshold"
+if "$tool" explain hybrid --dim tq 2>"$dir/dim.err"; then fail "unknown dimension accepted"; fi
+grep -q "unknown dimension 'tq'" "$dir/dim.err" || fail "$(cat "$dir/dim.err")"
+"$tool" list | grep -q "^hybrid-mz " || fail "list"
+echo OK
