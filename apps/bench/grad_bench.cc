@@ -25,7 +25,7 @@ namespace {
 
 const std::vector<std::string> kDefaultShapes = {"4096x4096", "4096x16384", "50304x4096", "4096"};
 const std::vector<std::string> kDefaultCompressors = {"ef+quant:bits=4", "ef+quant:bits=2",
-                                                      "ef+zfp:rate=4",   "powersgd:rank=4",
+                                                      "ef+zfp:rate=8",   "powersgd:rank=4",
                                                       "topk:ratio=0.01", "sign"};
 
 size_t parse_size(const std::string& text, const std::string& what) {

@@ -16,7 +16,7 @@ namespace hycc::bench {
 struct GradBenchOptions {
   // Tensor shapes "ROWSxCOLS" or "N" (1-D); default: 4096x4096, 4096x16384, 50304x4096, 4096.
   std::vector<std::string> shapes;
-  // Compressor specs; default: ef+quant:bits=4, ef+quant:bits=2, ef+zfp:rate=4, powersgd:rank=4,
+  // Compressor specs; default: ef+quant:bits=4, ef+quant:bits=2, ef+zfp:rate=8, powersgd:rank=4,
   // topk:ratio=0.01, sign.
   std::vector<std::string> compressors;
   std::string scale = "1";       // multiplies the first dimension of every shape: "1/8" or "0.125"

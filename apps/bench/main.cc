@@ -141,7 +141,7 @@ CLI::App* add_grad_command(CLI::App& app, GradBenchOptions& o) {
                   "50304x4096 4096)");
   cmd->add_option("--compressor", o.compressors,
                   "compressor spec, repeatable (default ef+quant:bits=4 ef+quant:bits=2 "
-                  "ef+zfp:rate=4 powersgd:rank=4 topk:ratio=0.01 sign)\n" +
+                  "ef+zfp:rate=8 powersgd:rank=4 topk:ratio=0.01 sign)\n" +
                       grad_help());
   cmd->add_option("--scale", o.scale,
                   "multiplies the first dimension of every shape (and of every tensor of a "
