@@ -42,7 +42,7 @@ set -e
 grep -q "hycc-policy: .*bad.toml:3" "$dir/bad.err" || fail "no file:line: $(cat "$dir/bad.err")"
 
 "$tool" explain hybrid --dim tp --op allreduce --bytes 4M >"$dir/explain.txt"
-grep -q "rule 4 (hybrid.toml:30) matches" "$dir/explain.txt" || fail "$(cat "$dir/explain.txt")"
+grep -q "rule 4 (hybrid.toml:[0-9]*) matches" "$dir/explain.txt" || fail "$(cat "$dir/explain.txt")"
 grep -q -- "-> codec bf16" "$dir/explain.txt" || fail "$(cat "$dir/explain.txt")"
 "$tool" explain hybrid --dim tp --bytes 1K | grep -q "below the threshold" || fail "threshold"
 if "$tool" explain hybrid --dim tq 2>"$dir/dim.err"; then fail "unknown dimension accepted"; fi
