@@ -59,7 +59,8 @@ test-sanitize: deps data
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF \
 	  -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests \
-	  hycc_device_coll_tests hycc-train hycc-sim hycc_cuda_emu_tests hycc_gpu_tests \
+	  hycc_device_coll_tests hycc-train hycc-sim hycc-policy hycc-bench hycc_cuda_emu_tests \
+	  hycc_gpu_tests \
 	  hycc_gpu_coll_tests dropin_device_emu_program capi_program fuzz_stream_replay \
 	  fuzz_codec_replay fuzz_state_replay \
 	  fuzz_text_replay fuzz_peer_replay

@@ -2,11 +2,12 @@
 //   hycc-policy check POLICY            parse it (errors as the library reports them) and warn
 //                                       about rules whose codec's error on N(0, 1) data exceeds
 //                                       the bound without error feedback, and unreachable rules
-//   hycc-policy explain POLICY --dim D --op OP --bytes N
+//   hycc-policy explain POLICY --dim D --op OP --bytes N [--dtype bf16]
 //                                       which rule a call matches, and why the others do not
 //   hycc-policy list                    the presets
 // POLICY is a preset name or a TOML file (docs/policy.md).
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "codec/float_io.h"
 #include "common/byte_size.h"
 #include "common/synthetic_data.h"
 #include "hycc/codec.h"
@@ -34,13 +36,19 @@ struct Measured {
   double relative_error = 0.0;
 };
 
-// The codec on 2^20 N(0, 1) float32 values: compression ratio and ||x - x'|| / ||x||.
-Measured measure(const CodecConfig& codec) {
-  static const std::vector<float> x = make_data(DataKind::kGaussian, kSampleValues, 7);
-  const ConstTensorView in{DType::kF32, x.size(), x.data()};
+// The codec on 2^20 N(0, 1) values of `dtype`: compression ratio and ||x - x'|| / ||x||.
+Measured measure(const CodecConfig& codec, DType dtype) {
+  static const std::vector<float> gaussian = make_data(DataKind::kGaussian, kSampleValues, 7);
+  std::vector<uint32_t> storage(kSampleValues);  // room for float32 or 16-bit elements
+  const TensorView in{dtype, kSampleValues, storage.data()};
+  codec::store_from_float(gaussian.data(), kSampleValues, in, 0);
+  std::vector<float> x(kSampleValues), y(kSampleValues);
+  codec::load_as_float(in, 0, kSampleValues, x.data());
   const std::vector<std::byte> stream = compress(codec, in);
-  std::vector<float> y(x.size());
-  decompress(stream, TensorView{DType::kF32, y.size(), y.data()});
+  std::vector<uint32_t> decoded(kSampleValues);
+  const TensorView out{dtype, kSampleValues, decoded.data()};
+  decompress(stream, out);
+  codec::load_as_float(out, 0, kSampleValues, y.data());
   double diff = 0, norm = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     diff += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
@@ -53,6 +61,7 @@ Measured measure(const CodecConfig& codec) {
 std::string rule_scope(const PolicyRule& r) {
   std::string s = r.dimension ? dimension_name(*r.dimension) : "default";
   if (r.operation) s += std::string(" ") + operation_name(*r.operation);
+  if (r.dtype) s += std::string(" ") + std::string(dtype_name(*r.dtype));
   if (r.min_bytes != 0 || r.max_bytes != SIZE_MAX) {
     s += " [" + format_byte_size(r.min_bytes) + ", " +
          (r.max_bytes == SIZE_MAX ? std::string("inf") : format_byte_size(r.max_bytes)) + ")";
@@ -64,7 +73,8 @@ std::string rule_scope(const PolicyRule& r) {
 bool covers(const PolicyRule& earlier, const PolicyRule& later) {
   const bool dimension = !earlier.dimension || earlier.dimension == later.dimension;
   const bool operation = !earlier.operation || earlier.operation == later.operation;
-  return dimension && operation && earlier.min_bytes <= later.min_bytes &&
+  const bool dtype = !earlier.dtype || earlier.dtype == later.dtype;
+  return dimension && operation && dtype && earlier.min_bytes <= later.min_bytes &&
          earlier.max_bytes >= later.max_bytes;
 }
 
@@ -106,9 +116,10 @@ int check(const Policy& policy, double bound) {
         std::printf("    %s: lossless\n", spec.c_str());
         continue;
       }
-      const Measured m = measure(codec);
-      std::printf("    %s: ratio %.2f, relative error %.3g on N(0, 1) float32\n", spec.c_str(),
-                  m.ratio, m.relative_error);
+      const DType dtype = r.dtype.value_or(DType::kF32);
+      const Measured m = measure(codec, dtype);
+      std::printf("    %s: ratio %.2f, relative error %.3g on N(0, 1) %s\n", spec.c_str(), m.ratio,
+                  m.relative_error, std::string(dtype_name(dtype)).c_str());
       if (m.relative_error > bound) {
         char text[160];
         std::snprintf(text, sizeof(text),
@@ -149,7 +160,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   check_cmd->add_flag("--strict", strict, "exit 1 when there are warnings");
 
-  std::string dim = "dp", op = "allreduce", bytes = "4M";
+  std::string dim = "dp", op = "allreduce", bytes = "4M", dtype = "f32";
   CLI::App* explain_cmd =
       app.add_subcommand("explain", "which rule a call matches, and why the others do not");
   explain_cmd->add_option("policy", policy_name, "preset name or TOML file")->required();
@@ -162,6 +173,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   explain_cmd->add_option("--bytes", bytes, "uncompressed message size: N, NK, NM, NG")
       ->capture_default_str();
+  explain_cmd->add_option("--dtype", dtype, "element type: f32, bf16, f16")->capture_default_str();
   app.add_subcommand("list", "the preset policies");
   CLI11_PARSE(app, argc, argv);
 
@@ -179,7 +191,7 @@ int run(int argc, char** argv) {
   const auto d = parse_name<Dimension>(dim, 7, dimension_name, "dimension");
   const auto o = parse_name<Operation>(op, 6, operation_name, "operation");
   const size_t n = parse_byte_size(bytes, "--bytes");
-  std::printf("%s", policy.explain(d, o, n).c_str());
+  std::printf("%s", policy.explain(d, o, n, parse_dtype(dtype)).c_str());
   return 0;
 }
 

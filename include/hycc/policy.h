@@ -2,7 +2,8 @@
 // message size, what gets compressed and how.
 //
 // A policy is an ordered list of rules. Each rule names a dimension (dp, tp, pp, zero_param,
-// zero_grad, embedding, or default = any), optionally an operation and a message size range, and
+// zero_grad, embedding, or default = any), optionally an operation, an element type (f32, bf16,
+// f16: mixed-precision traffic takes other codecs than float32) and a message size range, and
 // says which compressor to use (a codec spec such as "quant:bits=8", or a gradient compressor
 // spec such as "ef+quant:bits=4" or "powersgd:rank=4", see hycc/grad.h) with which threshold.
 // The first matching rule wins; a call that no rule matches goes uncompressed.
@@ -61,6 +62,7 @@ Dimension dimension_of(std::string_view comm_name, Operation op);
 struct PolicyRule {
   std::optional<Dimension> dimension;  // nullopt: "default", any dimension
   std::optional<Operation> operation;  // nullopt: any operation
+  std::optional<DType> dtype;          // nullopt: any element type
   size_t min_bytes = 0;                // uncompressed message size, inclusive
   size_t max_bytes = SIZE_MAX;         // exclusive
   std::string compressor = "none";     // canonical codec or gradient compressor spec
@@ -71,7 +73,7 @@ struct PolicyRule {
   size_t threshold_bytes = 64 << 10;  // below it, the native MPI call (CollectiveOptions)
   std::string origin;                 // where it was defined: "hybrid.toml:12", "preset naive"
 
-  bool matches(Dimension d, Operation op, size_t bytes) const;
+  bool matches(Dimension d, Operation op, size_t bytes, DType element_type = DType::kF32) const;
   bool adaptive() const { return !alternatives.empty(); }
 };
 
@@ -114,14 +116,15 @@ class Policy {
   const std::string& description() const { return description_; }
   const std::vector<PolicyRule>& rules() const { return rules_; }
 
-  PolicyDecision decide(Dimension d, Operation op, size_t bytes) const;
+  // The decision for a call of `bytes` uncompressed bytes of `dtype` elements.
+  PolicyDecision decide(Dimension d, Operation op, size_t bytes, DType dtype = DType::kF32) const;
   // Rule `rule`'s candidates: its compressor (0), then its alternatives; the decision for one.
   size_t candidate_count(size_t rule) const { return candidates_.at(rule).size(); }
   PolicyDecision decision_for(size_t rule, size_t candidate) const;
   // True when some rule has alternatives (a PolicyEngine measures links and codecs for it).
   bool adaptive() const;
   // Which rule matched a call and why (and why the rules before it did not), in a few lines.
-  std::string explain(Dimension d, Operation op, size_t bytes) const;
+  std::string explain(Dimension d, Operation op, size_t bytes, DType dtype = DType::kF32) const;
   // The policy as TOML that parse_toml reads back into the same rules.
   std::string to_toml() const;
 

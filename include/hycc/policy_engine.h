@@ -123,7 +123,8 @@ class PolicyEngine {
 
   // The decision for a call on `comm` (its dimension from dimension_of), without measurements:
   // an adaptive rule gives its compressor.
-  PolicyDecision decide(const Communicator& comm, Operation op, size_t bytes) const;
+  PolicyDecision decide(const Communicator& comm, Operation op, size_t bytes,
+                        DType dtype = DType::kF32) const;
   // The decision the collectives use: for an adaptive rule, the candidate whose modelled time on
   // comm's links is the smallest (docs/policy.md, "Adaptive rules"). The first such call of a
   // collective operation on a communicator measures its links, and the first for a dtype the

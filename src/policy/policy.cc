@@ -65,12 +65,13 @@ std::string rule_summary(const PolicyRule& r) {
       r.adaptive() ? detail::concat(" or, by measurement, ", joined(r.alternatives, ", ")) : "";
   return detail::concat("dimension ", r.dimension ? dimension_name(*r.dimension) : "default",
                         ", operation ", r.operation ? operation_name(*r.operation) : "any",
-                        ", bytes ", size_range(r), " -> ", r.compressor, alternatives,
-                        " (threshold ", format_byte_size(r.threshold_bytes), ")");
+                        r.dtype ? detail::concat(", dtype ", dtype_name(*r.dtype)) : "", ", bytes ",
+                        size_range(r), " -> ", r.compressor, alternatives, " (threshold ",
+                        format_byte_size(r.threshold_bytes), ")");
 }
 
 // Why rule `r` does not match, or "" if it does.
-std::string mismatch(const PolicyRule& r, Dimension d, Operation op, size_t bytes) {
+std::string mismatch(const PolicyRule& r, Dimension d, Operation op, size_t bytes, DType dtype) {
   if (r.dimension && *r.dimension != d) {
     return detail::concat("dimension is ", dimension_name(d), ", not ",
                           dimension_name(*r.dimension));
@@ -78,6 +79,9 @@ std::string mismatch(const PolicyRule& r, Dimension d, Operation op, size_t byte
   if (r.operation && *r.operation != op) {
     return detail::concat("operation is ", operation_name(op), ", not ",
                           operation_name(*r.operation));
+  }
+  if (r.dtype && *r.dtype != dtype) {
+    return detail::concat("dtype is ", dtype_name(dtype), ", not ", dtype_name(*r.dtype));
   }
   if (bytes < r.min_bytes || bytes >= r.max_bytes) {
     return detail::concat(bytes, " bytes is outside ", size_range(r));
@@ -141,15 +145,15 @@ Dimension dimension_of(std::string_view n, Operation op) {
   return Dimension::kOther;
 }
 
-bool PolicyRule::matches(Dimension d, Operation op, size_t bytes) const {
-  return mismatch(*this, d, op, bytes).empty();
+bool PolicyRule::matches(Dimension d, Operation op, size_t bytes, DType element_type) const {
+  return mismatch(*this, d, op, bytes, element_type).empty();
 }
 
 Policy::Policy() = default;
 
-PolicyDecision Policy::decide(Dimension d, Operation op, size_t bytes) const {
+PolicyDecision Policy::decide(Dimension d, Operation op, size_t bytes, DType dtype) const {
   for (size_t i = 0; i < rules_.size(); ++i) {
-    if (rules_[i].matches(d, op, bytes)) return decision_for(i, 0);
+    if (rules_[i].matches(d, op, bytes, dtype)) return decision_for(i, 0);
   }
   PolicyDecision out;
   out.compressor = "none";
@@ -177,12 +181,13 @@ bool Policy::adaptive() const {
   return false;
 }
 
-std::string Policy::explain(Dimension d, Operation op, size_t bytes) const {
-  std::string out = detail::concat("policy '", name_, "': ", operation_name(op), " of ", bytes,
-                                   " bytes on dimension ", dimension_name(d), "\n");
+std::string Policy::explain(Dimension d, Operation op, size_t bytes, DType dtype) const {
+  std::string out =
+      detail::concat("policy '", name_, "': ", operation_name(op), " of ", bytes, " bytes of ",
+                     dtype_name(dtype), " on dimension ", dimension_name(d), "\n");
   for (size_t i = 0; i < rules_.size(); ++i) {
     const PolicyRule& r = rules_[i];
-    const std::string why = mismatch(r, d, op, bytes);
+    const std::string why = mismatch(r, d, op, bytes, dtype);
     if (!why.empty()) {
       out += detail::concat("  rule ", i + 1, " (", r.origin, ") skipped: ", why, "\n");
       continue;
@@ -209,6 +214,7 @@ std::string Policy::to_toml() const {
     out += detail::concat("\n[[rule]]\ndimension = \"",
                           r.dimension ? dimension_name(*r.dimension) : "default", "\"\n");
     if (r.operation) out += detail::concat("operation = \"", operation_name(*r.operation), "\"\n");
+    if (r.dtype) out += detail::concat("dtype = \"", dtype_name(*r.dtype), "\"\n");
     if (r.min_bytes != 0)
       out += detail::concat("min_bytes = \"", format_byte_size(r.min_bytes), "\"\n");
     if (r.max_bytes != SIZE_MAX) {

@@ -121,8 +121,9 @@ PolicyEngine PolicyEngine::from_environment(std::string_view fallback) {
   return PolicyEngine(Policy::from_environment(fallback), std::move(options));
 }
 
-PolicyDecision PolicyEngine::decide(const Communicator& comm, Operation op, size_t bytes) const {
-  return policy_.decide(dimension_of(comm, op), op, bytes);
+PolicyDecision PolicyEngine::decide(const Communicator& comm, Operation op, size_t bytes,
+                                    DType dtype) const {
+  return policy_.decide(dimension_of(comm, op), op, bytes, dtype);
 }
 
 CommStats PolicyEngine::stats() const {

@@ -54,7 +54,7 @@ std::string choice_line(const PolicyDecision& d, const std::optional<ModelledTim
 PolicyDecision PolicyEngine::choose(const Communicator& comm, Operation op, size_t bytes,
                                     DType dtype) {
   const Dimension dim = dimension_of(comm, op);
-  PolicyDecision fallback = policy_.decide(dim, op, bytes);
+  PolicyDecision fallback = policy_.decide(dim, op, bytes, dtype);
   if (fallback.rule < 0) return fallback;
   const size_t rule = static_cast<size_t>(fallback.rule);
   const bool collective = op != Operation::kSendRecv;

@@ -89,6 +89,13 @@ class Reader {
                                     "alltoall, sendrecv or any"));
   }
 
+  std::optional<DType> element_type(const toml::node& v) const {
+    const std::string s = string(v, "dtype");
+    if (s == "any") return std::nullopt;
+    if (s == "f32" || s == "bf16" || s == "f16") return parse_dtype(s);
+    fail(v.source(), detail::concat("unknown dtype '", s, "'; expected f32, bf16, f16 or any"));
+  }
+
   policy::CompressorSpec compressor(const toml::node& v, std::string_view key) const {
     const std::string spec = string(v, key);
     try {
@@ -123,6 +130,8 @@ class Reader {
         has_dimension = true;
       } else if (k == "operation") {
         r.operation = operation(value);
+      } else if (k == "dtype") {
+        r.dtype = element_type(value);
       } else if (k == "min_bytes") {
         r.min_bytes = bytes(value, k);
       } else if (k == "max_bytes") {
@@ -142,8 +151,9 @@ class Reader {
         }
       } else {
         fail(key.source(), detail::concat("unknown key '", k, "' in rule ", index + 1,
-                                          "; expected dimension, operation, min_bytes, "
-                                          "max_bytes, compressor, alternatives, threshold"));
+                                          "; expected dimension, operation, dtype, "
+                                          "min_bytes, max_bytes, compressor, alternatives, "
+                                          "threshold"));
       }
     }
     any_gradient = any_gradient || r.gradient;

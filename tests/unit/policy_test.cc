@@ -160,6 +160,26 @@ TEST(Policy, FirstMatchingRuleWins) {
   EXPECT_EQ(d.options.codec.id(), CodecId::kNone);
 }
 
+// Rules for an element type: mixed-precision traffic takes its own codec, float32 the default.
+TEST(Policy, RulesCanNameTheElementType) {
+  const Policy p = Policy::parse_toml(
+      "name = \"mixed\"\n"
+      "[[rule]]\ndimension = \"default\"\ndtype = \"bf16\"\ncompressor = \"exphuff\"\n"
+      "[[rule]]\ndimension = \"default\"\ncompressor = \"bf16\"\n",
+      "mixed.toml");
+  const size_t mb = 1 << 20;
+  EXPECT_EQ(p.decide(Dimension::kTp, Operation::kAllreduce, mb, DType::kBF16).compressor,
+            CodecConfig::parse("exphuff").spec());
+  EXPECT_EQ(p.decide(Dimension::kTp, Operation::kAllreduce, mb, DType::kF32).compressor, "bf16");
+  EXPECT_EQ(p.decide(Dimension::kTp, Operation::kAllreduce, mb, DType::kF16).compressor, "bf16");
+  EXPECT_EQ(p.decide(Dimension::kTp, Operation::kAllreduce, mb).rule, 1);  // float32 by default
+  const std::string e = p.explain(Dimension::kPp, Operation::kSendRecv, mb, DType::kF16);
+  EXPECT_NE(e.find("of f16 on dimension pp"), std::string::npos) << e;
+  EXPECT_NE(e.find("skipped: dtype is f16, not bf16"), std::string::npos) << e;
+  EXPECT_NE(p.to_toml().find("dtype = \"bf16\""), std::string::npos);
+  EXPECT_EQ(Policy::parse_toml(p.to_toml(), "again.toml").to_toml(), p.to_toml());
+}
+
 TEST(Policy, ExplainSaysWhichRuleMatchedAndWhy) {
   const Policy p = Policy::parse_toml(kRules, "test.toml");
   const std::string e = p.explain(Dimension::kTp, Operation::kAllreduce, 2 << 20);
@@ -219,6 +239,7 @@ TEST(Policy, FileErrorsNameTheLineAndTheKey) {
       {"[[rule]]\ndimension = \"tp\"\n", "bad.toml:1: rule 1 has no 'compressor'"},
       {"[[rule]]\ncompressor = \"mpc\"\n", "bad.toml:1: rule 1 has no 'dimension'"},
       {rule + "operation = \"reduce\"\n", "bad.toml:4: unknown operation 'reduce'"},
+      {rule + "dtype = \"f64\"\n", "bad.toml:4: unknown dtype 'f64'"},
       {rule + "threshold = \"12KB\"\n", "bad.toml:4: bad byte count '12KB' for threshold"},
       {rule + "max_bytes = -5\n", "bad.toml:4: 'max_bytes' must not be negative"},
       {rule + "min_bytes = 10\nmax_bytes = 10\n", "bad.toml:1: rule 1: min_bytes 10 is not below"},

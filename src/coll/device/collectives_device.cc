@@ -213,7 +213,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
     grad::require_layout(policy::policy_grad_layout(options.key, options.pieces), send.count,
                          "policy:allreduce_device");
     return dev::run_with_policy(
-        comm, Operation::kAllreduce, send.bytes(), options,
+        comm, Operation::kAllreduce, send.bytes(), send.dtype, options,
         [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
         [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
           return dev::measured_gradient_call(
@@ -259,7 +259,7 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
     grad::require_layout(policy::policy_grad_layout(options.key, options.pieces), send.count,
                          "policy:reduce_scatter_device");
     return dev::run_with_policy(
-        comm, Operation::kReduceScatter, send.bytes(), options,
+        comm, Operation::kReduceScatter, send.bytes(), send.dtype, options,
         [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
         [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
           return dev::measured_gradient_call(
@@ -312,7 +312,7 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
                       const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
     return dev::run_with_policy(
-        comm, Operation::kAllgather, recv.bytes(), options,
+        comm, Operation::kAllgather, recv.bytes(), recv.dtype, options,
         [&](const DeviceCollectiveOptions& o) { allgather_device(comm, send, recv, o); });
   }
   const auto start = dev::device_clock(options);
@@ -350,7 +350,7 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
                       const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
     return dev::run_with_policy(
-        comm, Operation::kBroadcast, buffer.bytes(), options,
+        comm, Operation::kBroadcast, buffer.bytes(), buffer.dtype, options,
         [&](const DeviceCollectiveOptions& o) { broadcast_device(comm, buffer, root, o); });
   }
   const auto start = dev::device_clock(options);
@@ -387,7 +387,7 @@ void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView 
                      const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
     return dev::run_with_policy(
-        comm, Operation::kAlltoall, send.bytes(), options,
+        comm, Operation::kAlltoall, send.bytes(), send.dtype, options,
         [&](const DeviceCollectiveOptions& o) { alltoall_device(comm, send, recv, o); });
   }
   const auto start = dev::device_clock(options);

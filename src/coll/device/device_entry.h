@@ -50,12 +50,14 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
                                           const DeviceCollectiveOptions& options, int tag,
                                           bool collective);
 
-// Runs `call` with the options options.policy decides for it (policy cleared) and records it in
+// Runs `call` with the options options.policy decides for it (for `bytes` uncompressed bytes of
+// `dtype` elements; policy cleared) and records it in
 // the engine; fills *options.stats too. A gradient compressor decision runs `gradient` instead,
 // with the engine's DeviceGradCompressor of that spec, when it is given (allreduce,
 // reduce_scatter) and the call is compressed (above the threshold, more than one rank).
 void run_with_policy(
-    const Communicator& comm, Operation op, size_t bytes, const DeviceCollectiveOptions& options,
+    const Communicator& comm, Operation op, size_t bytes, DType dtype,
+    const DeviceCollectiveOptions& options,
     const std::function<void(const DeviceCollectiveOptions&)>& call,
     const std::function<GradStepStats(DeviceGradCompressor&, const DeviceCollectiveOptions&)>&
         gradient = {});

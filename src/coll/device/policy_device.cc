@@ -11,13 +11,13 @@
 
 namespace hycc::coll::device {
 
-void run_with_policy(const Communicator& comm, Operation op, size_t bytes,
+void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType dtype,
                      const DeviceCollectiveOptions& options,
                      const std::function<void(const DeviceCollectiveOptions&)>& call,
                      const std::function<GradStepStats(DeviceGradCompressor&,
                                                        const DeviceCollectiveOptions&)>& gradient) {
   PolicyEngine& engine = *options.policy;
-  const PolicyDecision decision = engine.decide(comm, op, bytes);
+  const PolicyDecision decision = engine.decide(comm, op, bytes, dtype);
   engine.log_decision(comm, op, bytes, decision);
   CollectiveStats stats;
   DeviceCollectiveOptions inner = options;

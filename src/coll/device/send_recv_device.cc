@@ -44,7 +44,7 @@ void send_device(const Communicator& comm, ConstTensorView data, int dest, int t
                  const DeviceCollectiveOptions& options) {
   if (options.policy != nullptr) {
     return dev::run_with_policy(
-        comm, Operation::kSendRecv, data.bytes(), options,
+        comm, Operation::kSendRecv, data.bytes(), data.dtype, options,
         [&](const DeviceCollectiveOptions& o) { send_device(comm, data, dest, tag, o); });
   }
   const auto start = dev::device_clock(options);
