@@ -10,8 +10,6 @@ namespace {
 
 constexpr uint64_t kEmbeddingKey = uint64_t{1} << 40;
 
-TensorView f32(float* data, size_t count) { return {DType::kF32, count, data}; }
-
 void add_time(TrainComm& c, std::chrono::steady_clock::time_point start) {
   c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -42,7 +40,9 @@ void allreduce_gradient_buckets(GPT& model, TrainComm& c, size_t bucket_floats) 
     o.pieces = pieces;
     record_sent(c, "dp", "gradient", g.data() + begin, count);
     const auto start = std::chrono::steady_clock::now();
-    allreduce(dp, f32(g.data() + begin, count), f32(g.data() + begin, count), ReduceOp::kSum, o);
+    WireTensor w(c, g.data() + begin, count);
+    allreduce(dp, w.view(), w.view(), ReduceOp::kSum, o);
+    w.store();
     add_time(c, start);
   }
 }
@@ -89,8 +89,10 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
     o.pieces = pieces;  // the whole buffer: every tensor whole
     record_sent(c, "zero_grad", "gradient", g.data(), g.size());
     const auto start = std::chrono::steady_clock::now();
-    reduce_scatter(zero, f32(g.data(), g.size()), f32(g.data() + shard.offset, shard.count),
-                   ReduceOp::kSum, o);
+    WireTensor all(c, g.data(), g.size());
+    WireTensor mine(c, g.data() + shard.offset, shard.count, false);
+    reduce_scatter(zero, all.view(), mine.view(), ReduceOp::kSum, o);
+    mine.store();
     add_time(c, start);
     return;
   }
@@ -122,7 +124,10 @@ void reduce_scatter_gradients(GPT& model, TrainComm& c, int stage, size_t bucket
     float* slice = mine > 0 ? g.data() + shard.offset + lo : nullptr;
     CollectiveOptions o = c.policy(bucket + 1);
     o.pieces = pieces;
-    reduce_scatter(zero, f32(packed.data(), packed.size()), f32(slice, mine), ReduceOp::kSum, o);
+    WireTensor send(c, packed.data(), packed.size());
+    WireTensor recv(c, slice, mine, false);
+    reduce_scatter(zero, send.view(), recv.view(), ReduceOp::kSum, o);
+    recv.store();
     add_time(c, start);
   }
 }
@@ -139,8 +144,10 @@ void allgather_parameters(GPT& model, TrainComm& c) {
   std::copy_n(p.data() + shard.offset, shard.count, mine);
   record_sent(c, "zero_param", "parameter", mine, shard.count);
   const auto start = std::chrono::steady_clock::now();
-  allgather(zero, ConstTensorView{DType::kF32, block, mine}, f32(all.data(), all.size()),
-            c.policy(1));
+  WireTensor send(c, static_cast<const float*>(mine), block);
+  WireTensor recv(c, all.data(), all.size(), false);
+  allgather(zero, send.view(), recv.view(), c.policy(1));
+  recv.store();
   add_time(c, start);
   for (int r = 0; r < zero.size(); ++r) {
     const ChunkRange sr = chunk_range(p.size(), zero.size(), r);

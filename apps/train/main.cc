@@ -41,6 +41,7 @@ struct Options {
   int stop_at = 0;  // > 0: stop after this step (checkpointed), as an interrupted run would
   bool resume = false;
   std::string json_path;
+  std::string precision = "fp32";
   TensorDumpOptions dump;
   double dump_mib = 16;
   int eval_every = 50;
@@ -126,6 +127,7 @@ nlohmann::ordered_json run_description(const Options& o, const GPTConfig& m,
           {"tp", o.shape.tp},
           {"pp", o.shape.pp},
           {"zero", o.parallel.zero},
+          {"precision", o.parallel.bf16 ? "bf16" : "fp32"},
           {"bucket_mb", o.parallel.bucket_mb},
           {"layers", m.num_layers},
           {"hidden", m.channels},
@@ -216,10 +218,11 @@ void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEng
   if (root) {
     std::printf(
         "hycc-train: %d layers, hidden %d, %d heads; batch %d x %d tokens in %d micro-batches; "
-        "%s, zero %d; %d steps, lr %g; policy %s; data %s\n",
+        "%s, zero %d, %s; %d steps, lr %g; policy %s; data %s\n",
         m.num_layers, m.channels, m.num_heads, o.train.batch, o.train.seq, o.train.micro_batches,
-        to_string(o.shape).c_str(), o.parallel.zero, o.train.steps, static_cast<double>(o.train.lr),
-        engine.policy().name().c_str(), s.dir.c_str());
+        to_string(o.shape).c_str(), o.parallel.zero, o.parallel.bf16 ? "bf16" : "fp32",
+        o.train.steps, static_cast<double>(o.train.lr), engine.policy().name().c_str(),
+        s.dir.c_str());
   }
   const bool tty = isatty(fileno(stdout)) != 0;
   const double tokens_per_step = static_cast<double>(o.train.batch) * o.train.seq;
@@ -342,6 +345,11 @@ int main(int argc, char** argv) {
   app.add_option("--pp", o.shape.pp, "pipeline stages")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "fp32, or bf16: bf16 weights from fp32 masters and bf16 on every wire "
+                 "(docs/training.md, \"Mixed precision\")")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   app.add_option("--zero", o.parallel.zero,
                  "ZeRO stage: 1 shards optimizer states, 2 also reduce-scatters in buckets")
       ->check(CLI::IsMember({0, 1, 2}))
@@ -410,5 +418,6 @@ int main(int argc, char** argv) {
                  "write one JSON object per step to FILE (appended on --resume)");
   app.set_version_flag("--version", "hycc-train " HYCC_VERSION HYCC_BUILD_KIND);
   CLI11_PARSE(app, argc, argv);
+  o.parallel.bf16 = o.precision == "bf16";
   return hycc::train::run(o);
 }

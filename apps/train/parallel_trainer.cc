@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "checkpoint.h"
+#include "codec/float_convert.h"
 #include "grad_sync.h"
 #include "hycc/error.h"
 #include "pipeline.h"
@@ -59,6 +60,15 @@ void check_parallel_config(const TrainConfig& c, const ParallelConfig& p, const 
   if (!(p.bucket_mb > 0)) fail("--bucket-mb must be positive");
 }
 
+namespace {
+
+// x[0, n) rounded to bf16 (nearest even), kept as float32.
+void round_to_bf16(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = codec::bf16_to_f32(codec::f32_to_bf16(x[i]));
+}
+
+}  // namespace
+
 ParallelTrainer::ParallelTrainer(const TrainConfig& config, const ParallelConfig& parallel,
                                  const ParallelGrid& grid, PolicyEngine& engine,
                                  const TextData& train, const TextData* val)
@@ -78,9 +88,11 @@ ParallelTrainer::ParallelTrainer(const TrainConfig& config, const ParallelConfig
   schedule_.min_lr = config.lr * config.min_lr_ratio;
   schedule_.warmup = config.warmup >= 0 ? config.warmup : config.steps / 10;
   schedule_.total = config.steps;
-  if (parallel.zero > 0) {
+  comm_.wire = parallel.bf16 ? DType::kBF16 : DType::kF32;
+  if (has_master()) {
     const float* shard = model_.params_memory.data() + range_.offset;
     master_.assign(shard, shard + range_.count);
+    if (parallel.bf16) round_to_bf16(model_.params_memory.data(), model_.params_memory.size());
   }
   // Sends decide without communicating; adaptive rules need the stages' links measured first
   // (the collectives measure their communicators' links themselves).
@@ -134,11 +146,11 @@ ParallelStepResult ParallelTrainer::train_step() {
   ParallelStepResult r;
   r.step.lr = schedule_.at(step_);
   float* shard = model_.params_memory.data() + range_.offset;
-  if (parallel_.zero > 0) std::copy(master_.begin(), master_.end(), shard);
+  if (has_master()) std::copy(master_.begin(), master_.end(), shard);
   optimizer_.update(model_.params_memory.data(), grads, r.step.lr, step_ + 1);
-  if (parallel_.zero > 0) {
+  if (has_master()) {
     std::copy_n(shard, range_.count, master_.begin());
-    allgather_parameters(model_, comm_);
+    deliver_parameters();
   }
   ++step_;
 
@@ -199,12 +211,20 @@ void ParallelTrainer::load(const std::string& dir) {
   step_ = static_cast<int>(
       load_checkpoint(checkpoint_file(dir), model_, optimizer_, config_.seed, &extra));
   load_compressor_state(engine_, extra);
-  if (parallel_.zero > 0) {
+  if (has_master()) {
     // Master values back, and every part's copy as the allgather delivered it after the step
     // that wrote the checkpoint (the same codec on the same values gives the same bytes).
     const float* shard = model_.params_memory.data() + range_.offset;
     master_.assign(shard, shard + range_.count);
-    allgather_parameters(model_, comm_);
+    deliver_parameters();
+  }
+}
+
+void ParallelTrainer::deliver_parameters() {
+  if (parallel_.zero > 0) {
+    allgather_parameters(model_, comm_);  // bf16 on the wire under --precision bf16
+  } else {
+    round_to_bf16(model_.params_memory.data(), model_.params_memory.size());
   }
 }
 

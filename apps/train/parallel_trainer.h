@@ -24,6 +24,11 @@ namespace hycc::train {
 struct ParallelConfig {
   int zero = 0;          // ZeRO stage 0, 1 or 2
   double bucket_mb = 4;  // data-parallel / ZeRO-2 bucket size in MiB of float32 gradients
+  // Mixed precision as Megatron's bf16 mode: the weights the passes use are the bf16 rounding of
+  // fp32 master weights (which AdamW updates, with its moments in fp32), and every tensor sent
+  // (activations and their gradients, weight gradients, ZeRO parameters) travels as bf16.
+  // Computation inside a rank stays float32 (the CPU's sgemm), gradients accumulate in fp32.
+  bool bf16 = false;
 };
 
 struct ParallelStepResult {
@@ -66,9 +71,13 @@ class ParallelTrainer {
   std::vector<GPTActs> acts_;
   ChunkRange range_;  // the optimizer's floats of the flat buffer
   AdamW optimizer_;
-  // ZeRO: the fp32 master values of this rank's shard. After the parameter allgather the part
-  // holds what the zero_param policy delivered (e.g. bf16-rounded), identical on every rank,
-  // and computes with it; AdamW updates the master values.
+  // ZeRO or bf16: the fp32 master values of this rank's optimizer range. After the parameter
+  // allgather the part holds what the zero_param policy delivered (e.g. bf16-rounded), identical
+  // on every rank, and computes with it; under bf16 without ZeRO, the bf16 rounding of the
+  // masters. AdamW updates the master values.
+  bool has_master() const { return parallel_.zero > 0 || parallel_.bf16; }
+  // The part's weights from the masters: the ZeRO allgather, or the rounding to bf16.
+  void deliver_parameters();
   std::vector<float> master_;
   LrSchedule schedule_;
   int step_ = 0;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "codec/float_io.h"
+
 namespace hycc::train {
 namespace {
 
@@ -26,6 +28,24 @@ TensorView f32(float* data, size_t count) { return {DType::kF32, count, data}; }
 
 }  // namespace
 
+WireTensor::WireTensor(const TrainComm& c, float* data, size_t count, bool fill)
+    : data_(data), view_{DType::kF32, count, data} {
+  if (c.wire == DType::kF32) return;
+  scratch_.resize(count);
+  if (fill) codec::store_from_float(data, count, {DType::kBF16, count, scratch_.data()}, 0);
+  view_ = {DType::kBF16, count, scratch_.data()};
+}
+
+WireTensor::WireTensor(const TrainComm& c, const float* data, size_t count)
+    : WireTensor(c, const_cast<float*>(data), count) {
+  data_ = nullptr;  // never written: store() has nothing to do
+}
+
+void WireTensor::store() {
+  if (view_.dtype == DType::kF32 || data_ == nullptr) return;
+  codec::load_as_float(view_, 0, view_.count, data_);
+}
+
 CollectiveOptions TrainComm::policy(uint64_t key) const {
   CollectiveOptions o;
   o.policy = &engine;
@@ -42,7 +62,9 @@ void policy_allreduce(TrainComm& c, const Communicator& comm, float* data, size_
                       uint64_t key) {
   if (comm.size() == 1 || count == 0) return;
   const Timed t(&c.seconds);
-  allreduce(comm, f32(data, count), f32(data, count), ReduceOp::kSum, c.policy(key));
+  WireTensor w(c, data, count);
+  allreduce(comm, w.view(), w.view(), ReduceOp::kSum, c.policy(key));
+  w.store();
 }
 
 double exact_sum(TrainComm& c, const Communicator& comm, double value) {
@@ -74,12 +96,15 @@ float exact_broadcast(TrainComm& c, const Communicator& comm, float value, int r
 void stage_send(TrainComm& c, const float* data, size_t count, int stage, int tag) {
   record_sent(c, "pp", stage > c.grid.pp().rank() ? "activation" : "gradient", data, count);
   const Timed t(&c.seconds);
-  send(c.grid.pp(), ConstTensorView{DType::kF32, count, data}, stage, tag, c.policy());
+  WireTensor w(c, data, count);
+  send(c.grid.pp(), w.view(), stage, tag, c.policy());
 }
 
 void stage_recv(TrainComm& c, float* data, size_t count, int stage, int tag) {
   const Timed t(&c.seconds);
-  recv(c.grid.pp(), f32(data, count), stage, tag);
+  WireTensor w(c, data, count, false);
+  recv(c.grid.pp(), w.view(), stage, tag);
+  w.store();
 }
 
 void HyccTensorParallel::allreduce_sum(float* data, size_t count, const char* what) {

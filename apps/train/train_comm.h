@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "gpt_model.h"
 #include "hycc/collectives.h"
@@ -22,9 +23,29 @@ struct TrainComm {
   PolicyEngine& engine;
   double seconds = 0.0;        // time inside hycc calls since the caller last reset it
   TensorDump* dump = nullptr;  // --dump-tensors: samples of what is sent
+  // The element type of every tensor the trainer sends (activations, their gradients, weight
+  // gradients, ZeRO parameters): float32, or bf16 (--precision bf16, rounded to nearest even).
+  DType wire = DType::kF32;
 
   // Options handing the call to the engine; `key` identifies the tensor for error feedback.
   CollectiveOptions policy(uint64_t key = 0) const;
+};
+
+// A float32 buffer as it travels: itself, or (wire bf16) its bf16 rounding in a scratch buffer
+// that store() widens back into it.
+class WireTensor {
+ public:
+  // `fill`: round data into the scratch (false for a buffer that only receives).
+  WireTensor(const TrainComm& c, float* data, size_t count, bool fill = true);
+  WireTensor(const TrainComm& c, const float* data, size_t count);  // a send buffer
+  TensorView view() { return view_; }
+  // The received values back into the float32 buffer (nothing to do for float32).
+  void store();
+
+ private:
+  float* data_;
+  std::vector<uint16_t> scratch_;
+  TensorView view_;
 };
 
 // Hands what a dimension is about to send to the tensor dump, if there is one.

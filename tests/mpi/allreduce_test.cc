@@ -54,6 +54,29 @@ void run_allreduce_case(const Case& c) {
   }
 }
 
+// Recursive doubling sends a rank's input in its own dtype (16-bit traffic stays 16-bit) and only
+// the later partial sums as float32: on p2 = 2^L ranks without folds, each rank's streams hold
+// n x 2 bytes of bf16 at level 1 and n x 4 bytes at each later level.
+TEST(AllreduceWire, RecursiveDoublingKeepsSixteenBitInputsSixteenBit) {
+  const int p = world().size();
+  if (p < 2 || (p & (p - 1)) != 0) GTEST_SKIP() << "folds change the count at " << p << " ranks";
+  const size_t n = 10000;
+  Buffer in = make_input(DType::kBF16, n, world().rank(), true), out(DType::kBF16, n);
+  CollectiveStats stats;
+  CollectiveOptions o;
+  o.codec = CodecConfig::parse("exphuff");
+  o.algorithm = Algorithm::kRecursiveDoubling;
+  o.threshold_bytes = 0;
+  o.stats = &stats;
+  allreduce(world(), in.view(), out.view(), ReduceOp::kSum, o);
+  int levels = 0;
+  while ((1 << levels) < p) ++levels;
+  EXPECT_EQ(stats.raw_bytes, n * 2 + n * 4 * static_cast<size_t>(levels - 1));
+  EXPECT_LT(stats.wire_bytes, stats.raw_bytes);  // exphuff is lossless and compresses
+  expect_bits_equal(out, reference_reduce(gather_all(in), DType::kBF16, ReduceOp::kSum),
+                    "bf16 exphuff recursive doubling");
+}
+
 class AllreduceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AllreduceTest, MatchesReference) { run_allreduce_case(GetParam()); }
