@@ -166,6 +166,7 @@ def main():
     ap.add_argument("--network", required=True)
     ap.add_argument("--rate", required=True)
     ap.add_argument("--grid", default="2x2x2", help="DPxTPxPP")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("policies", nargs="+")
     a = ap.parse_args()
     names = [os.path.basename(p).removesuffix(".toml") for p in a.policies]
@@ -185,13 +186,17 @@ def main():
             r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
     note = plot(a.out, names, a.grid, loss_range(all_rows))
     with open(f"{a.out}/summary.json", "w") as f:
-        json.dump({"network": a.network, "shm_step_s": shm_step, "fast_step_s": fast_step,
+        json.dump({"network": a.network, "precision": a.precision, "shm_step_s": shm_step,
+                   "fast_step_s": fast_step,
                    "runs": runs,
                    "load_average": dict(load)}, f, indent=2)
 
     md = ["# hycc: the hybrid-compression experiment", ""]
     md.append(f"Network: {a.network}. Model: GPT, 4 layers, hidden 256, 4 heads, sequence 64, "
               f"byte vocabulary; global batch 32 in 2 micro-batches; {grid_text(a.grid)}.")
+    md.append("\nPrecision: " + ("bf16 (bf16 weights from fp32 masters, every tensor sent in bf16, "
+                                  "as Megatron's bf16 mode; docs/training.md, \"Mixed precision\")"
+                                  if a.precision == "bf16" else "fp32") + ".")
     if a.network.startswith("shared"):
         md.append("\nOn shared memory the network is free, so compression cannot speed training "
                   "up here: throughput gains need a bandwidth-limited network (run as root for "

@@ -25,13 +25,14 @@ out = sys.argv[1]
 summary = json.load(open(f"{out}/summary.json"))
 runs = {r["policy"]: r for r in summary["runs"]}
 assert set(runs) == {"baseline", "hybrid"}, runs.keys()
+assert summary["precision"] == "bf16", summary.get("precision")  # the default
 for name, r in runs.items():
     print(name, {k: r[k] for k in ("tokens_per_s", "speedup", "final_val_loss")})
     assert r["tokens_per_s"] > 0 and r["final_val_loss"] > 0, r
 assert runs["baseline"]["speedup"] == 1.0
 readme = open(f"{out}/README.md").read()
 for text in ("| baseline |", "| hybrid |", "shared memory", "## Compression statistics",
-             "## Commands", "--policy hybrid"):
+             "## Commands", "--policy hybrid", "Precision: bf16", "--precision bf16"):
     assert text in readme, f"README.md lacks {text!r}"
 assert "load average" in readme
 assert os.path.exists(f"{out}/commands.txt")
