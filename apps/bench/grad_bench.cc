@@ -11,8 +11,8 @@
 
 #include "bench_memory.h"
 #include "bench_util.h"
-#include "common/xxh3.h"
 #include "common/synthetic_data.h"
+#include "common/xxh3.h"
 #include "hycc/collectives.h"
 #include "hycc/collectives_device.h"
 #include "hycc/comm.h"

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "codec/float_io.h"
-#include "common/xxh3.h"
 #include "common/synthetic_data.h"
+#include "common/xxh3.h"
 
 namespace hycc::coll {
 namespace {

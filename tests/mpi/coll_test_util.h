@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "coll/coll_internal.h"
-#include "common/xxh3.h"
 #include "common/synthetic_data.h"
+#include "common/xxh3.h"
 #include "hycc/collectives.h"
 #include "hycc/error.h"
 #include "test_util.h"
