@@ -188,8 +188,10 @@ int run(int argc, char** argv) {
     const int warnings = check(policy, bound);
     return strict && warnings > 0 ? 1 : 0;
   }
-  const auto d = parse_name<Dimension>(dim, 7, dimension_name, "dimension");
-  const auto o = parse_name<Operation>(op, 6, operation_name, "operation");
+  const auto d = parse_name<Dimension>(dim, static_cast<int>(Dimension::kOther) + 1, dimension_name,
+                                       "dimension");
+  const auto o = parse_name<Operation>(op, static_cast<int>(Operation::kSendRecv) + 1,
+                                       operation_name, "operation");
   const size_t n = parse_byte_size(bytes, "--bytes");
   std::printf("%s", policy.explain(d, o, n, parse_dtype(dtype)).c_str());
   return 0;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "codec/block/exp_huffman.h"
+#include "codec/byte_io.h"
 #include "codec/exphuff_blocks.h"
 #include "codec/exphuff_table.h"
 #include "codec/params_io.h"
@@ -46,13 +47,6 @@ constexpr std::string_view kHelp =
 constexpr int kMinBlock = 256;
 constexpr int kMaxBlock = 1 << 20;
 constexpr int kDefaultBlock = 16384;
-
-void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // Where the areas of a payload start.
 struct Layout {

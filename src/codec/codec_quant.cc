@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "codec/block/quant_block.h"
+#include "codec/byte_io.h"
 #include "codec/float_io.h"
 #include "codec/params_io.h"
 #include "codec/registry.h"
@@ -78,13 +79,6 @@ using quant::round_up8;
 #else
 #define HYCC_QUANT_X86_CLONES
 #endif
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 // Where the areas of a payload start, for a given element count.
 using Layout = quant::PayloadLayout;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "codec/block/exp_huffman.h"
+#include "codec/byte_io.h"
 #include "hycc/error.h"
 
 namespace hycc::codec::exphuff {
@@ -12,19 +13,6 @@ namespace {
 [[noreturn]] void corrupt(const std::string& what) {
   throw CorruptStream(tagged("codec:exphuff", what));
 }
-
-uint64_t load_u64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-void store_u64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 template <typename W, int kExponentBits, int kMantissaBits>
 struct Format {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "codec/byte_io.h"
 #include "codec/checksummed_coding.h"
 #include "codec/registry.h"
 #include "common/xxh3.h"
@@ -12,13 +13,6 @@ namespace hycc::codec {
 namespace {
 
 constexpr size_t kChecksumAt = 40;
-
-uint64_t load_u64(const std::byte* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-void store_u64(std::byte* p, uint64_t v) { std::memcpy(p, &v, 8); }
 
 // Parses and validates the fixed part of a header; does not look at the checksum.
 StreamHeader parse_header(std::span<const std::byte> s) {

@@ -47,11 +47,6 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
     const bool input = level == 0 ? rank % 2 == 0 : (level == 1 && rank >= 2 * extra);
     return input ? send.dtype : DType::kF32;
   };
-  const auto segment_of_input = [&](const ChunkRange& g) {
-    return ConstTensorView{
-        send.dtype, g.count,
-        static_cast<const std::byte*>(send.data) + g.offset * dtype_size(send.dtype)};
-  };
   // Sends acc to `peer` (if `give`) and receives the peer's partial sum (if `take`). `owner`
   // names the partial sum in the stream seeds: equal on the ranks that hold the same sum.
   const auto swap_with = [&](int peer, bool give, bool take, uint64_t level, int owner) {
@@ -63,7 +58,7 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
           const ConstTensorView part =
               mine_wire == DType::kF32
                   ? ConstTensorView{DType::kF32, g.count, acc.data() + g.offset}
-                  : segment_of_input(g);
+                  : slice(send, g.offset, g.count);
           const size_t bytes =
               compress_into(ctx, part, out[k], stream_seed(ctx.seed, owner, level, k));
           const std::span<const std::byte> stream(out[k].data(), bytes);

@@ -34,25 +34,20 @@ uint64_t xxh3_seeded(const void* data, size_t bytes, uint64_t seed) {
   return h;
 }
 
-struct Xxh3Stream::State {
-  XXH3_state_t* xxh = nullptr;
-  ~State() { XXH3_freeState(xxh); }
-};
-
-Xxh3Stream::Xxh3Stream() : state_(std::make_unique<State>()) {
-  state_->xxh = XXH3_createState();
-  if (state_->xxh == nullptr || XXH3_64bits_reset(state_->xxh) != XXH_OK) throw std::bad_alloc();
+Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
+  if (state_ == nullptr) throw std::bad_alloc();
+  XXH3_64bits_reset(state_);
 }
 
-Xxh3Stream::~Xxh3Stream() = default;
+Xxh3Stream::~Xxh3Stream() { XXH3_freeState(state_); }
 
 void Xxh3Stream::update(const void* data, size_t bytes) {
-  XXH3_64bits_update(state_->xxh, data, bytes);
+  XXH3_64bits_update(state_, data, bytes);
   clear_upper_vector_state();
 }
 
 uint64_t Xxh3Stream::digest() const {
-  const uint64_t h = XXH3_64bits_digest(state_->xxh);
+  const uint64_t h = XXH3_64bits_digest(state_);
   clear_upper_vector_state();
   return h;
 }

@@ -8,7 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+
+struct XXH3_state_s;  // libxxhash's streaming state
 
 namespace hycc {
 
@@ -27,8 +28,7 @@ class Xxh3Stream {
   uint64_t digest() const;
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  XXH3_state_s* state_;
 };
 
 }  // namespace hycc
