@@ -112,33 +112,39 @@ CodecTable load_codec_figures(const std::vector<std::string>& names_or_paths) {
   return table;
 }
 
+namespace {
+
+// A policy's text: a hycc policy has [[rule]] tables, a figures file per-dimension tables.
+SimPolicy parse_sim_policy(const std::string& text, const std::string& source,
+                           const CodecTable& codecs) {
+  const TomlFields probe(text, source);
+  if (probe.has("rule")) return SimPolicy::from_policy(Policy::parse_toml(text, source), codecs);
+  return SimPolicy::parse_figures(text, source);
+}
+
+}  // namespace
+
 SimPolicy load_policy(const std::string& name_or_path, const CodecTable& codecs) {
-  const auto figures = config_names("sim-policies");
-  const bool builtin_figures = !is_file(name_or_path) && std::find(figures.begin(), figures.end(),
-                                                                   name_or_path) != figures.end();
-  if (builtin_figures) {
+  const auto builtin = config_names("sim-policies");
+  if (!is_file(name_or_path) &&
+      std::find(builtin.begin(), builtin.end(), name_or_path) != builtin.end()) {
     std::string source;
     const std::string text = read_config("sim-policies", name_or_path, source);
-    return SimPolicy::parse_figures(text, source);
+    return parse_sim_policy(text, source, codecs);
   }
   if (!is_file(name_or_path)) {
     const auto presets = Policy::preset_names();
     if (std::find(presets.begin(), presets.end(), name_or_path) == presets.end()) {
       std::string known;
       for (const auto& n : presets) known += (known.empty() ? "" : ", ") + n;
-      for (const auto& n : figures) known += ", " + n;
+      for (const auto& n : builtin) known += ", " + n;
       throw InvalidArgument(
           tagged("sim", "policy '", name_or_path,
-                 "' is no file, hycc preset or built-in figures file; known: ", known));
+                 "' is no file, hycc preset or built-in sim policy; known: ", known));
     }
     return SimPolicy::from_policy(Policy::preset(name_or_path), codecs);
   }
-  const std::string text = read_text_file(name_or_path);
-  // A hycc policy file has [[rule]] tables; a figures file has per-dimension tables.
-  const TomlFields probe(text, name_or_path);
-  if (probe.has("rule"))
-    return SimPolicy::from_policy(Policy::parse_toml(text, name_or_path), codecs);
-  return SimPolicy::parse_figures(text, name_or_path);
+  return parse_sim_policy(read_text_file(name_or_path), name_or_path, codecs);
 }
 
 }  // namespace hycc::sim

@@ -38,8 +38,8 @@ ModelConfig load_model(const std::string& name_or_path);
 ClusterConfig load_cluster(const std::string& name_or_path);
 LayoutConfig load_layout(const std::string& name_or_path);
 CodecTable load_codec_figures(const std::vector<std::string>& names_or_paths);
-// A policy: a built-in figures file (sim-policies), a hycc preset, or a path to a figures file
-// or a hycc policy file (one with [[rule]] tables).
+// A policy: a built-in sim policy (configs/sim-policies, either format), a hycc preset, or a path
+// to a figures file or a hycc policy file (one with [[rule]] tables).
 SimPolicy load_policy(const std::string& name_or_path, const CodecTable& codecs);
 
 }  // namespace hycc::sim

@@ -93,7 +93,8 @@ CodecFigures SimPolicy::figures(Dimension d, double bytes, DType dtype,
     const auto& own = given_[static_cast<int>(d)];
     return scaled(own ? *own : *given_[static_cast<int>(Dimension::kOther)]);
   }
-  const PolicyDecision decision = policy_->decide(d, operation_of(d), static_cast<size_t>(bytes));
+  const PolicyDecision decision =
+      policy_->decide(d, operation_of(d), static_cast<size_t>(bytes), dtype);
   if (decision.rule < 0 || !policy_->rules()[size_t(decision.rule)].adaptive()) {
     return figures_of(decision, d, bytes, dtype);
   }

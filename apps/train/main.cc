@@ -207,6 +207,7 @@ void train(const Options& o, const Setup& s, const ParallelGrid& grid, PolicyEng
   if (!o.dump.dir.empty()) {
     TensorDumpOptions d = o.dump;
     d.max_bytes = static_cast<size_t>(o.dump_mib * (1 << 20));
+    d.wire_dtype = o.parallel.bf16 ? "bf16" : "f32";
     dump.emplace(d, world.rank(),
                  o.stop_at > 0 ? std::min(o.stop_at, o.train.steps) : o.train.steps);
     trainer.comm().dump = &*dump;

@@ -52,7 +52,8 @@ void TensorDump::write_index() const {
                      {"step", e.step},
                      {"rank", rank_},
                      {"count", e.count},
-                     {"sent_count", e.total}});
+                     {"sent_count", e.total},
+                     {"wire_dtype", options_.wire_dtype}});
   }
   const std::string path = options_.dir + "/index-rank" + std::to_string(rank_) + ".json";
   std::ofstream out(path);

@@ -2,8 +2,9 @@
 // (hycc-bench codec --data FILE; docs/codecs.md's table of real traffic). At each dumped step,
 // the first tensor of every (dimension, kind) this rank sends is written as raw little-endian
 // float32, DIR/rank<R>-step<S>-<dimension>-<kind>.f32, up to a byte budget per rank (the last
-// tensor cut to fit); DIR/index-rank<R>.json lists the files. Dimensions: tp, pp, dp, zero_grad,
-// zero_param, embedding; kinds: activation, gradient, parameter, or the tensor-parallel
+// tensor cut to fit); DIR/index-rank<R>.json lists the files with the wire's element type (bf16
+// under --precision bf16: the values as computed, which the wire rounds). Dimensions: tp, pp, dp,
+// zero_grad, zero_param, embedding; kinds: activation, gradient, parameter, or the tensor-parallel
 // reduction's name.
 #pragma once
 
@@ -19,6 +20,7 @@ struct TensorDumpOptions {
   std::string dir;      // empty: no dump
   std::set<int> steps;  // steps (1-based) whose traffic is dumped; empty: the last step
   size_t max_bytes = 16 << 20;
+  std::string wire_dtype = "f32";  // what the wire carries ("bf16": these values rounded)
 };
 
 class TensorDump {

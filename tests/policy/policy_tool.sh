@@ -13,10 +13,30 @@ fail() { echo "FAIL: $*"; exit 1; }
 grep -q "^0 warnings$" "$dir/hybrid.txt" || fail "hybrid has warnings: $(cat "$dir/hybrid.txt")"
 grep -q "bf16: ratio 2.00, relative error 0.00166" "$dir/hybrid.txt" || fail "bf16 not measured"
 
-"$tool" check hybrid-mz >"$dir/mz.txt"
-grep -q "^2 warnings$" "$dir/mz.txt" || fail "hybrid-mz: $(cat "$dir/mz.txt")"
+# No preset loses more than the bound without error feedback.
+"$tool" list >"$dir/list.txt"
+for preset in $(cut -d' ' -f1 "$dir/list.txt"); do
+  "$tool" check "$preset" --strict >"$dir/preset.txt" || fail "$preset: $(cat "$dir/preset.txt")"
+done
+
+# The study's zfp:rate=4 on dp gradients, without error feedback.
+cat >"$dir/study.toml" <<'TOML'
+name = "study"
+[[rule]]
+dimension = "dp"
+compressor = "zfp:rate=4"
+[[rule]]
+dimension = "zero_grad"
+operation = "reduce_scatter"
+compressor = "zfp:rate=4"
+[[rule]]
+dimension = "default"
+compressor = "mpc"
+TOML
+"$tool" check "$dir/study.toml" >"$dir/mz.txt"
+grep -q "^2 warnings$" "$dir/mz.txt" || fail "study: $(cat "$dir/mz.txt")"
 grep -q "zfp:rate=4 loses more than 0.1 of the signal (0.969)" "$dir/mz.txt" || fail "no zfp warning"
-if "$tool" check hybrid-mz --strict >/dev/null; then fail "--strict ignored the warnings"; fi
+if "$tool" check "$dir/study.toml" --strict >/dev/null; then fail "--strict ignored the warnings"; fi
 "$tool" check naive --bound 0.05 >"$dir/naive.txt"  # to a file: grep -q in a pipe can end it early
 grep -q "^1 warning$" "$dir/naive.txt" || fail "--bound 0.05 on naive"
 
@@ -52,6 +72,5 @@ grep -q -- "-> codec exphuff:block=16384" "$dir/bf16.txt" || fail "$(cat "$dir/b
 grep -q "below the threshold" "$dir/small.txt" || fail "threshold"
 if "$tool" explain hybrid --dim tq 2>"$dir/dim.err"; then fail "unknown dimension accepted"; fi
 grep -q "unknown dimension 'tq'" "$dir/dim.err" || fail "$(cat "$dir/dim.err")"
-"$tool" list >"$dir/list.txt"
 grep -q "^hybrid-mz " "$dir/list.txt" || fail "list"
 echo OK

@@ -88,15 +88,26 @@ TEST(Policy, PresetDecisions) {
 
   const Policy mz = Policy::preset("hybrid-mz");
   EXPECT_EQ(mz.decide(Dimension::kTp, Operation::kAllreduce, mb).compressor, canon("mpc"));
-  EXPECT_EQ(mz.decide(Dimension::kDp, Operation::kAllreduce, mb).compressor, canon("zfp:rate=4"));
-  // Under ZeRO the data-parallel gradients travel as a reduce-scatter: the same aggressive codec.
+  EXPECT_EQ(mz.decide(Dimension::kTp, Operation::kAllreduce, mb, DType::kBF16).compressor,
+            canon("exphuff"));
+  EXPECT_EQ(mz.decide(Dimension::kEmbedding, Operation::kAllreduce, mb, DType::kBF16).compressor,
+            canon("mpc"));
+  EXPECT_EQ(mz.decide(Dimension::kDp, Operation::kAllreduce, mb).compressor,
+            canon("zfp:rate=7.25"));
+  const Policy z = Policy::preset("hybrid-z");
+  EXPECT_EQ(z.decide(Dimension::kPp, Operation::kSendRecv, mb).compressor, canon("zfp:rate=16"));
+  EXPECT_EQ(z.decide(Dimension::kPp, Operation::kSendRecv, mb, DType::kF16).compressor,
+            canon("zfp:rate=12"));
+  // Under ZeRO the data-parallel gradients travel as a reduce-scatter: the same strong codec.
   for (const char* name : {"hybrid-mz", "hybrid-z"}) {
     const Policy p = Policy::preset(name);
-    EXPECT_EQ(p.decide(Dimension::kZeroGrad, Operation::kReduceScatter, mb).compressor,
-              canon("zfp:rate=4"))
-        << name;
+    for (const DType dtype : {DType::kF32, DType::kBF16}) {
+      EXPECT_EQ(p.decide(Dimension::kZeroGrad, Operation::kReduceScatter, mb, dtype).compressor,
+                canon("zfp:rate=7.25"))
+          << name;
+    }
     EXPECT_NE(p.decide(Dimension::kZeroParam, Operation::kAllgather, mb).compressor,
-              canon("zfp:rate=4"))
+              canon("zfp:rate=7.25"))
         << name;
   }
 

@@ -34,8 +34,24 @@ TEST(SimOutput, PoliciesFromFiles) {
   // A figures file: ratios given directly.
   const std::string figures = write_temp("sim_figures.toml", "[default]\nratio = 2.0\n");
   EXPECT_DOUBLE_EQ(load_policy(figures, codecs).figures(Dimension::kPp, 1, DType::kF16).ratio, 2);
-  // Built-in names.
+  // Decisions by the traffic's element type: 16-bit data take the rule for it.
+  const std::string typed = write_temp(
+      "sim_typed.toml",
+      "[[rule]]\ndimension = \"default\"\ndtype = \"f16\"\ncompressor = \"quant:bits=8\"\n");
+  codecs.add_json(R"([{"codec": "quant:bits=8,block=64,round=nearest", "dtype": "f16",
+                       "ratio": 1.75, "compress_gbps": 1.0, "decompress_gbps": 2.0}])",
+                  "t16.json");
+  const SimPolicy by_type = load_policy(typed, codecs);
+  EXPECT_DOUBLE_EQ(by_type.figures(Dimension::kTp, 1 << 20, DType::kF16).ratio, 1.75);
+  EXPECT_DOUBLE_EQ(by_type.figures(Dimension::kTp, 1 << 20, DType::kF32).ratio, 1);
+  // Built-in names: figures files and policy files (the study's settings).
   EXPECT_EQ(load_policy("gradients-4x-free", codecs).name(), "gradients-4x-free");
+  codecs.add_json(R"([{"codec": "zfp:rate=4", "dtype": "f16", "ratio": 4.0,
+                       "compress_gbps": 1.0, "decompress_gbps": 1.0}])",
+                  "z.json");
+  const SimPolicy study = load_policy("study-mz", codecs);
+  EXPECT_EQ(study.name(), "study-mz");
+  EXPECT_DOUBLE_EQ(study.figures(Dimension::kZeroGrad, 1 << 20, DType::kF16).ratio, 4.0);
   EXPECT_EQ(load_policy("baseline", codecs).name(), "baseline");
   EXPECT_NE(
       testing::invalid_message([&] { load_policy("no-such-policy", codecs); }).find("hybrid-mz"),
