@@ -17,6 +17,15 @@
 // inverse would overflow), or whose largest decoded value min + (2^bits - 1) * scale would
 // overflow is stored raw, bit for bit.
 //
+// rotate=hadamard (block a power of two): each full block whose values are all below 2^100 in
+// magnitude is rotated before quantizing (codec/block/hadamard.h: y = H x * 2^-floor(L/2)) and
+// rotated back after decoding; min and scale are the rotated block's, and the declared bound
+// holds for the rotated values, so a block's root-mean-square error is at most
+// 2^(floor(L/2) - L/2) times its step over 2 (nearest): an outlier raises the step of its block
+// by about its magnitude over sqrt(block) instead of by its magnitude (the rotation of SDP4Bit and
+// TAH-Quant). A full block with a larger magnitude, NaN or an infinity is stored raw; a shorter
+// last block is quantized as it is.
+//
 // Payload, for `count` elements in nblocks = ceil(count / block) blocks, little-endian:
 //   headers  nblocks x 8 bytes: per block f32 min, f32 scale. A raw block has scale bits
 //            0xffffffff (a NaN) and, in the min field, its ordinal among the raw blocks (u32,
@@ -30,7 +39,7 @@
 // parallel or GPU decoder finds every block, raw ones included, without reading the others.
 // max_payload_bytes is that fixed area plus count * dtype_size (every block raw).
 // Parameters in the stream header: byte 0 bits, byte 1 rounding (0 nearest, 1 stochastic),
-// bytes 4..7 block (u32), the other bytes 0.
+// byte 2 rotation (0 none, 1 hadamard), bytes 4..7 block (u32), the other bytes 0.
 //
 // Placement of a block's n8 codes (the "segment" layout). With g = gcd(bits, 8), a word of
 // per = 8 / g codes fills exactly bytes = bits / g bytes. The block is cut into `per` segments of
@@ -49,6 +58,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "codec/block/hadamard.h"
 #include "codec/block/quant_block.h"
 #include "codec/byte_io.h"
 #include "codec/float_io.h"
@@ -62,7 +72,8 @@ namespace {
 
 constexpr std::string_view kHelp =
     "bits=1..8 (default 8), block=8..65536, multiple of 8 (default 64), "
-    "round=nearest|stochastic (default nearest)";
+    "round=nearest|stochastic (default nearest), rotate=none|hadamard (default none; hadamard: "
+    "each full block rotated before quantizing, block a power of two)";
 constexpr int kMaxBlock = 65536;
 using quant::BlockQuant;
 using quant::kHeaderBytes;
@@ -200,19 +211,21 @@ void stochastic_noise(uint64_t seed_key, size_t first, size_t n, float* noise) {
 
 class QuantCodec final : public Codec {
  public:
-  QuantCodec(int bits, int block, bool stochastic)
-      : bits_(bits), block_(static_cast<size_t>(block)), stochastic_(stochastic) {}
+  QuantCodec(int bits, int block, bool stochastic, bool rotate)
+      : bits_(bits), block_(static_cast<size_t>(block)), stochastic_(stochastic), rotate_(rotate) {}
 
   CodecId id() const override { return CodecId::kQuant; }
   std::string spec() const override {
     return detail::concat("quant:bits=", bits_, ",block=", block_,
-                          ",round=", stochastic_ ? "stochastic" : "nearest");
+                          ",round=", stochastic_ ? "stochastic" : "nearest",
+                          rotate_ ? ",rotate=hadamard" : "");
   }
   bool lossless() const override { return false; }
   CodecParams params() const override {
     CodecParams p;
     put_u8(p, 0, static_cast<uint8_t>(bits_));
     put_u8(p, 1, stochastic_ ? 1 : 0);
+    put_u8(p, 2, rotate_ ? 1 : 0);
     put_u32(p, 4, static_cast<uint32_t>(block_));
     return p;
   }
@@ -237,9 +250,13 @@ class QuantCodec final : public Codec {
     throw CorruptStream(tagged("codec:" + spec(), what));
   }
 
+  // Whether block b of n elements is rotated (when not raw).
+  bool rotated(size_t n) const { return rotate_ && n == block_; }
+
   int bits_;
   size_t block_;
   bool stochastic_;
+  bool rotate_;
 };
 
 size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
@@ -264,12 +281,18 @@ size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
     const size_t n = std::min(block_, count - begin);
     const size_t n8 = round_up8(n);
     const float* x = values.data();
-    if (in.dtype == DType::kF32 && n == n8) {
+    bool too_large = false;
+    if (in.dtype == DType::kF32 && n == n8 && !rotated(n)) {
       x = static_cast<const float*>(in.data) + begin;
     } else {
       load_as_float(in, begin, n, values.data());
     }
-    const BlockQuant q = scan_block(x, n, top);
+    if (rotated(n)) {
+      too_large = !quant::rotatable(values.data(), n);
+      if (!too_large) quant::hadamard_forward(values.data(), n);
+    }
+    BlockQuant q = scan_block(x, n, top);
+    q.raw = q.raw || too_large;
     uint8_t* header = payload + b * kHeaderBytes;
     uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
     if (q.raw) {
@@ -345,9 +368,10 @@ void QuantCodec::decode(std::span<const std::byte> payload_span, TensorView out)
     const float lo = std::bit_cast<float>(load_u32(header));
     const float scale = std::bit_cast<float>(load_u32(header + 4));
     const uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
-    const bool direct = out.dtype == DType::kF32 && n == round_up8(n);
+    const bool direct = out.dtype == DType::kF32 && n == round_up8(n) && !rotated(n);
     float* y = direct ? static_cast<float*>(out.data) + begin : values.data();
     dequantize(codes, round_up8(n), lo, scale, y);
+    if (rotated(n)) quant::hadamard_inverse(values.data(), n);
     if (!direct) store_from_float(values.data(), n, out, begin);
   }
 }
@@ -356,26 +380,31 @@ std::shared_ptr<const Codec> from_spec(SpecArgs& args) {
   const int bits = args.get_int("bits", 8, 1, 8);
   const int block = args.get_int("block", 64, 8, kMaxBlock);
   const std::string round = args.get_choice("round", "nearest", {"nearest", "stochastic"});
+  const std::string rotate = args.get_choice("rotate", "none", {"none", "hadamard"});
   args.finish(kHelp);
   if (block % 8 != 0) {
     throw InvalidArgument(tagged("codec", "bad value '", block, "' for 'block' in spec '",
                                  args.spec(), "': expected a multiple of 8 in [8, ", kMaxBlock,
                                  "]"));
   }
-  return std::make_shared<QuantCodec>(bits, block, round == "stochastic");
+  if (rotate == "hadamard" && !quant::is_power_of_two(static_cast<uint64_t>(block))) {
+    throw InvalidArgument(tagged("codec", "bad value '", block, "' for 'block' in spec '",
+                                 args.spec(), "': rotate=hadamard needs a power of two"));
+  }
+  return std::make_shared<QuantCodec>(bits, block, round == "stochastic", rotate == "hadamard");
 }
 
 std::shared_ptr<const Codec> from_params(const CodecParams& p) {
-  const int bits = get_u8(p, 0), round = get_u8(p, 1);
+  const int bits = get_u8(p, 0), round = get_u8(p, 1), rotate = get_u8(p, 2);
   const uint32_t block = get_u32(p, 4);
-  bool unused_zero = get_u8(p, 2) == 0 && get_u8(p, 3) == 0;
+  bool unused_zero = get_u8(p, 3) == 0;
   for (size_t at = 8; at < p.bytes.size(); ++at) unused_zero = unused_zero && get_u8(p, at) == 0;
-  if (bits < 1 || bits > 8 || round > 1 || block < 8 || block > kMaxBlock || block % 8 != 0 ||
-      !unused_zero) {
+  if (bits < 1 || bits > 8 || round > 1 || rotate > 1 || block < 8 || block > kMaxBlock ||
+      block % 8 != 0 || (rotate == 1 && !quant::is_power_of_two(block)) || !unused_zero) {
     throw CorruptStream(tagged("codec:quant", "invalid parameters in stream header: bits ", bits,
-                               ", round ", round, ", block ", block));
+                               ", round ", round, ", rotate ", rotate, ", block ", block));
   }
-  return std::make_shared<QuantCodec>(bits, static_cast<int>(block), round == 1);
+  return std::make_shared<QuantCodec>(bits, static_cast<int>(block), round == 1, rotate == 1);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "codec/quant_reference.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -75,6 +76,27 @@ uint32_t get_u32(std::span<const std::byte> in, size_t at) {
   return v;
 }
 
+// rotate=hadamard, by the recursive definition: H [lo; hi] = [H (lo + hi); H (lo - hi)].
+void hadamard(float* x, size_t n) {
+  if (n == 1) return;
+  const size_t h = n / 2;
+  for (size_t i = 0; i < h; ++i) {
+    const float a = x[i], b = x[i + h];
+    x[i] = a + b;
+    x[i + h] = a - b;
+  }
+  hadamard(x, h);
+  hadamard(x + h, h);
+}
+
+// 2^-k with k = floor(log2(n) / 2) (forward) or the rest of log2(n) (inverse).
+float rotation_scale(size_t n, bool forward) {
+  const int log2n = std::countr_zero(n);
+  return std::ldexp(1.0f, forward ? -(log2n / 2) : -(log2n - log2n / 2));
+}
+
+bool rotated(const QuantParams& p, size_t n) { return p.rotate && n == p.block; }
+
 [[noreturn]] void corrupt(const std::string& what) {
   throw CorruptStream(tagged("codec:quant reference", what));
 }
@@ -98,7 +120,16 @@ std::vector<std::byte> quant_encode(const QuantParams& p, ConstTensorView in, ui
     const size_t n = std::min(p.block, count - begin);
     const size_t header_at = begin / p.block * 8;
     const size_t codes_at = header_bytes(p, count) + begin / 8 * static_cast<size_t>(p.bits);
-    const BlockQuant q = choose(&x[begin], n, max_code);
+    bool too_large = false;
+    if (rotated(p, n)) {
+      for (size_t i = 0; i < n; ++i) too_large = too_large || !(std::fabs(x[begin + i]) < 0x1p100f);
+      if (!too_large) {
+        hadamard(&x[begin], n);
+        for (size_t i = 0; i < n; ++i) x[begin + i] *= rotation_scale(n, true);
+      }
+    }
+    BlockQuant q = choose(&x[begin], n, max_code);
+    if (too_large) q.raw = true;
     if (q.raw) {
       put_u32(out, header_at, raw_ordinal++);
       put_u32(out, header_at + 4, kRawMarker);
@@ -149,6 +180,7 @@ void quant_decode(const QuantParams& p, std::span<const std::byte> payload, Tens
       corrupt("invalid block header");
     }
     const size_t n8 = (n + 7) / 8 * 8;
+    std::vector<float> values(n);
     for (size_t i = 0; i < n; ++i) {
       uint32_t code = 0;
       for (int k = 0; k < p.bits; ++k) {
@@ -156,9 +188,13 @@ void quant_decode(const QuantParams& p, std::span<const std::byte> payload, Tens
         const auto byte = std::to_integer<uint32_t>(payload[codes_at + bit / 8]);
         code |= ((byte >> (bit % 8)) & 1u) << k;
       }
-      const float value = lo + static_cast<float>(code) * scale;
-      store_from_float(&value, 1, out, begin + i);
+      values[i] = lo + static_cast<float>(code) * scale;
     }
+    if (rotated(p, n)) {
+      for (float& v : values) v *= rotation_scale(n, false);
+      hadamard(values.data(), n);
+    }
+    store_from_float(values.data(), n, out, begin);
   }
   if (raw_at != payload.size()) corrupt("payload longer than its blocks");
 }

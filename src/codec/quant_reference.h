@@ -16,6 +16,7 @@ struct QuantParams {
   int bits = 8;       // 1..8
   size_t block = 64;  // multiple of 8
   bool stochastic = false;
+  bool rotate = false;  // rotate=hadamard: block a power of two
 };
 
 // The payload that codec "quant" with these parameters writes for `in` and `seed`.

@@ -45,8 +45,12 @@ Case read_case(const uint8_t* data, size_t size) {
       c.spec = p0 % 3 == 0 ? "none" : p0 % 3 == 1 ? "bf16" : "fp16";
       break;
     case 1:
-      c.spec = detail::concat("quant:bits=", 1 + p0 % 8, ",block=", 8 * (1 + p1 % 32),
-                              ",round=", p2 % 2 ? "stochastic" : "nearest");
+      // p1 >= 224: rotate=hadamard with a block of 8 to 256 (powers of two).
+      c.spec = p1 < 224 ? detail::concat("quant:bits=", 1 + p0 % 8, ",block=", 8 * (1 + p1 % 32),
+                                         ",round=", p2 % 2 ? "stochastic" : "nearest")
+                        : detail::concat("quant:bits=", 1 + p0 % 8, ",block=", 8 << (p1 % 6),
+                                         ",round=", p2 % 2 ? "stochastic" : "nearest",
+                                         ",rotate=hadamard");
       break;
     case 2:  // bounds from 2^-40 to 2^23, absolute or relative
       c.spec = detail::concat(

@@ -89,6 +89,7 @@ std::vector<Bytes> seeds() {
                          "fp16",
                          "quant:bits=8",
                          "quant:bits=3,block=16,round=stochastic",
+                         "quant:bits=4,block=32,rotate=hadamard",
                          "eb:abs=1e-3",
                          "eb:rel=1e-5",
                          "zfp:rate=8",

@@ -25,6 +25,7 @@ inline codec::reference::QuantParams quant_params(const std::string& spec) {
   p.bits = std::stoi(spec_value(spec, "bits"));
   p.block = std::stoul(spec_value(spec, "block"));
   p.stochastic = spec_value(spec, "round") == "stochastic";
+  p.rotate = spec_value(spec, "rotate") == "hadamard";
   return p;
 }
 

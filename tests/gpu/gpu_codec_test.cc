@@ -33,6 +33,8 @@ const char* const kSpecs[] = {
     "quant:bits=7,block=4096,round=stochastic",
     "quant:bits=2,round=stochastic",
     "quant:bits=6",
+    "quant:bits=8,rotate=hadamard",
+    "quant:bits=3,block=256,round=stochastic,rotate=hadamard",
     "zfp:rate=8",
     "zfp:rate=2.25",
     "zfp:rate=12.75",

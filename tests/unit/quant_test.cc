@@ -12,93 +12,23 @@
 #include "codec/registry.h"
 #include "hycc/codec.h"
 #include "hycc/error.h"
+#include "quant_test_util.h"
 #include "test_util.h"
 
 namespace hycc {
 namespace {
 
 using codec::reference::QuantParams;
-
-constexpr uint32_t kRawMarker = 0xffffffffu;
-constexpr double kUlp = 0x1p-24;  // unit roundoff of float32
-
-// Bytes with 8-byte aligned storage, as the stream layer hands payloads to codecs.
-class Payload {
- public:
-  explicit Payload(size_t bytes) : words_(bytes / 8 + 1), size_(bytes) {}
-  explicit Payload(const std::vector<std::byte>& bytes) : Payload(bytes.size()) {
-    if (!bytes.empty()) std::memcpy(words_.data(), bytes.data(), bytes.size());
-  }
-  std::span<std::byte> span() { return {reinterpret_cast<std::byte*>(words_.data()), size_}; }
-  std::vector<std::byte> bytes() const {
-    const auto* p = reinterpret_cast<const std::byte*>(words_.data());
-    return {p, p + size_};
-  }
-  void resize(size_t bytes) {
-    words_.resize(bytes / 8 + 1);
-    size_ = bytes;
-  }
-
- private:
-  std::vector<uint64_t> words_;
-  size_t size_;
-};
-
-std::string spec_of(const QuantParams& p) {
-  return "quant:bits=" + std::to_string(p.bits) + ",block=" + std::to_string(p.block) +
-         ",round=" + (p.stochastic ? "stochastic" : "nearest");
-}
-
-std::vector<std::byte> fast_encode(const QuantParams& p, ConstTensorView in, uint64_t seed) {
-  const CodecConfig config = CodecConfig::parse(spec_of(p));
-  const Codec& c = config.codec();
-  Payload out(c.max_payload_bytes(in.dtype, in.count));
-  const size_t n = c.encode(in, out.span(), CompressOptions{seed});
-  EXPECT_LE(n, c.max_payload_bytes(in.dtype, in.count));
-  out.resize(n);
-  return out.bytes();
-}
-
-void fast_decode(const QuantParams& p, const std::vector<std::byte>& payload, TensorView out) {
-  Payload aligned(payload);
-  CodecConfig::parse(spec_of(p)).codec().decode(aligned.span(), out);
-}
-
-// Header of block b: f32 min and f32 scale (or ordinal and raw marker).
-struct BlockHeader {
-  uint32_t min_bits, scale_bits;
-  bool raw() const { return scale_bits == kRawMarker; }
-  float min() const { return std::bit_cast<float>(min_bits); }
-  float scale() const { return std::bit_cast<float>(scale_bits); }
-};
-BlockHeader header_of(const std::vector<std::byte>& payload, size_t b) {
-  BlockHeader h;
-  std::memcpy(&h.min_bits, payload.data() + 8 * b, 4);
-  std::memcpy(&h.scale_bits, payload.data() + 8 * b + 4, 4);
-  return h;
-}
-void set_header(std::vector<std::byte>& payload, size_t b, uint32_t min_bits, uint32_t scale_bits) {
-  std::memcpy(payload.data() + 8 * b, &min_bits, 4);
-  std::memcpy(payload.data() + 8 * b + 4, &scale_bits, 4);
-}
-size_t raw_blocks(const std::vector<std::byte>& payload, size_t blocks) {
-  size_t raw = 0;
-  for (size_t b = 0; b < blocks; ++b) raw += header_of(payload, b).raw();
-  return raw;
-}
-
-// Finite data with the features quantization must get right: a constant stretch, a stretch of
-// huge and one of tiny magnitudes, exact zeros, and a partial last block.
-std::vector<float> mixed_finite(size_t count) {
-  std::vector<float> v = make_data(DataKind::kLaplace, count, 11);
-  for (size_t i = 0; i < count; ++i) {
-    if (i % 512 >= 64 && i % 512 < 128) v[i] = 1.25f;  // constant
-    if (i % 512 >= 200 && i % 512 < 260) v[i] *= 1e30f;
-    if (i % 512 >= 300 && i % 512 < 330) v[i] *= 1e-30f;
-    if (i % 97 == 5) v[i] = (i % 2) ? 0.0f : -0.0f;
-  }
-  return v;
-}
+using test::BlockHeader;
+using test::fast_decode;
+using test::fast_encode;
+using test::header_of;
+using test::kRawMarker;
+using test::kUlp;
+using test::mixed_finite;
+using test::raw_blocks;
+using test::set_header;
+using test::spec_of;
 
 const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
@@ -106,8 +36,10 @@ TEST(QuantCodec, FastPathMatchesReferenceBitForBit) {
   size_t cases = 0;
   for (int bits = 1; bits <= 8; ++bits) {
     for (size_t block : {size_t{8}, size_t{24}, size_t{64}, size_t{256}}) {
-      for (bool stochastic : {false, true}) {
-        const QuantParams p{bits, block, stochastic};
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool stochastic = variant % 2 == 1, rotate = variant >= 2;
+        if (rotate && block == 24) continue;  // hadamard needs a power of two
+        const QuantParams p{bits, block, stochastic, rotate};
         for (DType dtype : kDTypes) {
           for (size_t count : {0, 1, 7, 63, 64, 65, 4097}) {
             for (bool specials : {false, true}) {
@@ -133,7 +65,7 @@ TEST(QuantCodec, FastPathMatchesReferenceBitForBit) {
       }
     }
   }
-  EXPECT_EQ(cases, 8u * 4 * 2 * 3 * 7 * 2);
+  EXPECT_EQ(cases, 8u * (4 * 2 + 3 * 2) * 3 * 7 * 2);
 }
 
 TEST(QuantCodec, LargestBlockMatchesReference) {
@@ -141,8 +73,8 @@ TEST(QuantCodec, LargestBlockMatchesReference) {
   const test::Buffer in = test::Buffer::from_floats(DType::kF32, mixed_finite(count));
   // 3, 5, 6 and 7 bits: words of several bytes, coded in tiles of 256 words (many per block).
   for (int bits : {3, 5, 6, 7, 8}) {
-    for (bool stochastic : {false, true}) {
-      const QuantParams p{bits, 65536, stochastic};
+    for (int variant = 0; variant < 4; ++variant) {
+      const QuantParams p{bits, 65536, variant % 2 == 1, variant >= 2};
       EXPECT_EQ(fast_encode(p, in.view(), 7), codec::reference::quant_encode(p, in.view(), 7))
           << spec_of(p);
     }
@@ -487,7 +419,7 @@ TEST(QuantSpec, RejectsBlocksThatAreNotAMultipleOfEight) {
 TEST(QuantSpec, ParamsRoundTripAndAreValidated) {
   const codec::CodecEntry& entry = codec::quant_entry();
   for (const char* spec : {"quant:bits=1,block=8,round=stochastic", "quant:bits=8,block=65536",
-                           "quant:bits=5,block=24"}) {
+                           "quant:bits=5,block=24", "quant:bits=8,block=256,rotate=hadamard"}) {
     const CodecConfig c = CodecConfig::parse(spec);
     EXPECT_EQ(entry.from_params(c.codec().params())->spec(), c.spec());
   }
@@ -499,7 +431,7 @@ TEST(QuantSpec, ParamsRoundTripAndAreValidated) {
   };
   for (const CodecParams& bad :
        {with_byte(0, 0), with_byte(0, 9), with_byte(1, 2), with_byte(4, 12), with_byte(4, 0),
-        with_byte(6, 1), with_byte(2, 1), with_byte(15, 1)}) {
+        with_byte(6, 1), with_byte(2, 2), with_byte(3, 1), with_byte(15, 1)}) {
     EXPECT_THROW(entry.from_params(bad), CorruptStream);
   }
 }

@@ -22,7 +22,8 @@ using codec::cuda::copy_to_host;
 
 codec::cuda::QuantParams quant_params(const CodecConfig& config) {
   const CodecParams p = config.codec().params();
-  return {codec::get_u8(p, 0), codec::get_u32(p, 4), codec::get_u8(p, 1) == 1};
+  return {codec::get_u8(p, 0), codec::get_u32(p, 4), codec::get_u8(p, 1) == 1,
+          codec::get_u8(p, 2) == 1};
 }
 
 int mpc_dim(const CodecConfig& config) { return codec::get_u8(config.codec().params(), 0); }

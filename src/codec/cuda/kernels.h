@@ -21,6 +21,7 @@ struct QuantParams {
   int bits = 8;
   size_t block = 64;
   bool stochastic = false;
+  bool rotate = false;  // rotate=hadamard
 };
 
 // "quant": returns the payload size.

@@ -7,8 +7,13 @@
 // every raw block its ordinal, i.e. its place in the raw area; (3) headers, codes and raw copies.
 // Decoding: (1) check every header and flag the raw ones; (2) the same scan; the host checks the
 // payload size against the raw count; (3) decode, checking the ordinals in the raw headers.
+// rotate=hadamard: before (1), one warp per full block rotates it into a float scratch tensor
+// (codec/block/hadamard.h, a stage at a time, the lanes taking its butterflies) and flags blocks
+// too large to rotate, which (1) makes raw; (1) and (3) read the rotated values, raw copies the
+// input. Decoding dequantizes a rotated block into the scratch and rotates it back there.
 #include <cub/device/device_scan.cuh>
 
+#include "codec/block/hadamard.h"
 #include "codec/block/quant_block.h"
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/kernels.h"
@@ -36,41 +41,80 @@ __device__ inline uint32_t load_u32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
 
-__global__ void scan_kernel(Geometry g, const void* in, DType dtype, float max_code,
+// The values a block is quantized from: the input, or for a rotated block the scratch.
+struct Source {
+  const void* in;
+  DType dtype;
+  const float* rotated;  // nullptr: no rotation
+  __device__ bool rotates(const Geometry& g, uint64_t b) const {
+    return rotated != nullptr && g.elements(b) == g.block;
+  }
+  __device__ float value(const Geometry& g, uint64_t b, uint64_t i) const {
+    return rotates(g, b) ? rotated[b * g.block + i] : load_float(in, dtype, b * g.block + i);
+  }
+};
+
+// One warp per full block: its values into rotated[], rotated; too_large[b] where a value is
+// too large to rotate (the block then goes raw).
+__global__ void rotate_kernel(Geometry g, const void* in, DType dtype, float* rotated,
+                              uint32_t* too_large) {
+  const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
+  const unsigned lane = threadIdx.x % kWarp;
+  if (b >= g.blocks || g.elements(b) != g.block) return;
+  const uint64_t n = g.block;
+  float* x = rotated + b * n;
+  bool ok = true;
+  for (uint64_t i = lane; i < n; i += kWarp) {
+    x[i] = load_float(in, dtype, b * n + i);
+    ok = ok && quant::rotatable(x + i, 1);
+  }
+  const bool all_ok = __all_sync(0xffffffffu, ok) != 0;
+  if (lane == 0) too_large[b] = all_ok ? 0u : 1u;
+  if (!all_ok) return;
+  __syncwarp();
+  for (uint64_t h = n / 2; h >= 1; h /= 2) {
+    for (uint64_t t = lane; t < n / 2; t += kWarp) quant::hadamard_butterfly(x, h, t);
+    __syncwarp();
+  }
+  const float scale = quant::hadamard_forward_scale(n);
+  for (uint64_t i = lane; i < n; i += kWarp) x[i] *= scale;
+}
+
+__global__ void scan_kernel(Geometry g, Source src, const uint32_t* too_large, float max_code,
                             DeviceQuant* quants, uint32_t* raw_flags) {
   const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (b >= g.blocks) return;
-  const uint64_t begin = b * g.block, n = g.elements(b);
+  const uint64_t n = g.elements(b);
   quant::KeyRange keys;
-  for (uint64_t i = lane; i < n; i += kWarp)
-    keys.add(quant::order_key(load_float(in, dtype, begin + i)));
+  for (uint64_t i = lane; i < n; i += kWarp) keys.add(quant::order_key(src.value(g, b, i)));
   for (int d = kWarp / 2; d > 0; d /= 2) {
     const int32_t other_lo = __shfl_xor_sync(0xffffffffu, keys.lo, d);
     const int32_t other_hi = __shfl_xor_sync(0xffffffffu, keys.hi, d);
     keys.merge(other_lo, other_hi);
   }
   if (lane != 0) return;
-  const BlockQuant q = quant::quant_from_keys(keys, max_code);
+  BlockQuant q = quant::quant_from_keys(keys, max_code);
+  q.raw = q.raw || (src.rotates(g, b) && too_large[b] != 0);
   quants[b] = {q.min, q.scale, q.inv_scale, q.raw ? 1u : 0u};
   raw_flags[b] = q.raw ? 1u : 0u;
 }
 
-// Block element i as the codec sees it: the input value, or the block min as padding.
+// Block element i as the codec sees it: the (rotated) value, or the block min as padding.
 struct BlockValues {
-  const void* in;
-  DType dtype;
-  uint64_t begin;
+  Source src;
+  Geometry g;
+  uint64_t b;
   uint64_t n;
   float pad;
-  __device__ float operator[](size_t i) const {
-    return i < n ? load_float(in, dtype, begin + i) : pad;
-  }
+  __device__ float operator[](size_t i) const { return i < n ? src.value(g, b, i) : pad; }
 };
 
 template <int kBits, bool kStochastic>
-__global__ void encode_kernel(Geometry g, const void* in, DType dtype, const DeviceQuant* quants,
+__global__ void encode_kernel(Geometry g, Source source, const DeviceQuant* quants,
                               const uint32_t* ordinals, uint64_t noise_key, uint8_t* out) {
+  const void* in = source.in;
+  const DType dtype = source.dtype;
   const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (b >= g.blocks) return;
@@ -100,7 +144,7 @@ __global__ void encode_kernel(Geometry g, const void* in, DType dtype, const Dev
   q.min = dq.min;
   q.scale = dq.scale;
   q.inv_scale = dq.inv_scale;
-  const BlockValues x{in, dtype, begin, n, dq.min};
+  const BlockValues x{source, g, b, n, dq.min};
   const auto noise = [noise_key, begin](size_t i) {
     return quant::stochastic_noise(noise_key, begin + i);
   };
@@ -128,7 +172,7 @@ __global__ void check_kernel(Geometry g, const uint8_t* payload, float max_code,
 
 template <int kBits>
 __global__ void decode_kernel(Geometry g, const uint8_t* payload, const uint32_t* ordinals,
-                              void* out, DType dtype, uint32_t* error) {
+                              void* out, DType dtype, float* rotated, uint32_t* error) {
   const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (b >= g.blocks) return;
@@ -144,18 +188,34 @@ __global__ void decode_kernel(Geometry g, const uint8_t* payload, const uint32_t
   }
   const float lo = bits_to_f32(load_u32(header)), scale = bits_to_f32(load_u32(header + 4));
   const uint8_t* codes = payload + g.codes_offset(b);
-  const auto store = [out, dtype, begin, n](size_t i, float v) {
-    if (i < n) store_float(v, out, dtype, begin + i);
-  };
   const size_t len = n8 / quant::Packing<kBits>::kPer;
+  if (rotated == nullptr || n != g.block) {
+    const auto store = [out, dtype, begin, n](size_t i, float v) {
+      if (i < n) store_float(v, out, dtype, begin + i);
+    };
+    for (size_t j = lane; j < len; j += kWarp) {
+      quant::dequantize_word<kBits>(codes, len, j, lo, scale, store);
+    }
+    return;
+  }
+  float* x = rotated + begin;
+  const float inverse = quant::hadamard_inverse_scale(n);
+  const auto store = [x, inverse](size_t i, float v) { x[i] = v * inverse; };
   for (size_t j = lane; j < len; j += kWarp) {
     quant::dequantize_word<kBits>(codes, len, j, lo, scale, store);
   }
+  __syncwarp();
+  for (uint64_t h = n / 2; h >= 1; h /= 2) {
+    for (uint64_t t = lane; t < n / 2; t += kWarp) quant::hadamard_butterfly(x, h, t);
+    __syncwarp();
+  }
+  for (uint64_t i = lane; i < n; i += kWarp) store_float(x[i], out, dtype, begin + i);
 }
 
-using EncodeKernel = void (*)(Geometry, const void*, DType, const DeviceQuant*, const uint32_t*,
-                              uint64_t, uint8_t*);
-using DecodeKernel = void (*)(Geometry, const uint8_t*, const uint32_t*, void*, DType, uint32_t*);
+using EncodeKernel = void (*)(Geometry, Source, const DeviceQuant*, const uint32_t*, uint64_t,
+                              uint8_t*);
+using DecodeKernel = void (*)(Geometry, const uint8_t*, const uint32_t*, void*, DType, float*,
+                              uint32_t*);
 
 template <int kBits>
 EncodeKernel encode_for(bool stochastic) {
@@ -204,8 +264,9 @@ DecodeKernel pick_decode(int bits) {
   }
 }
 
-// Scratch: per-block quantization (encoding only), raw flags, ordinals, CUB's temporary storage
-// and two result words, 256-byte aligned pieces of one allocation.
+// Scratch: per-block quantization (encoding only), raw flags, ordinals, CUB's temporary storage,
+// two result words, and for rotate=hadamard the rotated values and the too-large flags, 256-byte
+// aligned pieces of one allocation.
 struct Scratch {
   DeviceQuant* quants = nullptr;
   uint32_t* raw_flags = nullptr;
@@ -213,21 +274,29 @@ struct Scratch {
   uint32_t* result = nullptr;  // [0] error flags, [1] unused
   void* cub_temp = nullptr;
   size_t cub_bytes = 0;
+  float* rotated = nullptr;  // blocks * block floats
+  uint32_t* too_large = nullptr;
 
-  Scratch(uint64_t blocks, bool with_quants) {
+  Scratch(const Geometry& g, bool with_quants, bool rotate) {
+    const uint64_t blocks = g.blocks;
     HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(
         nullptr, cub_bytes, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
         static_cast<int64_t>(blocks)));
     const auto align = [](size_t v) { return (v + 255) / 256 * 256; };
     const size_t quant_bytes = with_quants ? align(blocks * sizeof(DeviceQuant)) : 0;
     const size_t flag_bytes = align(blocks * 4);
-    auto* base =
-        static_cast<uint8_t*>(scratch(quant_bytes + 2 * flag_bytes + 256 + align(cub_bytes)));
+    const size_t rotated_bytes = rotate ? align(blocks * g.block * 4) + flag_bytes : 0;
+    const size_t fixed = quant_bytes + 2 * flag_bytes + 256 + align(cub_bytes);
+    auto* base = static_cast<uint8_t*>(scratch(fixed + rotated_bytes));
     quants = reinterpret_cast<DeviceQuant*>(base);
     raw_flags = reinterpret_cast<uint32_t*>(base + quant_bytes);
     ordinals = reinterpret_cast<uint32_t*>(base + quant_bytes + flag_bytes);
     result = reinterpret_cast<uint32_t*>(base + quant_bytes + 2 * flag_bytes);
     cub_temp = base + quant_bytes + 2 * flag_bytes + 256;
+    if (rotate) {
+      rotated = reinterpret_cast<float*>(base + fixed);
+      too_large = reinterpret_cast<uint32_t*>(base + fixed + align(blocks * g.block * 4));
+    }
   }
 
   void scan(uint64_t blocks, cudaStream_t stream) {
@@ -251,13 +320,18 @@ size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint
   const Geometry g(in.count, p.block, p.bits);
   if (g.blocks == 0) return 0;
   const float max_code = static_cast<float>((1u << p.bits) - 1);
-  Scratch s(g.blocks, /*with_quants=*/true);
+  Scratch s(g, /*with_quants=*/true, p.rotate);
   const unsigned grid = grid_for(g.blocks, kWarpsPerBlock);
-  scan_kernel<<<grid, kThreads, 0, stream>>>(g, in.data, in.dtype, max_code, s.quants, s.raw_flags);
+  if (p.rotate) {
+    rotate_kernel<<<grid, kThreads, 0, stream>>>(g, in.data, in.dtype, s.rotated, s.too_large);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+  const Source src{in.data, in.dtype, s.rotated};
+  scan_kernel<<<grid, kThreads, 0, stream>>>(g, src, s.too_large, max_code, s.quants, s.raw_flags);
   HYCC_CUDA_CHECK(cudaGetLastError());
   s.scan(g.blocks, stream);
-  pick_encode(p.bits, p.stochastic)<<<grid, kThreads, 0, stream>>>(
-      g, in.data, in.dtype, s.quants, s.ordinals, quant::noise_key(seed), out);
+  pick_encode(p.bits, p.stochastic)<<<grid, kThreads, 0, stream>>>(g, src, s.quants, s.ordinals,
+                                                                   quant::noise_key(seed), out);
   HYCC_CUDA_CHECK(cudaGetLastError());
   const auto [raw_blocks, last_is_raw] = s.raw_count(g.blocks, stream);
   return g.raw_at + g.raw_elements(raw_blocks, last_is_raw) * dtype_size(in.dtype);
@@ -279,7 +353,7 @@ void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_b
     return;
   }
   const float max_code = static_cast<float>((1u << p.bits) - 1);
-  Scratch s(g.blocks, /*with_quants=*/false);
+  Scratch s(g, /*with_quants=*/false, p.rotate);
   HYCC_CUDA_CHECK(cudaMemsetAsync(s.result, 0, 8, stream));
   check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(g, payload, max_code,
                                                                       s.raw_flags, s.result);
@@ -295,7 +369,7 @@ void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_b
                            g.raw_at + raw * dtype_size(out.dtype)));
   }
   pick_decode(p.bits)<<<grid_for(g.blocks, kWarpsPerBlock), kThreads, 0, stream>>>(
-      g, payload, s.ordinals, out.data, out.dtype, s.result);
+      g, payload, s.ordinals, out.data, out.dtype, s.rotated, s.result);
   HYCC_CUDA_CHECK(cudaGetLastError());
   copy_to_host(&error, s.result, 4, stream);
   if (error != 0) corrupt("a raw block has a wrong ordinal");
