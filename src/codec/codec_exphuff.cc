@@ -28,6 +28,7 @@
 #include "codec/block/exp_huffman.h"
 #include "codec/byte_io.h"
 #include "codec/exphuff_blocks.h"
+#include "codec/exphuff_plan.h"
 #include "codec/exphuff_table.h"
 #include "codec/params_io.h"
 #include "codec/registry.h"
@@ -48,16 +49,7 @@ constexpr int kMinBlock = 256;
 constexpr int kMaxBlock = 1 << 20;
 constexpr int kDefaultBlock = 16384;
 
-// Where the areas of a payload start.
-struct Layout {
-  Layout(size_t count, size_t block, Fields f)
-      : blocks((count + block - 1) / block),
-        rest_at(blocks * kDirectoryEntryBytes),
-        exponents_at(rest_at + exphuff::rest_area_bytes(count, f)) {}
-  size_t blocks;
-  size_t rest_at;
-  size_t exponents_at;
-};
+using Layout = exphuff::PayloadLayout;
 
 class ExpHuffCodec final : public Codec {
  public:
@@ -162,31 +154,7 @@ void ExpHuffCodec::decode(std::span<const std::byte> payload_span, TensorView ou
   const Fields f = exphuff::fields_of(out.dtype);
   const Layout layout(out.count, block_, f);
   const auto* payload = reinterpret_cast<const uint8_t*>(payload_span.data());
-  if (payload_span.size() < layout.exponents_at) {
-    corrupt(detail::concat("payload of ", payload_span.size(), " bytes is shorter than the ",
-                           layout.exponents_at, " bytes of directory and rest area of ", out.count,
-                           " elements"));
-  }
-  // Validate the directory before decoding anything.
-  size_t sections = 0;
-  for (size_t b = 0; b < layout.blocks; ++b) {
-    const uint8_t* entry = payload + b * kDirectoryEntryBytes;
-    const size_t n = std::min(block_, out.count - b * block_);
-    const uint32_t bytes = load_u32(entry);
-    const auto mode = static_cast<BlockMode>(entry[4]);
-    const bool ok = (mode == BlockMode::kRaw && bytes == n) ||
-                    (mode == BlockMode::kHuffman && bytes > f.table_bytes() && bytes < n) ||
-                    (mode == BlockMode::kConstant && bytes == 0 && entry[5] < f.symbols());
-    if (!ok || (mode != BlockMode::kConstant && entry[5] != 0) || entry[6] != 0 || entry[7] != 0) {
-      corrupt(detail::concat("block ", b, " has an invalid directory entry (mode ", int(entry[4]),
-                             ", ", bytes, " bytes, for ", n, " elements)"));
-    }
-    sections += bytes;
-  }
-  if (payload_span.size() != layout.exponents_at + sections) {
-    corrupt(detail::concat("payload of ", payload_span.size(), " bytes, the directory declares ",
-                           layout.exponents_at + sections));
-  }
+  exphuff::check_directory(payload, payload_span.size(), out.count, block_, f);
   std::vector<uint8_t> exponents(std::min(block_, out.count));
   size_t section_at = layout.exponents_at;
   for (size_t b = 0; b < layout.blocks; ++b) {

@@ -11,6 +11,7 @@ bool has_device_kernels(const CodecConfig& config) {
     case CodecId::kEb:
     case CodecId::kMpc:
     case CodecId::kZfp:
+    case CodecId::kExpHuff:
       return true;
     default:
       return false;

@@ -7,7 +7,7 @@
 
 namespace hycc::codec {
 
-// none, bf16, fp16, quant, eb, mpc and zfp (fixed rate and fixed accuracy).
+// none, bf16, fp16, quant, eb, mpc, exphuff and zfp (fixed rate and fixed accuracy).
 bool has_device_kernels(const CodecConfig& config);
 
 }  // namespace hycc::codec

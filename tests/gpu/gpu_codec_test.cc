@@ -52,6 +52,8 @@ const char* const kSpecs[] = {
     "mpc",
     "mpc:dim=3",
     "mpc:dim=64",
+    "exphuff",
+    "exphuff:block=256",
 };
 const DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 // The CUDA emulator (HYCC_CUDA_EMULATION builds, docs/gpu.md) runs every thread of a kernel on
@@ -224,13 +226,13 @@ TEST(DeviceEbMpc, RoundTripKeepsTheBoundOrIsExact) {
   }
 }
 
-// Corrupted eb, mpc and zfp:accuracy payloads: the device rejects what the CPU rejects, and
-// decodes what the CPU accepts to the same bits.
+// Corrupted eb, mpc, zfp:accuracy and exphuff payloads: the device rejects what the CPU rejects,
+// and decodes what the CPU accepts to the same bits.
 TEST(DeviceEbMpc, GarbageIsHandledAsTheCpuDoes) {
   const size_t count = 5000;
   const std::vector<float> values = make_data(DataKind::kSmooth, count, 4);
   uint64_t state = 99;
-  for (const char* spec : {"eb:abs=1e-3", "mpc", "zfp:accuracy=1e-3"}) {
+  for (const char* spec : {"eb:abs=1e-3", "mpc", "zfp:accuracy=1e-3", "exphuff:block=256"}) {
     const CodecConfig config = CodecConfig::parse(spec);
     const test::Buffer in = test::Buffer::from_floats(DType::kF32, values);
     const std::vector<std::byte> good = cpu_payload(config, in.view(), 0);
@@ -283,6 +285,11 @@ TEST(DeviceCodecErrors, RejectsMalformedPayloads) {
                CorruptStream);
   EXPECT_THROW(decode_device(CodecConfig::parse("mpc"), d_payload.data(), 100, out), CorruptStream);
   EXPECT_THROW(decode_device(CodecConfig::parse("mpc"), d_payload.data(), 7, out), CorruptStream);
+  // exphuff: a directory of 0xff entries; a payload shorter than its directory and rest area.
+  EXPECT_THROW(decode_device(CodecConfig::parse("exphuff"), d_payload.data(), 5000, out),
+               CorruptStream);
+  EXPECT_THROW(decode_device(CodecConfig::parse("exphuff"), d_payload.data(), 7, out),
+               CorruptStream);
   EXPECT_THROW(encode_device(CodecConfig::parse("zfp:rate=8"), out, d_payload.data(), 10),
                InvalidArgument);
 }

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "codec/block/exp_huffman.h"
+#include "codec/byte_io.h"
+#include "codec/exphuff_plan.h"
 #include "codec/exphuff_reference.h"
 #include "codec/exphuff_table.h"
 #include "codec/stream.h"
@@ -88,6 +90,125 @@ TEST(ExpHuff, FastCoderEqualsTheReference) {
     }
   }
   EXPECT_EQ(seen.size(), 3u) << "not every block mode occurred";
+}
+
+// The device coder's steps (codec/cuda/exphuff_kernels.cu) replayed on the CPU: split in groups
+// of 8 with per-stream counts, the host's plan, one writer per stream; decoding from the checked
+// directory and heads, a table per block and one reader per stream, then the join.
+template <typename Word>
+std::vector<std::byte> replay_device_encoder(ConstTensorView in, size_t block) {
+  namespace e = codec::exphuff;
+  const e::Fields f = e::fields_of(in.dtype);
+  const e::PayloadLayout layout(in.count, block, f);
+  std::vector<uint8_t> exps(in.count), out(layout.exponents_at + in.count);
+  std::vector<uint32_t> histograms(layout.blocks * e::kStreams * 256);
+  for (size_t g = 0; g * e::kGroup < in.count; ++g) {
+    e::split_group(static_cast<const Word*>(in.data), in.count, g, f, exps.data(),
+                   out.data() + layout.rest_at);
+  }
+  for (size_t i = 0; i < in.count; ++i) {
+    const size_t b = i / block, n = std::min(block, in.count - b * block);
+    const size_t k = (i - b * block) / e::stream_elements(n);
+    ++histograms[(b * e::kStreams + k) * 256 + exps[i]];
+  }
+  const e::DevicePlan plan = e::plan_encoding(histograms.data(), in.count, block, f);
+  std::copy(plan.directory.begin(), plan.directory.end(), out.begin());
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    const size_t n = std::min(block, in.count - b * block);
+    const auto mode = static_cast<BlockMode>(plan.directory[8 * b + 4]);
+    const size_t head = f.table_bytes() + e::kStreamSizesBytes;
+    if (mode == BlockMode::kHuffman) {
+      std::copy_n(&plan.heads[b * e::kHeadStride], head, &out[plan.section_at[b]]);
+    }
+    for (int k = 0; k < e::kStreams; ++k) {
+      const uint8_t* x = &exps[b * block + e::stream_first(n, k)];
+      const size_t m = e::stream_count(n, k);
+      if (mode == BlockMode::kRaw)
+        std::copy_n(x, m, &out[plan.section_at[b] + x - &exps[b * block]]);
+      if (mode == BlockMode::kHuffman) {
+        e::put_stream(x, m, &plan.codes[b * 256], &out[plan.streams[b * e::kStreams + k].at]);
+      }
+    }
+  }
+  out.resize(plan.payload_bytes);
+  const auto* bytes = reinterpret_cast<const std::byte*>(out.data());
+  return {bytes, bytes + out.size()};
+}
+
+template <typename Word>
+void replay_device_decoder(std::span<const std::byte> payload_span, size_t block, TensorView out) {
+  namespace e = codec::exphuff;
+  const e::Fields f = e::fields_of(out.dtype);
+  const e::PayloadLayout layout(out.count, block, f);
+  const auto* payload = reinterpret_cast<const uint8_t*>(payload_span.data());
+  std::vector<uint64_t> section_at =
+      e::check_directory(payload, payload_span.size(), out.count, block, f);
+  std::vector<uint8_t> heads(layout.blocks * e::kHeadStride), exps(out.count);
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    if (static_cast<BlockMode>(payload[8 * b + 4]) != BlockMode::kHuffman) continue;
+    const size_t bytes =
+        std::min<size_t>(f.table_bytes() + e::kStreamSizesBytes, codec::load_u32(payload + 8 * b));
+    std::copy_n(payload + section_at[b], bytes, &heads[b * e::kHeadStride]);
+  }
+  const e::DevicePlan plan =
+      e::plan_decoding(payload, std::move(section_at), heads.data(), payload_span.size(), f);
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    const size_t n = std::min(block, out.count - b * block);
+    const uint8_t* entry = payload + 8 * b;
+    uint8_t* x = &exps[b * block];
+    if (static_cast<BlockMode>(entry[4]) == BlockMode::kConstant) std::fill_n(x, n, entry[5]);
+    if (static_cast<BlockMode>(entry[4]) == BlockMode::kRaw) {
+      std::copy_n(payload + plan.streams[b * e::kStreams].at, n, x);
+      if (*std::max_element(x, x + n) >= f.symbols()) throw CorruptStream("raw exponent");
+    }
+    if (static_cast<BlockMode>(entry[4]) != BlockMode::kHuffman) continue;
+    std::vector<uint16_t> table(size_t{1} << e::kMaxCodeBits, 0);
+    for (uint32_t sym = 0; sym < static_cast<uint32_t>(f.symbols()); ++sym) {
+      const uint32_t c = plan.codes[b * 256 + sym], length = c >> 16;
+      for (uint32_t fill = 0; length != 0 && fill < (1u << (e::kMaxCodeBits - length)); ++fill) {
+        table[(c & 0xffffu) | (fill << length)] = static_cast<uint16_t>(sym << 4 | length);
+      }
+    }
+    for (int k = 0; k < e::kStreams; ++k) {
+      const e::StreamSpan span = plan.streams[b * e::kStreams + k];
+      if (!e::get_stream(payload + span.at, span.bytes, e::stream_count(n, k), table.data(),
+                         x + e::stream_first(n, k))) {
+        throw CorruptStream("bad code");
+      }
+    }
+  }
+  for (size_t g = 0; g * e::kGroup < out.count; ++g) {
+    e::join_group(payload + layout.rest_at, layout.exponents_at - layout.rest_at, exps.data(),
+                  out.count, g, f, static_cast<Word*>(out.data));
+  }
+}
+
+TEST(ExpHuffDevice, ReplayedDeviceCoderWritesAndReadsTheCpuBytes) {
+  for (const DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (const size_t block : {size_t{256}, size_t{16384}}) {
+      const CodecConfig config = CodecConfig::parse("exphuff:block=" + std::to_string(block));
+      for (const size_t count : {0, 1, 7, 257, 16387, 70000}) {
+        for (const auto& [kind, in] : inputs(dtype, count)) {
+          const std::string what =
+              detail::concat(kind, ", ", name(dtype), ", ", count, " values, block ", block);
+          const std::vector<std::byte> stream = compress(config, in.view());
+          const std::span<const std::byte> payload = stream_payload(stream);
+          const std::vector<std::byte> replayed =
+              dtype == DType::kF32 ? replay_device_encoder<uint32_t>(in.view(), block)
+                                   : replay_device_encoder<uint16_t>(in.view(), block);
+          ASSERT_TRUE(std::equal(payload.begin(), payload.end(), replayed.begin(), replayed.end()))
+              << what;
+          test::Buffer out(dtype, count);
+          if (dtype == DType::kF32) {
+            replay_device_decoder<uint32_t>(payload, block, out.view());
+          } else {
+            replay_device_decoder<uint16_t>(payload, block, out.view());
+          }
+          EXPECT_TRUE(out.bits_equal(in)) << what;
+        }
+      }
+    }
+  }
 }
 
 TEST(ExpHuff, EverySixteenBitPatternRoundTrips) {

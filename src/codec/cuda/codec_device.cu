@@ -27,6 +27,9 @@ codec::cuda::QuantParams quant_params(const CodecConfig& config) {
 }
 
 int mpc_dim(const CodecConfig& config) { return codec::get_u8(config.codec().params(), 0); }
+size_t exphuff_block(const CodecConfig& config) {
+  return codec::get_u32(config.codec().params(), 0);
+}
 
 // The quantizer of "eb" for `in`: abs takes the spec's bound; rel resolves it from the tensor's
 // finite range (codec_eb.cc's parameter bytes: [0] 1 = rel, [8, 16) the spec's X).
@@ -145,6 +148,8 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
       return codec::cuda::eb_encode(eb_quantizer(config, in, stream), in, dst, stream);
     case CodecId::kMpc:
       return codec::cuda::mpc_encode(mpc_dim(config), in, dst, stream);
+    case CodecId::kExpHuff:
+      return codec::cuda::exphuff_encode(exphuff_block(config), in, dst, stream);
     default: {
       if (zfp_accuracy(config)) {
         const codec::cuda::ZfpAccuracyEncoded r =
@@ -193,6 +198,9 @@ void decode_device(const CodecConfig& config, const void* payload, size_t payloa
       break;
     case CodecId::kMpc:
       codec::cuda::mpc_decode(mpc_dim(config), src, payload_bytes, out, stream);
+      break;
+    case CodecId::kExpHuff:
+      codec::cuda::exphuff_decode(exphuff_block(config), src, payload_bytes, out, stream);
       break;
     default: {
       if (zfp_accuracy(config)) {

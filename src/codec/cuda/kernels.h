@@ -68,4 +68,11 @@ size_t mpc_encode(int dim, ConstTensorView in, uint8_t* out, cudaStream_t stream
 void mpc_decode(int dim, const uint8_t* payload, size_t payload_bytes, TensorView out,
                 cudaStream_t stream);
 
+// "exphuff:block=B": returns the payload size.
+size_t exphuff_encode(size_t block, ConstTensorView in, uint8_t* out, cudaStream_t stream);
+// Throws CorruptStream where the payload is malformed (as the CPU decoder; out may then be partly
+// written).
+void exphuff_decode(size_t block, const uint8_t* payload, size_t payload_bytes, TensorView out,
+                    cudaStream_t stream);
+
 }  // namespace hycc::codec::cuda
