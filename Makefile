@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 # 375 s against Make's 403 s on 2 cores. A directory configured before keeps its generator.
 export CMAKE_GENERATOR ?= Ninja
 
-.PHONY: all deps data python configure build install test test-release test-sanitize test-mpich test-tsan demo bench-codec fuzz format clean
+.PHONY: all deps data python configure build install test test-release test-sanitize test-mpich test-tsan demo study bench-codec fuzz format clean
 
 all: build
 
@@ -85,6 +85,12 @@ test-tsan: deps
 # report in report/ (loss curves, throughput, compression statistics, commands).
 demo: build data
 	tools/experiment --out report
+
+# The sensitivity study (tools/study): each dimension compressed alone at a ladder of
+# intensities, 3 seeds, on shared memory; resumable; report, heat map and intervals in study/.
+# It prints its expected run time first (about 96 runs of a minute or two on 2 cores).
+study: build data
+	tools/study --out study
 
 # Coverage-guided fuzzing with libFuzzer (clang; installed if missing), 60 s per target, in
 # build-fuzz/ (docs/fuzzing.md). Not part of `make test`, which replays the saved inputs.
