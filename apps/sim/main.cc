@@ -17,6 +17,7 @@
 #include "measured_run.h"
 #include "report.h"
 #include "sweep.h"
+#include "tolerance.h"
 #include "toml_fields.h"
 #include "validation.h"
 
@@ -28,6 +29,8 @@ struct Options {
   std::string experiment;  // empty: neox20b, or tiny-netemu with --measured
   std::string model, cluster, layout;
   std::vector<std::string> policies, codec_json;
+  std::string tolerance;     // tools/study's summary.json: adds the policy study-budget
+  double loss_budget = 0.5;  // percent
   long nodes = 0, gpus_per_node = 0, tp = 0, pp = 0, dp = 0, zero = -1;
   long micro_batch = 0, micro_batches = 0;
   double gpu_tflops = 0;
@@ -185,6 +188,27 @@ int run(const Options& o) {
     policies.push_back(load_policy(p, codecs));
     policies.back().scale_codec_throughput(o.free_codec ? HUGE_VAL : o.codec_scale);
   }
+  std::string tolerance_lines;
+  if (!o.tolerance.empty()) {
+    const TolerancePolicy t = policy_from_tolerance(read_text_file(o.tolerance), o.tolerance,
+                                                    o.loss_budget, codecs, layout.dtype);
+    policies.push_back(
+        SimPolicy::from_policy(hycc::Policy::parse_toml(t.toml, "study-budget"), codecs));
+    policies.back().scale_codec_throughput(o.free_codec ? HUGE_VAL : o.codec_scale);
+    tolerance_lines = hycc::bench::format(
+        "# study-budget: per dimension the strongest compressor of %s whose loss gap stays "
+        "within %g%% (upper end of its 95%% interval)\n",
+        o.tolerance.c_str(), o.loss_budget);
+    for (const TolerancePick& p : t.picks) {
+      tolerance_lines +=
+          p.compressor.empty()
+              ? hycc::bench::format("#   %-10s  none: no compressor fits\n", p.dimension.c_str())
+              : hycc::bench::format("#   %-10s  %s (gap <= %+.2f%%, ratio %.2f on %s)\n",
+                                    p.dimension.c_str(), p.compressor.c_str(), p.upper_percent,
+                                    p.ratio, std::string(hycc::dtype_name(layout.dtype)).c_str());
+    }
+    for (const auto& note : t.notes) tolerance_lines += "#   (" + note + ")\n";
+  }
 
   if (!o.measured.empty()) return validate_measured(o, model, cluster, layout, codecs);
 
@@ -232,6 +256,7 @@ int run(const Options& o) {
   } else if (o.codec_scale != 1) {
     std::printf("# codec throughput: measured figures x %g (--codec-scale)\n", o.codec_scale);
   }
+  std::printf("%s", tolerance_lines.c_str());
   std::printf("#\n# iteration time (s) and its parts; speedup = baseline time / policy time\n");
   std::printf("%s", breakdown_table(runs).c_str());
   std::printf("#\n# traffic per GPU per iteration (MB = 1e6 bytes)\n");
@@ -259,6 +284,14 @@ int main(int argc, char** argv) {
   app.add_option("--policy", o.policies,
                  "policy, repeatable (replaces the experiment's): a hycc preset, a built-in "
                  "figures file, or a hycc policy / figures TOML file");
+  app.add_option("--tolerance", o.tolerance,
+                 "tools/study's summary.json: adds the policy study-budget, per dimension the "
+                 "strongest compressor whose loss gap stays within --loss-budget")
+      ->check(CLI::ExistingFile);
+  app.add_option("--loss-budget", o.loss_budget,
+                 "largest validation-loss gap in percent at the upper end of a cell's 95% "
+                 "interval (--tolerance; default 0.5)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--codec-json", o.codec_json,
                  "output of hycc-bench codec --json, repeatable (added to the experiment's)");
   app.add_option("--nodes", o.nodes, "nodes")->check(CLI::PositiveNumber);
