@@ -91,11 +91,13 @@ def loss_curves(out_dir, args, curves):
                      f'title "{name} ({len(series)} seeds)"')
     if not plots:
         return "no complete runs to plot"
+    first = 20 if args.steps > 40 else 1  # the first steps' fall would flatten the rest
     script = f"""
 set terminal pngcairo size 900,520 font ",10"
 set output "{os.path.join(out_dir, 'loss_curves.png')}"
-set title "Training loss (10-step moving average): mean over seeds, band = min..max" noenhanced
+set title "Training loss from step {first} (10-step moving average): mean over seeds, band = min..max" noenhanced
 set xlabel "step"
+set xrange [{first}:*]
 set ylabel "loss"
 set key top right noenhanced
 set yrange [*:*]
@@ -167,8 +169,9 @@ set cblabel "mean gap over {len(args.seeds)} seeds (%)"
 set palette defined (-1 "#2166ac", 0 "#f7f7f7", 1 "#b2182b")
 set cbrange [-{max(1.0, max((abs(c.get('mean_percent', 0)) for c in table), default=1))}:{max(1.0, max((abs(c.get('mean_percent', 0)) for c in table), default=1))}]
 unset key
-set datafile missing "NaN"
-plot "{dat}" using 1:2:3 with image, "{dat}" using 1:2:4 with labels noenhanced
+set style fill solid 1.0 noborder
+plot "{dat}" using 1:2:(0.5):(0.5):($3 == $3 ? $3 : 1/0) with boxxyerror lc palette, \\
+     "{dat}" using 1:2:4 with labels noenhanced
 """
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
     if r.returncode != 0:
@@ -192,7 +195,8 @@ def write(args, losses, ratios, curves, zero_dims, applies):
              "validation loss (512 windows) minus that of the uncompressed run with the same "
              "seed, in percent of it, as mean ± the half-width of its 95% confidence interval "
              f"over the seeds {', '.join(str(s) for s in args.seeds)} (Student's t). Negative is "
-             "better. Produced by `tools/study` (`make study`).", ""]
+             "better. Produced by `tools/study` (`make study`; docs/study.md):", "",
+             f"    {args.invocation}", ""]
     for group, s in spread.items():
         label = "ZeRO 0 (dp, tp, pp, embedding)" if group == "zero0" else \
             "ZeRO 1 (zero_grad, zero_param)"
