@@ -77,6 +77,13 @@ TolerancePolicy policy_from_tolerance(std::string_view summary, const std::strin
     TolerancePick& b = best[dim];
     if (b.compressor.empty() || ratio > b.ratio) b = {dim, compressor, upper, ratio};
   }
+  // ZeRO's gradient reduce-scatter carries the data-parallel gradients: unmeasured, it takes dp's.
+  if (best.count("zero_grad") == 0 && best.count("dp") != 0 && !best["dp"].compressor.empty()) {
+    TolerancePick p = best["dp"];
+    p.dimension = "zero_grad";
+    best.emplace("zero_grad", p);
+    out.notes.push_back("zero_grad: not measured, takes dp's pick (the same gradients)");
+  }
   out.toml = bench::format(
       "name = \"study-budget\"\ndescription = \"per dimension the strongest compressor whose loss "
       "gap stays within %g%% at the upper end of its 95%% interval (%s)\"\n",

@@ -1,7 +1,8 @@
 // The study's loss tolerance per dimension (tools/study's summary.json, docs/study.md) turned
 // into a policy: for each dimension, the candidate with the largest compression ratio on the
 // layout's element type whose loss gap stays inside a budget at the upper end of its 95%
-// interval. Dimensions the study did not measure, or where no candidate fits, stay uncompressed.
+// interval. Dimensions the study did not measure, or where no candidate fits, stay uncompressed,
+// except zero_grad, which takes dp's pick when only dp was measured (the same gradients).
 #pragma once
 
 #include <string>

@@ -42,17 +42,19 @@ TEST(SimTolerance, PicksTheStrongestCompressorInsideTheBudget) {
   for (const auto& p : t.picks) by_dim[p.dimension] = p;
   EXPECT_EQ(by_dim.at("tp").compressor, "quant:bits=8");  // quant:bits=4's bound is 1.3%
   EXPECT_NEAR(by_dim.at("tp").upper_percent, 0.15, 1e-12);
-  EXPECT_EQ(by_dim.at("dp").compressor, "ef2+quant:bits=2");  // 5.3x beats 3.2x
-  EXPECT_EQ(by_dim.at("pp").compressor, "");                  // nothing within 0.5%
-  EXPECT_EQ(by_dim.at("embedding").compressor, "");           // one seed: no interval
-  EXPECT_EQ(by_dim.at("zero_param").compressor, "");          // zfp:rate=8 has no figures
-  EXPECT_EQ(t.notes.size(), 2u);
+  EXPECT_EQ(by_dim.at("dp").compressor, "ef2+quant:bits=2");         // 5.3x beats 3.2x
+  EXPECT_EQ(by_dim.at("pp").compressor, "");                         // nothing within 0.5%
+  EXPECT_EQ(by_dim.at("embedding").compressor, "");                  // one seed: no interval
+  EXPECT_EQ(by_dim.at("zero_param").compressor, "");                 // zfp:rate=8 has no figures
+  EXPECT_EQ(by_dim.at("zero_grad").compressor, "ef2+quant:bits=2");  // dp's: not measured
+  EXPECT_EQ(t.notes.size(), 3u);
   // The policy decides so; ef2+ on dp names the allreduce.
   const SimPolicy p = SimPolicy::from_policy(Policy::parse_toml(t.toml, "t"), figures());
   EXPECT_DOUBLE_EQ(p.figures(Dimension::kTp, 1 << 20, DType::kF16).ratio, 1.78);
   EXPECT_DOUBLE_EQ(p.figures(Dimension::kDp, 1 << 20, DType::kF16).ratio, 5.3);
   EXPECT_DOUBLE_EQ(p.figures(Dimension::kPp, 1 << 20, DType::kF16).ratio, 1);
   EXPECT_NE(t.toml.find("operation = \"allreduce\""), std::string::npos) << t.toml;
+  EXPECT_NE(t.toml.find("operation = \"reduce_scatter\""), std::string::npos) << t.toml;
   // A larger budget takes the stronger tp codec.
   const TolerancePolicy wide =
       policy_from_tolerance(kSummary, "s.json", 2.0, figures(), DType::kF16);
