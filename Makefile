@@ -43,8 +43,8 @@ install: build
 
 # Every test: the Release suite, then the same suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer (without the exhaustive 2^32-pattern test, too slow there, and
-# without the emulated-cluster tests and the experiment's smoke test, which test scripts and the
-# network, not memory; at 4 and 8 ranks only the MPI suites whose code paths 3 ranks do not take,
+# without the emulated-cluster tests and the experiment's and study's smoke tests, which test
+# scripts and the network, not memory; at 4 and 8 ranks only the MPI suites whose code paths 3 ranks do not take,
 # the device collectives at 1 to 3 ranks, their large counts divided by 8; tests/CMakeLists.txt).
 # The sanitizer build compiles the CUDA sources for the CPU emulator (tests/cuda_emu), so the GPU
 # tests run there too, kernels included. It compiles at -O1 with line tables only (-g1: file and
@@ -64,7 +64,7 @@ test-sanitize: deps data
 	  hycc_gpu_coll_tests dropin_device_emu_program capi_program fuzz_stream_replay \
 	  fuzz_codec_replay fuzz_state_replay \
 	  fuzz_text_replay fuzz_peer_replay
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment'
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment|study'
 
 # The library and the drop-in library built against MPICH instead of Open MPI, and the drop-in
 # test programs (C, Fortran mpif.h and mpi_f08, MPI 4's large-count calls and MPI_Isendrecv,
