@@ -155,6 +155,7 @@ def heat_map(out_dir, args, table, applies):
                 else:
                     f.write(f'{x} {y} NaN "{"n/a" if c is None else "not run"}"\n')
             f.write("\n")
+    span = max([1.0] + [abs(c["mean_percent"]) for c in table if "mean_percent" in c])
     xtics = ", ".join(f'"{c}" {i}' for i, c in enumerate(args.codecs))
     ytics = ", ".join(f'"{d}" {i}' for i, d in enumerate(args.dims))
     script = f"""
@@ -167,7 +168,7 @@ set xrange [-0.5:{len(args.codecs) - 0.5}]
 set yrange [{len(args.dims) - 0.5}:-0.5]
 set cblabel "mean gap over {len(args.seeds)} seeds (%)"
 set palette defined (-1 "#2166ac", 0 "#f7f7f7", 1 "#b2182b")
-set cbrange [-{max(1.0, max((abs(c.get('mean_percent', 0)) for c in table), default=1))}:{max(1.0, max((abs(c.get('mean_percent', 0)) for c in table), default=1))}]
+set cbrange [-{span}:{span}]
 unset key
 set style fill solid 1.0 noborder
 plot "{dat}" using 1:2:(0.5):(0.5):($3 == $3 ? $3 : 1/0) with boxxyerror lc palette, \\

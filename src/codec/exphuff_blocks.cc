@@ -199,31 +199,37 @@ void join_block(const uint8_t* rest_area, size_t rest_bytes, const uint8_t* expo
 
 size_t encode_streams(const uint8_t* exponents, size_t n, std::span<const Code> codes,
                       uint8_t* out) {
-  const size_t q = stream_elements(n);
   size_t at = kStreamSizesBytes;
   for (int k = 0; k < kStreams; ++k) {
-    const size_t first = std::min(n, static_cast<size_t>(k) * q);
     const size_t bytes =
-        encode_stream(exponents + first, std::min(n, first + q) - first, codes, out + at);
+        encode_stream(exponents + stream_first(n, k), stream_count(n, k), codes, out + at);
     if (k < kStreams - 1) store_u32(out + 4 * k, static_cast<uint32_t>(bytes));
     at += bytes;
   }
   return at;
 }
 
-void decode_streams(const uint8_t* in, size_t bytes, size_t n, const uint16_t* table,
-                    uint8_t* exponents) {
+std::array<size_t, kStreams> stream_sizes(const uint8_t* sizes, size_t bytes) {
   if (bytes < kStreamSizesBytes) corrupt("a coded block too short for its stream sizes");
-  const size_t q = stream_elements(n);
-  std::array<StreamReader, kStreams> streams;
+  std::array<size_t, kStreams> out;
   size_t at = kStreamSizesBytes;
   for (int k = 0; k < kStreams; ++k) {
     const size_t left = bytes - at;
-    const size_t size = k < kStreams - 1 ? load_u32(in + 4 * k) : left;
-    if (size > left) corrupt("a coded block's streams are longer than its section");
-    const size_t first = std::min(n, static_cast<size_t>(k) * q);
-    streams[k] = {in + at, size, 0, exponents + first, std::min(n, first + q) - first};
-    at += size;
+    out[k] = k < kStreams - 1 ? load_u32(sizes + 4 * k) : left;
+    if (out[k] > left) corrupt("a coded block's streams are longer than its section");
+    at += out[k];
+  }
+  return out;
+}
+
+void decode_streams(const uint8_t* in, size_t bytes, size_t n, const uint16_t* table,
+                    uint8_t* exponents) {
+  const std::array<size_t, kStreams> sizes = stream_sizes(in, bytes);
+  std::array<StreamReader, kStreams> streams;
+  size_t at = kStreamSizesBytes;
+  for (int k = 0; k < kStreams; ++k) {
+    streams[k] = {in + at, sizes[k], 0, exponents + stream_first(n, k), stream_count(n, k)};
+    at += sizes[k];
   }
   // The decoders side by side: their table lookups do not wait on each other.
   static_assert(kStreams == 4);

@@ -4,6 +4,7 @@
 // does the same one bit at a time.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -27,6 +28,10 @@ void join_block(const uint8_t* rest_area, size_t rest_bytes, const uint8_t* expo
 // to 8 bytes past them.
 size_t encode_streams(const uint8_t* exponents, size_t n, std::span<const Code> codes,
                       uint8_t* out);
+
+// The sizes of a coded block's streams: `sizes` holds the stream-size field, which with the
+// streams after it takes `bytes` bytes. Throws CorruptStream where they do not fit.
+std::array<size_t, kStreams> stream_sizes(const uint8_t* sizes, size_t bytes);
 
 // Decodes n exponents from the stream sizes and streams in[0, bytes) with `table`
 // (build_decoding_table). Throws CorruptStream where they are malformed.

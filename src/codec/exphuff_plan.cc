@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codec/byte_io.h"
+#include "codec/exphuff_blocks.h"
 #include "codec/exphuff_table.h"
 #include "hycc/error.h"
 
@@ -126,17 +127,11 @@ DevicePlan plan_decoding(const uint8_t* directory, std::vector<uint64_t> section
     if (static_cast<BlockMode>(entry[4]) != BlockMode::kHuffman) continue;
     const uint8_t* head = heads + b * kHeadStride;
     put_codes(canonical_codes(read_lengths(head, f.symbols())), &plan.codes[b * 256]);
-    // As decode_streams (exphuff_blocks.cc) checks the stream sizes.
-    const size_t data = bytes - f.table_bytes();
-    if (data < kStreamSizesBytes) corrupt("a coded block too short for its stream sizes");
-    uint64_t used = kStreamSizesBytes;
+    const auto sizes = stream_sizes(head + f.table_bytes(), bytes - f.table_bytes());
+    uint64_t used = f.table_bytes() + kStreamSizesBytes;
     for (int k = 0; k < kStreams; ++k) {
-      const uint64_t left = data - used;
-      const uint64_t size = k < kStreams - 1 ? load_u32(head + f.table_bytes() + 4 * k) : left;
-      if (size > left) corrupt("a coded block's streams are longer than its section");
-      plan.streams[b * kStreams + k] = {at + f.table_bytes() + used, static_cast<uint32_t>(size),
-                                        0};
-      used += size;
+      plan.streams[b * kStreams + k] = {at + used, static_cast<uint32_t>(sizes[k]), 0};
+      used += sizes[k];
     }
   }
   plan.section_at = std::move(section_at);

@@ -159,11 +159,8 @@ std::vector<uint8_t> read_lengths(const uint8_t* in, int symbols) {
 void build_decoding_table(std::span<const Code> codes, uint16_t* table) {
   std::fill(table, table + (size_t{1} << kMaxCodeBits), uint16_t{0});
   for (size_t s = 0; s < codes.size(); ++s) {
-    const Code c = codes[s];
-    if (c.length == 0) continue;
-    const auto entry = static_cast<uint16_t>((s << 4) | c.length);
-    for (uint32_t fill = 0; fill < (1u << (kMaxCodeBits - c.length)); ++fill) {
-      table[c.bits | (fill << c.length)] = entry;
+    if (codes[s].length != 0) {
+      put_table_entries(table, static_cast<uint32_t>(s), codes[s].bits, codes[s].length);
     }
   }
 }

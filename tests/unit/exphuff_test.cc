@@ -164,10 +164,8 @@ void replay_device_decoder(std::span<const std::byte> payload_span, size_t block
     if (static_cast<BlockMode>(entry[4]) != BlockMode::kHuffman) continue;
     std::vector<uint16_t> table(size_t{1} << e::kMaxCodeBits, 0);
     for (uint32_t sym = 0; sym < static_cast<uint32_t>(f.symbols()); ++sym) {
-      const uint32_t c = plan.codes[b * 256 + sym], length = c >> 16;
-      for (uint32_t fill = 0; length != 0 && fill < (1u << (e::kMaxCodeBits - length)); ++fill) {
-        table[(c & 0xffffu) | (fill << length)] = static_cast<uint16_t>(sym << 4 | length);
-      }
+      const uint32_t c = plan.codes[b * 256 + sym];
+      if ((c >> 16) != 0) e::put_table_entries(table.data(), sym, c & 0xffffu, c >> 16);
     }
     for (int k = 0; k < e::kStreams; ++k) {
       const e::StreamSpan span = plan.streams[b * e::kStreams + k];

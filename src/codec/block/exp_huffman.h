@@ -118,6 +118,16 @@ HYCC_HD inline size_t stream_count(size_t n, int k) {
 // A code as the device tables hold it: bits | length << 16.
 HYCC_HD inline uint32_t packed_code(uint32_t bits, uint32_t length) { return bits | length << 16; }
 
+// Enters the code (LSB-first bits, length >= 1) of `symbol` in a decoding table of
+// 2^kMaxCodeBits entries: every index whose low `length` bits are the code.
+HYCC_HD inline void put_table_entries(uint16_t* table, uint32_t symbol, uint32_t bits,
+                                      uint32_t length) {
+  const auto entry = static_cast<uint16_t>(symbol << 4 | length);
+  for (uint32_t fill = 0; fill < (1u << (kMaxCodeBits - length)); ++fill) {
+    table[bits | (fill << length)] = entry;
+  }
+}
+
 // The simple stream coder of the device kernels (one thread per stream; the CPU codec's
 // exphuff_blocks.cc writes the same bytes faster). Writes the codes of exponents[0, n) LSB-first,
 // byte by byte, the last byte padded with zeros; returns the bytes written.

@@ -30,9 +30,11 @@ HYCC_HD inline int log2_of(uint64_t n) {
   return l;
 }
 
+HYCC_HD inline bool rotatable(float v) { return v < kRotateLimit && v > -kRotateLimit; }
+
 HYCC_HD inline bool rotatable(const float* x, size_t n) {
   bool ok = true;
-  for (size_t i = 0; i < n; ++i) ok = ok && (x[i] < kRotateLimit && x[i] > -kRotateLimit);
+  for (size_t i = 0; i < n; ++i) ok = ok && rotatable(x[i]);
   return ok;
 }
 

@@ -114,11 +114,8 @@ __global__ void decode_kernel(const uint8_t* payload, uint64_t count, uint64_t b
   for (uint32_t w = threadIdx.x; w < (1u << kMaxCodeBits); w += kThreads) table[w] = 0;
   __syncthreads();
   for (uint32_t s = threadIdx.x; s < static_cast<uint32_t>(f.symbols()); s += kThreads) {
-    const uint32_t c = codes[b * 256 + s], length = c >> 16;
-    if (length == 0) continue;
-    for (uint32_t fill = 0; fill < (1u << (kMaxCodeBits - length)); ++fill) {
-      table[(c & 0xffffu) | (fill << length)] = static_cast<uint16_t>(s << 4 | length);
-    }
+    const uint32_t c = codes[b * 256 + s];
+    if ((c >> 16) != 0) exphuff::put_table_entries(table, s, c & 0xffffu, c >> 16);
   }
   __syncthreads();
   if (threadIdx.x >= kStreams) return;

@@ -54,6 +54,15 @@ struct Source {
   }
 };
 
+// The butterflies of a block of n, stage after stage, the warp's lanes taking each stage's.
+__device__ void warp_hadamard_stages(float* x, uint64_t n, unsigned lane) {
+  __syncwarp();
+  for (uint64_t h = n / 2; h >= 1; h /= 2) {
+    for (uint64_t t = lane; t < n / 2; t += kWarp) quant::hadamard_butterfly(x, h, t);
+    __syncwarp();
+  }
+}
+
 // One warp per full block: its values into rotated[], rotated; too_large[b] where a value is
 // too large to rotate (the block then goes raw).
 __global__ void rotate_kernel(Geometry g, const void* in, DType dtype, float* rotated,
@@ -66,16 +75,12 @@ __global__ void rotate_kernel(Geometry g, const void* in, DType dtype, float* ro
   bool ok = true;
   for (uint64_t i = lane; i < n; i += kWarp) {
     x[i] = load_float(in, dtype, b * n + i);
-    ok = ok && quant::rotatable(x + i, 1);
+    ok = ok && quant::rotatable(x[i]);
   }
   const bool all_ok = __all_sync(0xffffffffu, ok) != 0;
   if (lane == 0) too_large[b] = all_ok ? 0u : 1u;
   if (!all_ok) return;
-  __syncwarp();
-  for (uint64_t h = n / 2; h >= 1; h /= 2) {
-    for (uint64_t t = lane; t < n / 2; t += kWarp) quant::hadamard_butterfly(x, h, t);
-    __syncwarp();
-  }
+  warp_hadamard_stages(x, n, lane);
   const float scale = quant::hadamard_forward_scale(n);
   for (uint64_t i = lane; i < n; i += kWarp) x[i] *= scale;
 }
@@ -204,11 +209,7 @@ __global__ void decode_kernel(Geometry g, const uint8_t* payload, const uint32_t
   for (size_t j = lane; j < len; j += kWarp) {
     quant::dequantize_word<kBits>(codes, len, j, lo, scale, store);
   }
-  __syncwarp();
-  for (uint64_t h = n / 2; h >= 1; h /= 2) {
-    for (uint64_t t = lane; t < n / 2; t += kWarp) quant::hadamard_butterfly(x, h, t);
-    __syncwarp();
-  }
+  warp_hadamard_stages(x, n, lane);
   for (uint64_t i = lane; i < n; i += kWarp) store_float(x[i], out, dtype, begin + i);
 }
 
