@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "coll/algorithms.h"
-#include "policy/policy_calls.h"
+#include "coll/entry.h"
 
 namespace hycc {
 
@@ -100,9 +100,8 @@ bool allreduce_fast(const Communicator& comm, ConstTensorView send, TensorView r
 
 }  // namespace
 
-void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
-               const CollectiveOptions& options) {
-  if (options.policy != nullptr) return policy::policy_allreduce(comm, send, recv, op, options);
+void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv,
+                         ReduceOp op, const CollectiveOptions& options) {
   if (allreduce_fast(comm, send, recv, op, options)) return;
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllreduce);
@@ -144,11 +143,8 @@ void allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, 
   coll::report(ctx, options, ran, send.bytes(), start);
 }
 
-void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
-                    const CollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    return policy::policy_reduce_scatter(comm, send, recv, op, options);
-  }
+void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
+                              ReduceOp op, const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kReduceScatter);
   check_pair(check, "reduce_scatter", send, recv);
@@ -181,9 +177,8 @@ void reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView r
   coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kRing, send.bytes(), start);
 }
 
-void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
-               const CollectiveOptions& options) {
-  if (options.policy != nullptr) return policy::policy_allgather(comm, send, recv, options);
+void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
+                         const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAllgather);
   check_pair(check, "allgather", send, recv);
@@ -215,9 +210,8 @@ void allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
   coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kRing, recv.bytes(), start);
 }
 
-void broadcast(const Communicator& comm, TensorView buffer, int root,
-               const CollectiveOptions& options) {
-  if (options.policy != nullptr) return policy::policy_broadcast(comm, buffer, root, options);
+void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
+                         const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kBroadcast);
   coll::check_view(check, "broadcast", "buffer", buffer);
@@ -243,9 +237,8 @@ void broadcast(const Communicator& comm, TensorView buffer, int root,
                start);
 }
 
-void alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
-              const CollectiveOptions& options) {
-  if (options.policy != nullptr) return policy::policy_alltoall(comm, send, recv, options);
+void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
+                        const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(OpKind::kAlltoall);
   check_pair(check, "alltoall", send, recv);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "coll/coll_internal.h"
-#include "policy/policy_calls.h"
+#include "coll/entry.h"
 
 namespace hycc {
 namespace {
@@ -52,9 +52,8 @@ coll::Context p2p_context(const Communicator& comm, int tag,
 
 }  // namespace
 
-void send(const Communicator& comm, ConstTensorView data, int dest, int tag,
-          const CollectiveOptions& options) {
-  if (options.policy != nullptr) return policy::policy_send(comm, data, dest, tag, options);
+void coll::run_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
+                    const CollectiveOptions& options) {
   coll::ArgCheck check(OpKind::kSendRecv);
   coll::check_view(check, "send", "data", data);
   if (dest < 0 || dest >= comm.size() || dest == comm.rank()) {

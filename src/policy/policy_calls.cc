@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codec/float_io.h"
+#include "coll/entry.h"
 #include "grad/low_rank_plan.h"
 #include "hycc/error.h"
 #include "hycc/grad.h"
@@ -142,8 +143,9 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
   grad::require_layout(policy_grad_layout(options.key, options.pieces), send.count,
                        "policy:allreduce");
   PolicyCall call(comm, Operation::kAllreduce, send, options);
-  call.reference(send,
-                 [&](TensorView ref, CollectiveOptions& o) { allreduce(comm, send, ref, op, o); });
+  call.reference(send, [&](TensorView ref, CollectiveOptions& o) {
+    coll::run_allreduce(comm, send, ref, op, o);
+  });
   const bool in_place = send.data == recv.data;
   if (call.gradient(same_shape(send, recv))) {
     if (!in_place) std::memmove(recv.data, send.data, send.bytes());
@@ -158,7 +160,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
     }
     call.gradient_ran(g, send.bytes());
   } else {
-    allreduce(comm, send, recv, op, call.options());
+    coll::run_allreduce(comm, send, recv, op, call.options());
   }
   call.finish(recv);
 }
@@ -168,8 +170,9 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
   grad::require_layout(policy_grad_layout(options.key, options.pieces), send.count,
                        "policy:reduce_scatter");
   PolicyCall call(comm, Operation::kReduceScatter, send, options);
-  call.reference(
-      recv, [&](TensorView ref, CollectiveOptions& o) { reduce_scatter(comm, send, ref, op, o); });
+  call.reference(recv, [&](TensorView ref, CollectiveOptions& o) {
+    coll::run_reduce_scatter(comm, send, ref, op, o);
+  });
   if (call.gradient(send.dtype == recv.dtype)) {
     // grad_reduce_scatter wants send and shard apart: an in-place shard goes through a copy.
     std::vector<std::byte> shard(recv.bytes());
@@ -186,7 +189,7 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
     std::memcpy(recv.data, shard.data(), shard.size());
     call.gradient_ran(g, send.bytes());
   } else {
-    reduce_scatter(comm, send, recv, op, call.options());
+    coll::run_reduce_scatter(comm, send, recv, op, call.options());
   }
   call.finish(recv);
 }
@@ -194,9 +197,9 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
 void policy_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
                       const CollectiveOptions& options) {
   PolicyCall call(comm, Operation::kAllgather, recv, options);
-  call.reference(recv,
-                 [&](TensorView ref, CollectiveOptions& o) { allgather(comm, send, ref, o); });
-  allgather(comm, send, recv, call.options());
+  call.reference(
+      recv, [&](TensorView ref, CollectiveOptions& o) { coll::run_allgather(comm, send, ref, o); });
+  coll::run_allgather(comm, send, recv, call.options());
   call.finish(recv);
 }
 
@@ -205,24 +208,25 @@ void policy_broadcast(const Communicator& comm, TensorView buffer, int root,
   PolicyCall call(comm, Operation::kBroadcast, buffer, options);
   call.reference(buffer, [&](TensorView ref, CollectiveOptions& o) {
     std::memcpy(ref.data, buffer.data, buffer.bytes());
-    broadcast(comm, ref, root, o);
+    coll::run_broadcast(comm, ref, root, o);
   });
-  broadcast(comm, buffer, root, call.options());
+  coll::run_broadcast(comm, buffer, root, call.options());
   call.finish(buffer);
 }
 
 void policy_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
                      const CollectiveOptions& options) {
   PolicyCall call(comm, Operation::kAlltoall, send, options);
-  call.reference(recv, [&](TensorView ref, CollectiveOptions& o) { alltoall(comm, send, ref, o); });
-  alltoall(comm, send, recv, call.options());
+  call.reference(
+      recv, [&](TensorView ref, CollectiveOptions& o) { coll::run_alltoall(comm, send, ref, o); });
+  coll::run_alltoall(comm, send, recv, call.options());
   call.finish(recv);
 }
 
 void policy_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
                  const CollectiveOptions& options) {
   PolicyCall call(comm, Operation::kSendRecv, data, options);
-  send(comm, data, dest, tag, call.options());
+  coll::run_send(comm, data, dest, tag, call.options());
   call.finish(data);
 }
 

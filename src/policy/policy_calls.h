@@ -1,14 +1,18 @@
 // The collectives with CollectiveOptions::policy set: decide, run, record (hycc/policy_engine.h).
-// The public functions of hycc/collectives.h forward here when options.policy is not null.
+// The public functions of hycc/collectives.h and hycc/collectives_device.h (dispatch.cc,
+// dispatch_device.cc) come here when options.policy is not null.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "hycc/collectives.h"
+#include "hycc/collectives_device.h"
 #include "hycc/grad.h"
+#include "hycc/grad_device.h"
 #include "hycc/policy.h"
 
 namespace hycc::policy {
@@ -47,5 +51,17 @@ void policy_alltoall(const Communicator& comm, ConstTensorView send, TensorView 
                      const CollectiveOptions& options);
 void policy_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
                  const CollectiveOptions& options);
+
+// Runs `call` with the options options.policy decides for a device call of `bytes` uncompressed
+// bytes of `dtype` elements (policy cleared) and records it in the engine; fills *options.stats
+// too. A gradient compressor decision runs `gradient` instead, with the engine's
+// DeviceGradCompressor of that spec, when it is given (allreduce, reduce_scatter) and the call is
+// compressed (above the threshold, more than one rank). policy_device.cc.
+void run_with_policy(
+    const Communicator& comm, Operation op, size_t bytes, DType dtype,
+    const DeviceCollectiveOptions& options,
+    const std::function<void(const DeviceCollectiveOptions&)>& call,
+    const std::function<GradStepStats(DeviceGradCompressor&, const DeviceCollectiveOptions&)>&
+        gradient = {});
 
 }  // namespace hycc::policy

@@ -8,9 +8,8 @@
 
 #include "coll/device/device_entry.h"
 #include "coll/device/ring_phases_device.h"
+#include "coll/entry.h"
 #include "common/xxh3.h"
-#include "grad/low_rank_plan.h"
-#include "policy/policy_calls.h"
 
 namespace hycc::coll::device {
 
@@ -207,28 +206,8 @@ using coll::ArgCheck;
 using coll::OpKind;
 namespace dev = coll::device;
 
-void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
-                      const DeviceCollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    grad::require_layout(policy::policy_grad_layout(options.key, options.pieces), send.count,
-                         "policy:allreduce_device");
-    return dev::run_with_policy(
-        comm, Operation::kAllreduce, send.bytes(), send.dtype, options,
-        [&](const DeviceCollectiveOptions& o) { allreduce_device(comm, send, recv, op, o); },
-        [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
-          return dev::measured_gradient_call(
-              o, send, recv,
-              [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
-                allreduce(comm, s, r, op, h);
-              },
-              [&] {
-                const GradTensor tensor = policy::policy_grad_tensor(
-                    *options.policy, comm, Operation::kAllreduce, options.key, options.pieces,
-                    options.key_buffer, options.key_count, send);
-                return g.allreduce(comm, tensor, send, recv, op, o);
-              });
-        });
-  }
+void coll::run_allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                                ReduceOp op, const DeviceCollectiveOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kAllreduce);
   std::exception_ptr unavailable;
@@ -245,7 +224,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { allreduce(comm, s, r, op, o); },
+                     const CollectiveOptions& o) { coll::run_allreduce(comm, s, r, op, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); },
        .ran = Algorithm::kRing,
@@ -253,28 +232,9 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
       check, unavailable, ops.get(), options, start);
 }
 
-void reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                           ReduceOp op, const DeviceCollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    grad::require_layout(policy::policy_grad_layout(options.key, options.pieces), send.count,
-                         "policy:reduce_scatter_device");
-    return dev::run_with_policy(
-        comm, Operation::kReduceScatter, send.bytes(), send.dtype, options,
-        [&](const DeviceCollectiveOptions& o) { reduce_scatter_device(comm, send, recv, op, o); },
-        [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
-          return dev::measured_gradient_call(
-              o, send, recv,
-              [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
-                reduce_scatter(comm, s, r, op, h);
-              },
-              [&] {
-                const GradTensor tensor = policy::policy_grad_tensor(
-                    *options.policy, comm, Operation::kReduceScatter, options.key, options.pieces,
-                    options.key_buffer, options.key_count, send);
-                return g.reduce_scatter(comm, tensor, send, recv, op, o);
-              });
-        });
-  }
+void coll::run_reduce_scatter_device(const Communicator& comm, ConstTensorView send,
+                                     TensorView recv, ReduceOp op,
+                                     const DeviceCollectiveOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kReduceScatter);
   std::exception_ptr unavailable;
@@ -300,7 +260,7 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { reduce_scatter(comm, s, r, op, o); },
+                     const CollectiveOptions& o) { coll::run_reduce_scatter(comm, s, r, op, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::reduce_scatter_ring_device(ctx, send, recv, op); },
        .ran = Algorithm::kRing,
@@ -308,13 +268,8 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
       check, unavailable, ops.get(), options, start);
 }
 
-void allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                      const DeviceCollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    return dev::run_with_policy(
-        comm, Operation::kAllgather, recv.bytes(), recv.dtype, options,
-        [&](const DeviceCollectiveOptions& o) { allgather_device(comm, send, recv, o); });
-  }
+void coll::run_allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                                const DeviceCollectiveOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kAllgather);
   std::exception_ptr unavailable;
@@ -340,19 +295,14 @@ void allgather_device(const Communicator& comm, ConstTensorView send, TensorView
        .count = send.count,
        .message_bytes = recv.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { allgather(comm, s, r, o); },
+                     const CollectiveOptions& o) { coll::run_allgather(comm, s, r, o); },
        .algorithm = [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); },
        .ran = Algorithm::kRing},
       check, unavailable, ops.get(), options, start);
 }
 
-void broadcast_device(const Communicator& comm, TensorView buffer, int root,
-                      const DeviceCollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    return dev::run_with_policy(
-        comm, Operation::kBroadcast, buffer.bytes(), buffer.dtype, options,
-        [&](const DeviceCollectiveOptions& o) { broadcast_device(comm, buffer, root, o); });
-  }
+void coll::run_broadcast_device(const Communicator& comm, TensorView buffer, int root,
+                                const DeviceCollectiveOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kBroadcast);
   std::exception_ptr unavailable;
@@ -374,7 +324,7 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
        .native =
            [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
              std::memcpy(r.data, s.data, s.bytes());
-             broadcast(comm, r, root, o);
+             coll::run_broadcast(comm, r, root, o);
            },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::broadcast_chain_device(ctx, buffer, root); },
@@ -383,13 +333,8 @@ void broadcast_device(const Communicator& comm, TensorView buffer, int root,
       check, unavailable, ops.get(), options, start);
 }
 
-void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                     const DeviceCollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    return dev::run_with_policy(
-        comm, Operation::kAlltoall, send.bytes(), send.dtype, options,
-        [&](const DeviceCollectiveOptions& o) { alltoall_device(comm, send, recv, o); });
-  }
+void coll::run_alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
+                               const DeviceCollectiveOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kAlltoall);
   std::exception_ptr unavailable;
@@ -409,7 +354,7 @@ void alltoall_device(const Communicator& comm, ConstTensorView send, TensorView 
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { alltoall(comm, s, r, o); },
+                     const CollectiveOptions& o) { coll::run_alltoall(comm, s, r, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::alltoall_pairwise_device(ctx, send, recv); },
        .ran = Algorithm::kPairwise},

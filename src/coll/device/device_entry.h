@@ -11,9 +11,8 @@
 #include "coll/device/device_ops.h"
 #include "coll/device/device_ring.h"
 #include "coll/device/transport.h"
+#include "coll/entry.h"
 #include "hycc/collectives_device.h"
-#include "hycc/grad_device.h"
-#include "hycc/policy.h"
 
 namespace hycc::coll::device {
 
@@ -49,27 +48,6 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
                                           const DeviceCollectiveOptions& options, int tag,
                                           bool collective);
-
-// Runs `call` with the options options.policy decides for it (for `bytes` uncompressed bytes of
-// `dtype` elements; policy cleared) and records it in
-// the engine; fills *options.stats too. A gradient compressor decision runs `gradient` instead,
-// with the engine's DeviceGradCompressor of that spec, when it is given (allreduce,
-// reduce_scatter) and the call is compressed (above the threshold, more than one rank).
-void run_with_policy(
-    const Communicator& comm, Operation op, size_t bytes, DType dtype,
-    const DeviceCollectiveOptions& options,
-    const std::function<void(const DeviceCollectiveOptions&)>& call,
-    const std::function<GradStepStats(DeviceGradCompressor&, const DeviceCollectiveOptions&)>&
-        gradient = {});
-
-// A host collective on host views of a device call's send and recv buffers.
-using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;
-
-// run(), a gradient compressor's call on send/recv; with options.max_error set, also the native
-// call on staged copies (`native`, before run) and the largest |difference| of recv from it.
-GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, ConstTensorView send,
-                                     TensorView recv, const HostCall& native,
-                                     const std::function<GradStepStats()>& run);
 
 // `send` staged to pinned host memory and `host_call` run on it with Algorithm::kNative; returns
 // the host result (recv.bytes() of pinned memory). native_staged.cc.

@@ -7,6 +7,7 @@
 
 #include "codec/float_io.h"
 #include "coll/device/device_entry.h"
+#include "coll/entry.h"
 
 namespace hycc::coll::device {
 
@@ -48,3 +49,19 @@ double max_error_against(DeviceOps& ops, ConstTensorView result, const Memory& r
 }
 
 }  // namespace hycc::coll::device
+
+namespace hycc::coll {
+
+GradStepStats with_native_reference(const DeviceCollectiveOptions& options, ConstTensorView send,
+                                    TensorView recv, const HostCall& native,
+                                    const std::function<GradStepStats()>& run) {
+  if (options.max_error == nullptr) return run();
+  const std::unique_ptr<device::DeviceOps> ops = device::make_ops(options);
+  const device::Memory reference =
+      device::native_on_host(*ops, send, recv, options, native, nullptr);
+  const GradStepStats g = run();
+  *options.max_error = device::max_error_against(*ops, recv, reference);
+  return g;
+}
+
+}  // namespace hycc::coll

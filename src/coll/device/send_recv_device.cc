@@ -14,6 +14,7 @@
 
 #include "coll/device/device_entry.h"
 #include "coll/device/device_ring.h"
+#include "coll/entry.h"
 
 namespace hycc {
 namespace {
@@ -40,13 +41,8 @@ constexpr size_t kRecvWindow = 4;
 
 }  // namespace
 
-void send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
-                 const DeviceCollectiveOptions& options) {
-  if (options.policy != nullptr) {
-    return dev::run_with_policy(
-        comm, Operation::kSendRecv, data.bytes(), data.dtype, options,
-        [&](const DeviceCollectiveOptions& o) { send_device(comm, data, dest, tag, o); });
-  }
+void coll::run_send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
+                           const DeviceCollectiveOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(OpKind::kSendRecvDevice);
   std::exception_ptr unavailable;

@@ -3,13 +3,14 @@
 // host calls: gradient compressors through the engine's DeviceGradCompressor; every N-th
 // compressed call, gradient calls included, also runs natively and records its error).
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 
-#include "coll/device/device_entry.h"
 #include "hycc/policy_engine.h"
+#include "policy/policy_calls.h"
 
-namespace hycc::coll::device {
+namespace hycc::policy {
 
 void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType dtype,
                      const DeviceCollectiveOptions& options,
@@ -65,15 +66,4 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
   engine.record(comm, op, decision, stats);
 }
 
-GradStepStats measured_gradient_call(const DeviceCollectiveOptions& options, ConstTensorView send,
-                                     TensorView recv, const HostCall& native,
-                                     const std::function<GradStepStats()>& run) {
-  if (options.max_error == nullptr) return run();
-  const std::unique_ptr<DeviceOps> ops = make_ops(options);
-  const Memory reference = native_on_host(*ops, send, recv, options, native, nullptr);
-  const GradStepStats g = run();
-  *options.max_error = max_error_against(*ops, recv, reference);
-  return g;
-}
-
-}  // namespace hycc::coll::device
+}  // namespace hycc::policy
