@@ -51,6 +51,17 @@ namespace hycc {
 
 class PolicyEngine;  // hycc/policy_engine.h
 
+// The operations, as policies, statistics and tags name them (kSendRecv: send and recv).
+enum class Operation : uint8_t {
+  kAllreduce = 0,
+  kReduceScatter = 1,
+  kAllgather = 2,
+  kBroadcast = 3,
+  kAlltoall = 4,
+  kSendRecv = 5,
+};
+const char* operation_name(Operation op);
+
 enum class ReduceOp : uint8_t {
   kSum = 0,
   kAverage = 1,  // sum / size, computed in float32

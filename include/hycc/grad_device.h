@@ -52,7 +52,7 @@ namespace hycc {
 namespace grad {
 struct GradSpec;
 }
-namespace coll::device {
+namespace grad {
 struct GradState;
 }
 
@@ -112,7 +112,7 @@ class DeviceGradCompressor {
 
  private:
   // allreduce(), or with shard_only a reduce-scatter into `out` = this rank's chunk (for the
-  // specs whose steps take coll::device::DeviceStep::shard_only).
+  // specs whose steps take grad::DeviceStep::shard_only).
   GradStepStats run(const Communicator& comm, const GradTensor& tensor, ConstTensorView grad,
                     TensorView out, ReduceOp op, const DeviceCollectiveOptions& options,
                     bool shard_only);
@@ -122,7 +122,7 @@ class DeviceGradCompressor {
   // states_ (behind a pointer: compressors move); a state's address stays valid while other
   // keys come and go.
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
-  std::map<uint64_t, std::unique_ptr<coll::device::GradState>> states_;
+  std::map<uint64_t, std::unique_ptr<grad::GradState>> states_;
   std::map<uint64_t, int> in_use_;  // running steps per key (under mutex_)
 };
 

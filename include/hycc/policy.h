@@ -42,16 +42,6 @@ enum class Dimension : uint8_t {
 };
 const char* dimension_name(Dimension d);
 
-enum class Operation : uint8_t {
-  kAllreduce = 0,
-  kReduceScatter = 1,
-  kAllgather = 2,
-  kBroadcast = 3,
-  kAlltoall = 4,
-  kSendRecv = 5,
-};
-const char* operation_name(Operation op);
-
 // The dimension of a call on `comm`, from the communicator's name ("dp", "tp", "pp",
 // "embedding"; "zero" is zero_grad for reductions and zero_param otherwise); kOther for any other
 // name.

@@ -11,6 +11,12 @@
 #include "hycc/error.h"
 
 namespace hycc::codec {
+namespace {
+
+// Elements converted per step by the float32 accumulation helpers (a 4 KiB stack buffer).
+constexpr size_t kStripElems = 1024;
+
+}  // namespace
 
 void load_as_float(ConstTensorView in, size_t begin, size_t n, float* out) {
   if (n == 0) return;
@@ -79,6 +85,34 @@ double max_abs_difference(ConstTensorView a, ConstTensorView b) {
     }
   }
   return worst;
+}
+
+void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n) {
+  if (in.dtype == DType::kF32) {
+    const float* x = static_cast<const float*>(in.data) + begin;
+    for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+    return;
+  }
+  float strip[kStripElems];
+  for (size_t i = 0; i < n; i += kStripElems) {
+    const size_t m = std::min(kStripElems, n - i);
+    load_as_float(in, begin + i, m, strip);
+    for (size_t j = 0; j < m; ++j) acc[i + j] += strip[j];
+  }
+}
+
+void store_result(const float* acc, size_t n, ReduceOp op, int size, TensorView out, size_t begin) {
+  if (op == ReduceOp::kSum) {
+    store_from_float(acc, n, out, begin);
+    return;
+  }
+  const float p = static_cast<float>(size);
+  float strip[kStripElems];
+  for (size_t i = 0; i < n; i += kStripElems) {
+    const size_t m = std::min(kStripElems, n - i);
+    for (size_t j = 0; j < m; ++j) strip[j] = acc[i + j] / p;
+    store_from_float(strip, m, out, begin + i);
+  }
 }
 
 }  // namespace hycc::codec

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "hycc/collectives.h"
 #include "hycc/dtype.h"
 
 namespace hycc::codec {
@@ -21,5 +22,10 @@ void convert(ConstTensorView in, TensorView out);
 // a call whose input held them (an overflowed fp16 step) is its error on the rest; NaN against a
 // number, or an infinity against anything else, gives infinity.
 double max_abs_difference(ConstTensorView a, ConstTensorView b);
+
+// acc[i] += element begin + i of `in` (float32 addition).
+void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n);
+// Element begin + i of `out` = acc[i] (divided by `size` for an average), rounded once.
+void store_result(const float* acc, size_t n, ReduceOp op, int size, TensorView out, size_t begin);
 
 }  // namespace hycc::codec

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "codec/float_io.h"
+#include "comm/call_check.h"
+#include "comm/tags.h"
 #include "hycc/codec.h"
 #include "hycc/collectives.h"
 #include "hycc/comm.h"
@@ -23,91 +26,32 @@
 
 namespace hycc::coll {
 
-// Largest segment (uncompressed bytes): keeps every compressed segment below INT_MAX bytes.
-inline constexpr size_t kMaxSegmentBytes = size_t{1} << 30;
-
-// The operations; each has its own internal tag slot and a value in the argument signature.
-enum class OpKind : uint8_t {
-  kAllreduce = 1,
-  kReduceScatter = 2,
-  kAllgather = 3,
-  kBroadcast = 4,
-  kAlltoall = 5,
-  kSendRecv = 6,
-  kSendRecvDevice = 7,  // send_device/recv_device (hycc/collectives_device.h)
-};
-const char* op_name(OpKind op);
-const char* algorithm_name(Algorithm a);
-
-// ---- tags -------------------------------------------------------------------------------------
-
-// hycc's tag for `op` with user tag `user_tag`: base + 8 * user_tag + op, where base is just above
-// MPI_TAG_UB / 2. Throws InvalidArgument if user_tag is negative or the result exceeds MPI_TAG_UB.
-int internal_tag(MPI_Comm comm, int user_tag, OpKind op);
-// base + 0: a tag of hycc's that no operation uses (the NCCL stand-in's, nccl_link.h).
-int reserved_tag(MPI_Comm comm);
-
 // ---- argument checks ----------------------------------------------------------------------------
 
-// Collects the local argument problems of one call, and the signature that all ranks must share.
-class ArgCheck {
- public:
-  explicit ArgCheck(OpKind op);
+// The checks, tags and MPI helpers of the layer below (comm/call_check.h, comm/tags.h).
+using comm::add_signature_fields;
+using comm::algorithm_name;
+using comm::ArgCheck;
+using comm::check_argument_check;
+using comm::check_options;
+using comm::check_reduce_op;
+using comm::check_same_dtype;
+using comm::check_view;
+using comm::internal_tag;
+using comm::kMaxSegmentBytes;
+using comm::max_user_tag;
+using comm::mpi_count;
+using comm::mpi_type;
+using comm::overlaps;
+using comm::reserved_tag;
 
-  // A value that must be equal on every rank (masked to 62 bits, so that negation cannot
-  // overflow).
-  void field(const char* name, int64_t value);
-  // Records a local problem; the first one becomes this rank's InvalidArgument.
-  void fail(std::string message);
-  bool ok() const { return problem_.empty(); }
-
-  // Throws InvalidArgument on a rank with a local problem. With more than one rank and `agree`,
-  // first runs the agreement: one MPI_Allreduce(MIN) of 2 * fields + 1 int64 values (each field
-  // and its negation, for min and max at once, and the lowest rank with a local problem), so
-  // that every rank throws (CommError on the others) instead of leaving peers waiting.
-  void run(const Communicator& comm, bool agree) const;
-
- private:
-  OpKind op_;
-  static constexpr size_t kMaxFields = 16;
-  // Signature values are masked to 62 bits so that negating them (for the max) cannot overflow.
-  static constexpr int64_t kFieldMask = (int64_t{1} << 62) - 1;
-  std::array<const char*, kMaxFields> names_;  // [0, fields_) are set
-  std::array<int64_t, kMaxFields> values_;
-  size_t fields_ = 0;
-  std::string problem_;
-};
-
-// Common local checks of a view: valid dtype, non-null data when count > 0, element alignment.
-// `what` and `role` name it in the message ("allreduce", "send"); nothing is formatted unless a
-// check fails.
-void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v);
-// send and recv of operation `op` have the same dtype (checked only while the check is ok).
-void check_same_dtype(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv);
-// A valid reduce op, recorded in the cross-rank signature.
-void check_reduce_op(ArgCheck& check, ReduceOp op);
-// Fails `check` for a value that is not an ArgumentCheck.
-void check_argument_check(ArgCheck& check, ArgumentCheck value);
-// Checks options fields that do not depend on the operation (segment size, tag range).
-void check_options(ArgCheck& check, const Communicator& comm, OpKind op,
-                   const CollectiveOptions& options);
 // Whether the ranks run the cross-rank agreement before a call that goes to native MPI
 // (`native`) or to one of hycc's algorithms.
 bool agree_on_arguments(const CollectiveOptions& options, bool native);
-// The fields every call's signature has: count, dtype, codec (id and a hash of its spec).
-void add_signature_fields(ArgCheck& check, size_t count, DType dtype, const CodecConfig& codec);
 // Adds the signature fields every collective shares: count, dtype, codec, algorithm, threshold,
 // segment size, tag. Nothing (not even the codec spec string) without `agree`.
 void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
                        bool agree);
-// True if [a, a + a_bytes) and [b, b + b_bytes) share a byte.
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
-
-// Counts as int for MPI calls; throws InvalidArgument past INT_MAX.
-int mpi_count(size_t n, const char* what);
-// The MPI type that moves elements of `dtype` unchanged (MPI_FLOAT or MPI_UINT16_T).
-MPI_Datatype mpi_type(DType dtype);
-
 // ---- views and float32 ------------------------------------------------------------------------
 
 inline ConstTensorView slice(ConstTensorView v, size_t offset, size_t count) {
@@ -123,10 +67,9 @@ std::vector<TensorView> block_views(TensorView v, int size, size_t per);
 // Copies elements (same dtype and count); nothing if the views are the same memory.
 void copy_view(ConstTensorView from, TensorView to);
 
-// acc[i] += element begin + i of `in` (float32 addition).
-void add_f32(float* acc, ConstTensorView in, size_t begin, size_t n);
-// Element begin + i of `out` = acc[i] (divided by `size` for an average), rounded once.
-void store_result(const float* acc, size_t n, ReduceOp op, int size, TensorView out, size_t begin);
+// float32 accumulation and rounding (codec/float_io.h).
+using codec::add_f32;
+using codec::store_result;
 
 // ---- segmentation ------------------------------------------------------------------------------
 
@@ -175,8 +118,6 @@ size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& o
 // Decodes a stream received from a peer into `out`. Throws CorruptStream if it is malformed or
 // does not hold exactly out's dtype and count.
 void decode_stream(Context& ctx, std::span<const std::byte> stream, TensorView out);
-// The same without a Context (no codec clock): for the gradient compressors' peers' streams.
-void decode_peer_stream(std::span<const std::byte> stream, TensorView out);
 // Decodes a peer's stream of `n` elements of `dtype` into floats (exact widening).
 void decode_stream_f32(Context& ctx, std::span<const std::byte> stream, DType dtype, size_t n,
                        float* out);
@@ -258,37 +199,6 @@ void exchange(Context& ctx, int dest, size_t nsend,
 // Blocking uncompressed transfer of a view (split into pieces of at most 2^30 elements).
 void send_raw(Context& ctx, ConstTensorView v, int dest);
 void recv_raw(const Context& ctx, TensorView v, int source);
-
-// ---- inline definitions of the per-call checks (they run on every call, also natively)
-// -----------
-
-inline ArgCheck::ArgCheck(OpKind op) : op_(op) { field("operation", static_cast<int64_t>(op)); }
-
-inline void ArgCheck::field(const char* name, int64_t value) {
-  if (fields_ == kMaxFields) {
-    throw InvalidArgument(tagged("coll", "internal: more than ", kMaxFields, " signature fields"));
-  }
-  names_[fields_] = name;
-  values_[fields_] = value & kFieldMask;
-  ++fields_;
-}
-
-inline void check_view(ArgCheck& check, const char* what, const char* role, ConstTensorView v) {
-  if (!is_valid_dtype(static_cast<uint8_t>(v.dtype))) {
-    check.fail(tagged("coll", what, " ", role, ": invalid dtype ", static_cast<int>(v.dtype)));
-  } else if (v.count != 0 && v.data == nullptr) {
-    check.fail(tagged("coll", what, " ", role, ": null data with ", v.count, " elements"));
-  } else if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) != 0) {
-    check.fail(tagged("coll", what, " ", role, ": data at ", v.data, " is not aligned to its ",
-                      dtype_size(v.dtype), "-byte elements"));
-  }
-}
-
-inline bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  if (a_bytes == 0 || b_bytes == 0) return false;
-  const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + b_bytes && pb < pa + a_bytes;
-}
 
 inline bool agree_on_arguments(const CollectiveOptions& options, bool native) {
   switch (options.check_arguments) {

@@ -24,14 +24,13 @@ namespace {
 
 using coll::ArgCheck;
 using coll::Context;
-using coll::OpKind;
 
 // Above the threshold and up to this uncompressed size (bytes), kAuto allreduce uses recursive
 // doubling (log2(p) latency steps); above it, the ring (2(p-1) steps, 2(p-1)/p n bytes).
 constexpr size_t kRecursiveDoublingMaxBytes = 256 << 10;
 
 // The native path needs no tag (MPI collectives have none), so it skips the attribute lookup.
-Context make_context(const Communicator& comm, OpKind op, DType dtype,
+Context make_context(const Communicator& comm, Operation op, DType dtype,
                      const CollectiveOptions& options, bool native) {
   return Context{.comm = comm.mpi(),
                  .rank = comm.rank(),
@@ -104,7 +103,7 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
                          ReduceOp op, const CollectiveOptions& options) {
   if (allreduce_fast(comm, send, recv, op, options)) return;
   const auto start = coll::stats_clock(options);
-  ArgCheck check(OpKind::kAllreduce);
+  ArgCheck check(Operation::kAllreduce);
   check_pair(check, "allreduce", send, recv);
   if (check.ok() && recv.count != send.count) {
     check.fail(tagged("coll", "allreduce: recv has ", recv.count, " elements, send ", send.count));
@@ -114,7 +113,7 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
     check.fail(tagged("coll", "allreduce: send and recv overlap without being the same buffer"));
   }
   coll::check_reduce_op(check, op);
-  coll::check_options(check, comm, OpKind::kAllreduce, options);
+  coll::check_options(check, comm, Operation::kAllreduce, options);
   const bool native =
       settle(check, comm, options, send.count, send.dtype, send.bytes(), send.count);
   if (comm.size() == 1 || send.count == 0) {
@@ -122,7 +121,7 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kAllreduce, send.dtype, options, native);
+  Context ctx = make_context(comm, Operation::kAllreduce, send.dtype, options, native);
   Algorithm ran = options.algorithm;
   if (native) {
     ran = Algorithm::kNative;
@@ -146,7 +145,7 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
 void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
                               ReduceOp op, const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
-  ArgCheck check(OpKind::kReduceScatter);
+  ArgCheck check(Operation::kReduceScatter);
   check_pair(check, "reduce_scatter", send, recv);
   const ChunkRange mine = chunk_range(send.count, comm.size(), comm.rank());
   if (check.ok() && recv.count != mine.count) {
@@ -159,7 +158,7 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
                       "chunk of it"));
   }
   coll::check_reduce_op(check, op);
-  coll::check_options(check, comm, OpKind::kReduceScatter, options);
+  coll::check_options(check, comm, Operation::kReduceScatter, options);
   const bool native =
       settle(check, comm, options, send.count, send.dtype, send.bytes(), send.count);
   if (comm.size() == 1 || send.count == 0) {
@@ -167,7 +166,7 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kReduceScatter, send.dtype, options, native);
+  Context ctx = make_context(comm, Operation::kReduceScatter, send.dtype, options, native);
   if (native) {
     coll::reduce_scatter_native(ctx, send, recv, op);
   } else {
@@ -180,7 +179,7 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
 void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
                          const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
-  ArgCheck check(OpKind::kAllgather);
+  ArgCheck check(Operation::kAllgather);
   check_pair(check, "allgather", send, recv);
   const size_t p = static_cast<size_t>(comm.size());
   if (check.ok() && (send.count > SIZE_MAX / p || recv.count != p * send.count)) {
@@ -192,7 +191,7 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
       coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
     check.fail(tagged("coll", "allgather: send overlaps recv without being this rank's block"));
   }
-  coll::check_options(check, comm, OpKind::kAllgather, options);
+  coll::check_options(check, comm, Operation::kAllgather, options);
   const bool native =
       settle(check, comm, options, send.count, send.dtype, recv.bytes(), send.count);
   if (comm.size() == 1 || send.count == 0) {
@@ -200,7 +199,7 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
     coll::report(options, nullptr, Algorithm::kAuto, recv.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kAllgather, send.dtype, options, native);
+  Context ctx = make_context(comm, Operation::kAllgather, send.dtype, options, native);
   if (native) {
     coll::allgather_native(ctx, send, recv);
   } else {
@@ -213,12 +212,12 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
 void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
                          const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
-  ArgCheck check(OpKind::kBroadcast);
+  ArgCheck check(Operation::kBroadcast);
   coll::check_view(check, "broadcast", "buffer", buffer);
   if (root < 0 || root >= comm.size()) {
     check.fail(tagged("coll", "broadcast: root ", root, " out of range [0, ", comm.size(), ")"));
   }
-  coll::check_options(check, comm, OpKind::kBroadcast, options);
+  coll::check_options(check, comm, Operation::kBroadcast, options);
   check.field("root", root);
   const bool native =
       settle(check, comm, options, buffer.count, buffer.dtype, buffer.bytes(), buffer.count);
@@ -226,7 +225,7 @@ void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
     coll::report(options, nullptr, Algorithm::kAuto, buffer.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kBroadcast, buffer.dtype, options, native);
+  Context ctx = make_context(comm, Operation::kBroadcast, buffer.dtype, options, native);
   if (native) {
     coll::broadcast_native(ctx, buffer, root);
   } else {
@@ -240,7 +239,7 @@ void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
 void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
                         const CollectiveOptions& options) {
   const auto start = coll::stats_clock(options);
-  ArgCheck check(OpKind::kAlltoall);
+  ArgCheck check(Operation::kAlltoall);
   check_pair(check, "alltoall", send, recv);
   if (check.ok() && recv.count != send.count) {
     check.fail(tagged("coll", "alltoall: recv has ", recv.count, " elements, send ", send.count));
@@ -253,7 +252,7 @@ void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorVi
       coll::overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
     check.fail(tagged("coll", "alltoall: send and recv overlap without being the same buffer"));
   }
-  coll::check_options(check, comm, OpKind::kAlltoall, options);
+  coll::check_options(check, comm, Operation::kAlltoall, options);
   const bool native = settle(check, comm, options, send.count, send.dtype, send.bytes(),
                              send.count / static_cast<size_t>(comm.size()));
   if (comm.size() == 1 || send.count == 0) {
@@ -261,7 +260,7 @@ void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorVi
     coll::report(options, nullptr, Algorithm::kAuto, send.bytes(), start);
     return;
   }
-  Context ctx = make_context(comm, OpKind::kAlltoall, send.dtype, options, native);
+  Context ctx = make_context(comm, Operation::kAlltoall, send.dtype, options, native);
   if (native) {
     coll::alltoall_native(ctx, send, recv);
   } else {

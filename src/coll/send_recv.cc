@@ -17,8 +17,6 @@
 namespace hycc {
 namespace {
 
-using coll::OpKind;
-
 struct Envelope {
   char magic[4];  // "HYP1": hycc point-to-point, version 1
   uint8_t dtype;
@@ -42,7 +40,7 @@ coll::Context p2p_context(const Communicator& comm, int tag,
   return coll::Context{.comm = comm.mpi(),
                        .rank = comm.rank(),
                        .size = comm.size(),
-                       .tag = coll::internal_tag(comm.mpi(), tag, OpKind::kSendRecv),
+                       .tag = coll::internal_tag(comm.mpi(), tag, Operation::kSendRecv),
                        .codec = codec,
                        .seg_elems = 1,
                        .seed = 0,
@@ -54,13 +52,13 @@ coll::Context p2p_context(const Communicator& comm, int tag,
 
 void coll::run_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
                     const CollectiveOptions& options) {
-  coll::ArgCheck check(OpKind::kSendRecv);
+  coll::ArgCheck check(Operation::kSendRecv);
   coll::check_view(check, "send", "data", data);
   if (dest < 0 || dest >= comm.size() || dest == comm.rank()) {
     check.fail(tagged("coll", "send: destination ", dest, " is not another rank of [0, ",
                       comm.size(), ")"));
   }
-  coll::check_options(check, comm, OpKind::kSendRecv, options);
+  coll::check_options(check, comm, Operation::kSendRecv, options);
   check.run(comm, false);
   const bool raw =
       options.algorithm == Algorithm::kNative || data.bytes() < options.threshold_bytes;
@@ -104,7 +102,7 @@ void coll::run_send(const Communicator& comm, ConstTensorView data, int dest, in
 }
 
 RecvStatus recv(const Communicator& comm, TensorView data, int source, int tag) {
-  coll::ArgCheck check(OpKind::kSendRecv);
+  coll::ArgCheck check(Operation::kSendRecv);
   coll::check_view(check, "recv", "data", data);
   if (source != MPI_ANY_SOURCE && (source < 0 || source >= comm.size() || source == comm.rank())) {
     check.fail(tagged("coll", "recv: source ", source, " is not another rank of [0, ", comm.size(),

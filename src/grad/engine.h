@@ -79,7 +79,7 @@ class Engine {
   // What is wrong with a call of `what` ("grad_allreduce", "grad_reduce_scatter") on rank `rank`
   // of `size` with these arguments (shard: null for an allreduce), or empty. The calls above
   // throw it as InvalidArgument; grad_allreduce() and grad_reduce_scatter() first let every rank
-  // know (coll::ArgCheck).
+  // know (comm::ArgCheck).
   std::string call_error(const char* what, const GradTensor& tensor, ConstTensorView grad,
                          const TensorView* shard, int rank, int size) const;
 

@@ -1,7 +1,7 @@
 // The public API of the gradient compressors (hycc/grad.h) over the Engine.
 #include "hycc/grad.h"
 
-#include "coll/coll_internal.h"
+#include "comm/call_check.h"
 #include "common/xxh3.h"
 #include "grad/engine.h"
 #include "grad/exchange.h"
@@ -16,20 +16,20 @@ namespace {
 // layout, spec, op or tag makes every rank throw, instead of leaving its peers waiting or with
 // streams sized for another tensor. Not the key: it names this rank's state only (the policy
 // collectives derive it from the buffer's address when the caller gives none).
-void agree_on_call(const Communicator& comm, const grad::Engine& engine, coll::OpKind kind,
+void agree_on_call(const Communicator& comm, const grad::Engine& engine, Operation kind,
                    const char* what, const GradTensor& tensor, ConstTensorView grad,
                    const TensorView* shard, const GradOptions& options) {
-  coll::ArgCheck check(kind);
+  comm::ArgCheck check(kind);
   const std::string error = engine.call_error(what, tensor, grad, shard, comm.rank(), comm.size());
   if (!error.empty()) check.fail(error);
-  coll::check_reduce_op(check, options.op);
+  comm::check_reduce_op(check, options.op);
   const std::string& spec = engine.spec().canonical;
   check.field("count", static_cast<int64_t>(grad.count));
   check.field("dtype", static_cast<int64_t>(grad.dtype));
   check.field("layout hash", grad::layout_hash(tensor));
   check.field("spec hash", static_cast<int64_t>(xxh3(spec.data(), spec.size())));
   check.field("tag", options.tag);
-  coll::check_argument_check(check, options.check_arguments);
+  comm::check_argument_check(check, options.check_arguments);
   check.run(comm, options.check_arguments != ArgumentCheck::kNever);
 }
 
@@ -83,7 +83,7 @@ std::vector<float> GradCompressor::residual(uint64_t key) const {
 GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compressor,
                              const GradTensor& tensor, TensorView grad,
                              const GradOptions& options) {
-  agree_on_call(comm, *compressor.engine_, coll::OpKind::kAllreduce, "grad_allreduce", tensor, grad,
+  agree_on_call(comm, *compressor.engine_, Operation::kAllreduce, "grad_allreduce", tensor, grad,
                 nullptr, options);
   grad::CommExchange ex(comm, options.tag);
   return compressor.engine_->allreduce(ex, tensor, grad, options.op);
@@ -92,8 +92,8 @@ GradStepStats grad_allreduce(const Communicator& comm, GradCompressor& compresso
 GradStepStats grad_reduce_scatter(const Communicator& comm, GradCompressor& compressor,
                                   const GradTensor& tensor, ConstTensorView grad, TensorView shard,
                                   const GradOptions& options) {
-  agree_on_call(comm, *compressor.engine_, coll::OpKind::kReduceScatter, "grad_reduce_scatter",
-                tensor, grad, &shard, options);
+  agree_on_call(comm, *compressor.engine_, Operation::kReduceScatter, "grad_reduce_scatter", tensor,
+                grad, &shard, options);
   grad::CommExchange ex(comm, options.tag);
   return compressor.engine_->reduce_scatter(ex, tensor, grad, shard, options.op);
 }

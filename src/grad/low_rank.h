@@ -3,7 +3,7 @@
 // Each fast function has a plain reference (textbook loops) that the unit tests compare against.
 //
 // The order of the float32 operations of the three products is part of their definition: the
-// device kernels (coll/device/cuda/low_rank_kernels.cu) perform the same operations in the same
+// device kernels (grad/cuda/low_rank_kernels.cu) perform the same operations in the same
 // order, so that a GPU step of PowerSGD has the host's bits.
 #pragma once
 

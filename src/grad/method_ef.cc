@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "coll/coll_internal.h"
+#include "codec/peer_stream.h"
 #include "grad/method.h"
 
 namespace hycc::grad {
@@ -62,7 +62,7 @@ class EfMethod : public Method {
     for (int j = 0; j < p; ++j) {
       float* target = j == 0 ? a.out.data() : decoded_.data();
       const auto* stream = reinterpret_cast<const std::byte*>(all_.data() + words * size_t(j));
-      coll::decode_peer_stream({stream, stream_size(j)}, TensorView{DType::kF32, n, target});
+      codec::decode_peer_stream({stream, stream_size(j)}, TensorView{DType::kF32, n, target});
       if (j == me) {
         for (size_t i = 0; i < n; ++i) state.residual[i] = finite_or_zero(acc[i] - target[i]);
       }

@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "coll/coll_internal.h"
+#include "codec/peer_stream.h"
 #include "grad/method.h"
 
 namespace hycc::grad {
@@ -131,8 +131,8 @@ class Ef2Method : public Method {
       throw CorruptStream(tagged("grad", "ef2: a block of ", block.size() * 4,
                                  " bytes cannot hold its stream of ", bytes, " bytes"));
     }
-    coll::decode_peer_stream({reinterpret_cast<const std::byte*>(block.data() + 1), bytes},
-                             TensorView{DType::kF32, out.size(), out.data()});
+    codec::decode_peer_stream({reinterpret_cast<const std::byte*>(block.data() + 1), bytes},
+                              TensorView{DType::kF32, out.size(), out.data()});
   }
 
   // The largest block of any rank: one word per rank gathered. Every rank codes chunks of the

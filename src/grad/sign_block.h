@@ -1,5 +1,5 @@
 // The per-chunk logic of the sign compressor (grad/method_sign.cc), shared by the host method and
-// the device kernels (coll/device/cuda/sign_kernels.cu), so that both give the same bits.
+// the device kernels (grad/cuda/sign_kernels.cu), so that both give the same bits.
 //
 // A chunk of `count` values x is encoded as one float32 scale, the mean of |x|, and one bit per
 // value, 1 for x >= 0 (so NaN is 0 and -0 is 1); bit b of word w is value 32 w + b. The sum of

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "codec/float_io.h"
-#include "coll/coll_internal.h"
 #include "comm/comm_attribute.h"
+#include "comm/tags.h"
 #include "hycc/error.h"
 
 namespace hycc::policy {
@@ -49,7 +49,7 @@ LinkFigures measure_link(const Communicator& comm) {
   const int p = comm.size();
   if (p < 2) return {};
   const int right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
-  const int tag = coll::reserved_tag(comm.mpi());
+  const int tag = comm::reserved_tag(comm.mpi());
   std::vector<std::byte> out, in;
   const auto exchange = [&](size_t bytes) {
     HYCC_CHECK_MPI(MPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, tag,

@@ -111,24 +111,6 @@ const char* dimension_name(Dimension d) {
   return "?";
 }
 
-const char* operation_name(Operation op) {
-  switch (op) {
-    case Operation::kAllreduce:
-      return "allreduce";
-    case Operation::kReduceScatter:
-      return "reduce_scatter";
-    case Operation::kAllgather:
-      return "allgather";
-    case Operation::kBroadcast:
-      return "broadcast";
-    case Operation::kAlltoall:
-      return "alltoall";
-    case Operation::kSendRecv:
-      return "sendrecv";
-  }
-  return "?";
-}
-
 Dimension dimension_of(const Communicator& comm, Operation op) {
   return dimension_of(comm.name(), op);
 }

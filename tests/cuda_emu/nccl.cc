@@ -1,5 +1,5 @@
 // libnccl.so.2 of the CUDA emulator: NCCL's point-to-point calls between the processes of one
-// machine, so that hycc's NCCL transport (src/coll/device/cuda/nccl_link.cc, which loads
+// machine, so that hycc's NCCL transport (src/comm/cuda/nccl_link.cc, which loads
 // libnccl.so.2 at run time) runs with several ranks in the emulated build, its CUDA side
 // included (the link stream, events, cudaStreamWaitEvent).
 //

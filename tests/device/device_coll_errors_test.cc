@@ -5,8 +5,8 @@
 // completed. Nothing hangs, and the communicator stays usable afterwards.
 #include <functional>
 
-#include "coll/device/transport.h"
 #include "coll_test_util.h"
+#include "comm/transport.h"
 #include "hycc/collectives_device.h"
 #include "hycc/device.h"
 
@@ -108,7 +108,7 @@ void expect_corrupt_from_rank0(const std::function<size_t(std::byte*, size_t)>& 
   for (const std::string spec :
        {"none", "bf16", "quant:bits=4", "eb:abs=1e-3", "mpc", "zfp:rate=8"}) {
     for (const char* op : {"allreduce", "allgather"}) {
-      if (r == 0) coll::device::testing::set_staged_send_filter(filter);
+      if (r == 0) comm::testing::set_staged_send_filter(filter);
       const Buffer in = make_input(DType::kF32, n, r, false);
       Buffer out(DType::kF32, std::string(op) == "allreduce" ? n : n * static_cast<size_t>(p));
       const Outcome want = r == 0 || p == 1 ? Outcome::kOk : Outcome::kCorrupt;
@@ -121,7 +121,7 @@ void expect_corrupt_from_rank0(const std::function<size_t(std::byte*, size_t)>& 
           allgather_device(world(), in.view(), out.view(), o);
         }
       });
-      coll::device::testing::set_staged_send_filter({});
+      comm::testing::set_staged_send_filter({});
     }
   }
 }
@@ -152,10 +152,10 @@ TEST(DeviceCollErrors, AlteredPayloadsFailTheirChecksum) {
   o.segment_bytes = 1024;
   o.checksum = false;
   allgather_device(world(), in.view(), right.view(), o);
-  if (r == 0) coll::device::testing::set_staged_send_filter(flip);
+  if (r == 0) comm::testing::set_staged_send_filter(flip);
   expect_outcome(Outcome::kOk, "allgather without checksums",
                  [&] { allgather_device(world(), in.view(), altered.view(), o); });
-  coll::device::testing::set_staged_send_filter({});
+  comm::testing::set_staged_send_filter({});
   EXPECT_EQ(altered.bits_equal(right), r == 0 || p == 1);
   expect_still_works();
 }

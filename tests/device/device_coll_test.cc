@@ -9,8 +9,8 @@
 #include <functional>
 
 #include "codec/float_io.h"
-#include "coll/device/transport.h"
 #include "coll_test_util.h"
+#include "comm/transport.h"
 #include "hycc/collectives_device.h"
 
 namespace hycc::test {
@@ -327,9 +327,9 @@ TEST(DeviceColl, StagedAllgatherForwardsWithoutCopyingBack) {
   DeviceCollectiveOptions o = device_options("quant:bits=4", 4000, DeviceTransport::kStagedMpi);
   CollectiveStats stats;
   o.stats = &stats;
-  const size_t before = coll::device::testing::staged_send_copies();
+  const size_t before = comm::testing::staged_send_copies();
   allgather_device(world(), in.view(), out.view(), o);
-  const size_t copies = coll::device::testing::staged_send_copies() - before;
+  const size_t copies = comm::testing::staged_send_copies() - before;
   if (p == 1) {
     EXPECT_EQ(copies, 0u);
   } else {

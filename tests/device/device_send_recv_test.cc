@@ -3,8 +3,8 @@
 // dtype x count; mismatched receives and malformed payloads fail on the receiver only.
 #include <functional>
 
-#include "coll/device/transport.h"
 #include "coll_test_util.h"
+#include "comm/transport.h"
 #include "hycc/collectives_device.h"
 
 namespace hycc::test {
@@ -113,10 +113,10 @@ TEST(DeviceSendRecv, TruncatedPayloadIsCorruptStreamOnTheReceiver) {
   const Buffer data = make_input(DType::kF32, 1000, r, false);
   for (const char* spec : {"none", "quant:bits=4", "eb:abs=1e-3", "mpc", "zfp:rate=8"}) {
     if (r == 0) {
-      coll::device::testing::set_staged_send_filter(
+      comm::testing::set_staged_send_filter(
           [](std::byte*, size_t size) { return size == 0 ? size_t{0} : size - 1; });
       send_device(world(), data.view(), 1, 4, emulated(spec, 1024));
-      coll::device::testing::set_staged_send_filter({});
+      comm::testing::set_staged_send_filter({});
     } else if (r == 1) {
       Buffer got(DType::kF32, 1000);
       EXPECT_THROW(recv_device(world(), got.view(), 0, 4, emulated("none", 1)), CorruptStream)

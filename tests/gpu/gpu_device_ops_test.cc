@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "codec/float_io.h"
-#include "coll/device/device_ops.h"
+#include "device/device_ops.h"
 #include "device_test_util.h"
+#include "grad/device_kernels.h"
 #include "grad/topk_select.h"
 #include "hycc/codec_device.h"
 #include "hycc/device.h"
@@ -22,7 +23,7 @@
 namespace hycc::test {
 namespace {
 
-namespace dev = coll::device;
+namespace dev = ::hycc::device;
 
 class GpuDeviceOps : public ::testing::TestWithParam<std::string> {};
 
@@ -118,8 +119,12 @@ TEST_P(GpuDeviceOps, CudaEqualsHostEmulation) {
 // (bf16-rounded values of a few magnitudes), for k from 1 to n; decoding adds every rank's pairs
 // alike and reports the first payload holding an index beyond the tensor.
 TEST(GpuDeviceOpsGrad, TopKEqualsHostEmulation) {
-  const auto emu = dev::make_host_emulated_ops();
-  const auto gpu = dev::make_cuda_ops(nullptr);
+  const auto emu_ops = dev::make_host_emulated_ops();
+  const auto gpu_ops = dev::make_cuda_ops(nullptr);
+  DeviceCollectiveOptions host;
+  host.backend = DeviceBackend::kHostEmulation;
+  const auto emu = grad::make_device_kernels(host, *emu_ops);
+  const auto gpu = grad::make_cuda_kernels(*gpu_ops, nullptr);
   for (const size_t n : {size_t{1}, size_t{5}, size_t{1000}, kLargeTensor}) {
     std::vector<float> specials = data_with_specials(n, 4), ties(n);
     for (size_t i = 0; i < n; ++i) ties[i] = float(int(i * 7919 % 13) - 6) * 0.25f;
@@ -137,7 +142,7 @@ TEST(GpuDeviceOpsGrad, TopKEqualsHostEmulation) {
         DeviceBuffer dwords(words * 4), dres(n * 4);
         gpu->topk_encode(static_cast<const float*>(dx.view().data), n, k, bits,
                          static_cast<uint32_t*>(dwords.data()), static_cast<float*>(dres.data()));
-        gpu->synchronize();
+        gpu_ops->synchronize();
         EXPECT_TRUE(
             std::memcmp(host_bytes(dwords.data(), words * 4).data(), hwords.data(), words * 4) == 0)
             << what << ": payload";
@@ -151,7 +156,7 @@ TEST(GpuDeviceOpsGrad, TopKEqualsHostEmulation) {
         EXPECT_EQ(emu->topk_accumulate(both.data(), words, 2, k, bits, n, hsum.data()), -1);
         DeviceBuffer dboth(both.size() * 4), dsum(n * 4);
         copy_to_device(dboth.data(), both.data(), both.size() * 4);
-        gpu->zero(dsum.data(), n * 4);
+        gpu_ops->zero(dsum.data(), n * 4);
         EXPECT_EQ(gpu->topk_accumulate(static_cast<const uint32_t*>(dboth.data()), words, 2, k,
                                        bits, n, static_cast<float*>(dsum.data())),
                   -1)
@@ -200,7 +205,7 @@ TEST(GpuDevice, AnotherArchitectureIsUnavailableWithItsReason) {
   EXPECT_NE(device_unavailable_reason().find("runs none of this build's kernels"),
             std::string::npos)
       << device_unavailable_reason();
-  EXPECT_THROW(coll::device::make_cuda_ops(nullptr), Unavailable);
+  EXPECT_THROW(::hycc::device::make_cuda_ops(nullptr), Unavailable);
   const Buffer x = input(DType::kF32, 100, 1);
   const OnDevice dx(x);
   const DeviceBuffer out(1024);

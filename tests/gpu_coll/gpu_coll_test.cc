@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "coll/device/device_ops.h"
-#include "coll/device/transport.h"
+#include "coll/device_entry.h"
+#include "comm/transport.h"
+#include "device/device_ops.h"
 #include "device_test_util.h"
 #include "hycc/collectives_device.h"
 #include "hycc/device.h"
@@ -24,7 +25,7 @@
 namespace hycc::test {
 namespace {
 
-namespace dev = coll::device;
+namespace dev = ::hycc::device;
 
 // ---- collectives: CUDA (staged MPI) vs host emulation ----------------------------------------
 
@@ -312,7 +313,7 @@ TEST(GpuDeviceCollectives, PowerSgdCudaEqualsHostEmulation) {
 // The collectives over NCCL, where every rank has a GPU of its own (a machine with one GPU per
 // rank; the CUDA emulator, whose processes each have their own device); skipped otherwise.
 TEST(GpuNccl, CollectivesEqualHostEmulation) {
-  if (!dev::nccl_usable(Communicator::world())) {
+  if (!comm::nccl_usable(Communicator::world())) {
     GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2? ranks sharing a GPU?)";
   }
   expect_collectives_match(DeviceTransport::kNccl,
@@ -326,7 +327,7 @@ TEST(GpuNccl, CollectivesEqualHostEmulation) {
 // integers, whose float32 sums are exact in any order (NCCL sums in an order of its own).
 TEST(GpuNccl, NativeCollectivesBelowThresholdEqualHostEmulation) {
   const Communicator world = Communicator::world();
-  if (!dev::nccl_usable(world)) {
+  if (!comm::nccl_usable(world)) {
     GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2? ranks sharing a GPU?)";
   }
   const int p = world.size(), r = world.rank();
@@ -397,10 +398,10 @@ TEST(GpuNccl, NativeCollectivesBelowThresholdEqualHostEmulation) {
             CollectiveStats stats;
             o.stats = &stats;
             o.backend = DeviceBackend::kCuda;
-            const size_t before = dev::testing::nccl_native_calls();
+            const size_t before = coll::device::testing::nccl_native_calls();
             run(din.view(), dout.view(), o);
             if (p > 1) {  // one rank only copies
-              EXPECT_EQ(dev::testing::nccl_native_calls(), before + 1) << what;
+              EXPECT_EQ(coll::device::testing::nccl_native_calls(), before + 1) << what;
               EXPECT_EQ(stats.algorithm, Algorithm::kNative) << what;
             }
             const bool result_in_input =
@@ -419,11 +420,11 @@ TEST(GpuNccl, NativeCollectivesBelowThresholdEqualHostEmulation) {
 // itself (MPI_COMM_SELF): sizes over MPI, payloads in NCCL groups on the link stream.
 TEST(GpuNccl, LoopbackRoundsDeliverEveryPayload) {
   const Communicator self = Communicator::wrap(MPI_COMM_SELF, "self");
-  if (!dev::nccl_usable(self)) GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2?)";
+  if (!comm::nccl_usable(self)) GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2?)";
   const auto gpu = dev::make_cuda_ops(nullptr);
   DeviceCollectiveOptions o;
   o.backend = DeviceBackend::kCuda;
-  const auto transport = dev::make_nccl_transport(self, *gpu, o, 1, true);
+  const auto transport = comm::make_nccl_transport(self, *gpu, o, 1, true);
   uint64_t round = 0;
   for (const size_t bytes : {size_t{0}, size_t{1}, size_t{1000}, size_t{3} << 20}) {
     ++round;

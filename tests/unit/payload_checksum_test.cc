@@ -1,4 +1,4 @@
-// The device payload checksum (coll/device/payload_checksum.h): the kernel's split of the words
+// The device payload checksum (device/payload_checksum.h): the kernel's split of the words
 // over threads (grid-stride, per-thread sums, any order of the additions) gives the sequential
 // value, and every single-bit change, word swap, truncation and extension of a payload changes
 // it.
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "coll/device/payload_checksum.h"
+#include "device/payload_checksum.h"
 
-namespace hycc::coll::device {
+namespace hycc::device {
 namespace {
 
 std::vector<unsigned char> payload(size_t bytes, uint64_t seed) {
@@ -70,4 +70,4 @@ TEST(PayloadChecksum, DetectsBitFlipsSwapsAndLengthChanges) {
 }
 
 }  // namespace
-}  // namespace hycc::coll::device
+}  // namespace hycc::device

@@ -1,0 +1,44 @@
+// The argument checks of the device operations (collectives, point to point, gradient
+// compressors on device buffers): the device, backend and transport settings, device memory,
+// and the cross-rank agreement with an unavailable backend kept apart.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <memory>
+
+#include "comm/call_check.h"
+#include "device/device_ops.h"
+#include "hycc/collectives_device.h"
+
+namespace hycc::comm {
+
+using device::DeviceOps;
+using device::make_ops;
+
+// device::make_ops, or null with the failure recorded in `check` (and kept in `unavailable`, so
+// that settle() rethrows it as Unavailable after the agreement).
+std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceCollectiveOptions& options,
+                                        std::exception_ptr& unavailable);
+// Runs the cross-rank agreement (or only the local checks, without `agree`); a rank whose
+// backend is unavailable throws that Unavailable.
+void settle(const ArgCheck& check, const Communicator& comm, const std::exception_ptr& unavailable,
+            bool agree = true);
+
+// Segment size, tag, backend and transport.
+void check_device_options(ArgCheck& check, const Communicator& comm, Operation op,
+                          const DeviceCollectiveOptions& options);
+// check_view plus: the memory belongs to the device of `ops` (when ops is set).
+void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, const char* role,
+                       ConstTensorView v);
+// check_device_view of send and recv, and their dtypes equal.
+void check_pair(ArgCheck& check, const DeviceOps* ops, const char* op, ConstTensorView send,
+                ConstTensorView recv);
+// recv has send's count, and the two are the same buffer or do not overlap.
+void check_same_count_or_buffer(ArgCheck& check, const char* op, ConstTensorView send,
+                                ConstTensorView recv);
+// The signature all ranks share: count, dtype, codec, segment size, tag, backend, transport.
+void add_device_fields(ArgCheck& check, size_t count, DType dtype,
+                       const DeviceCollectiveOptions& options);
+
+}  // namespace hycc::comm

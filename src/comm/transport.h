@@ -1,0 +1,106 @@
+// How the device collectives move payloads between ranks: variable-size byte messages in device
+// memory whose size the receiver learns from the message (it knows only an upper bound).
+// Messages between two ranks are matched in the order they were posted, on one tag.
+//
+// Implementations:
+// - staged MPI (staged_mpi_transport.cc): a send copies the payload into pinned host memory and
+//   starts MPI_Isend; receives are posted ahead (MPI_Irecv of the upper bound into pinned
+//   memory), the size comes from MPI_Get_count, and the bytes are copied to the device.
+// - NCCL (nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds on a stream of
+//   their own, each payload's size first as an 8-byte MPI message.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device_ops.h"
+#include "hycc/collectives_device.h"
+#include "hycc/comm.h"
+
+namespace hycc::comm {
+
+// The device layer's memory and payloads, as the transports name them.
+using device::allocate_payload;
+using device::DeviceOps;
+using device::holds_payload;
+using device::kPayloadTrailer;
+using device::Memory;
+using device::Payload;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+
+  // Every message belongs to a *round*, a number the sender and the receiver give it alike (the
+  // algorithm's global schedule: a ring's (step, segment), a chain's (segment, position)). A
+  // rank posts its sends in increasing rounds and announces its receives in increasing rounds,
+  // and posts every send of rounds <= r before it waits for a receive of round r. The NCCL
+  // transport moves each round's send and receive of a rank in one group, in round order, which
+  // cannot deadlock; staged MPI ignores rounds.
+
+  // Starts sending bytes [0, payload.size) of `payload` to `peer`. The transport owns the
+  // payload until the send no longer needs it; reclaim() hands it back.
+  virtual void post_send(int peer, Payload&& payload, uint64_t round) = 0;
+  // Announces the next message from `peer`, of at most `capacity` bytes.
+  virtual void post_recv(int peer, size_t capacity, uint64_t round) = 0;
+  // Tells the transport that the caller will announce no further receive (so that its sends
+  // need not wait for one to pair with).
+  virtual void receives_announced() = 0;
+  // Completes the oldest announced receive into `into` and sets into.size. The transport may
+  // hand over a buffer of its own instead (swapping it with `into`'s), of at least the
+  // receive's capacity.
+  virtual void wait_recv(Payload& into) = 0;
+  // Lets transfers progress while the caller computes.
+  virtual void progress() = 0;
+  // Moves the payloads of completed sends into `free`; with `wait`, completes every send first.
+  virtual void reclaim(std::vector<Payload>& free, bool wait) = 0;
+  // A payload that arrived altered (checksum transport): the first failure, or "".
+  virtual const std::string& integrity_error() const {
+    static const std::string none;
+    return none;
+  }
+};
+
+// `inner` with a checksum appended to every payload (kPayloadTrailer bytes) and verified on
+// arrival (checksum_transport.cc).
+std::unique_ptr<Transport> with_checksums(DeviceOps& ops, std::unique_ptr<Transport> inner);
+
+// The transport of a call: options.transport, or for kAuto NCCL (collectives on CUDA when
+// nccl_usable) or staged MPI. `collective`: every rank of comm makes this call.
+std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
+                                          const DeviceCollectiveOptions& options, int tag,
+                                          bool collective);
+
+// Staged MPI on `comm` with internal tag `tag`.
+std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm comm, int tag);
+
+// The NCCL transport (nccl_transport.cc): NCCL on the NCCL communicator of `comm`
+// (cuda/nccl_link.cc; Unavailable without CUDA or libnccl.so.2), or with the host emulation its
+// MPI stand-in (mpi_nccl_link.cc); payload sizes go as MPI messages on `comm` with `tag`.
+// `create`: make the NCCL communicator if `comm` has none yet (collective over `comm`);
+// otherwise a missing one is an InvalidArgument.
+std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
+                                               const DeviceCollectiveOptions& options, int tag,
+                                               bool create);
+// Whether the ranks of `comm` can use NCCL: libnccl.so.2 loads on every rank and no two ranks
+// share a GPU. Collective over `comm` the first time; cached with the communicator.
+bool nccl_usable(const Communicator& comm);
+
+namespace testing {
+// A function applied to the staged bytes of every payload this process sends (it may change
+// them and returns the size to send, at most the given size); empty to stop. For the tests of
+// malformed payloads only.
+void set_staged_send_filter(std::function<size_t(std::byte* data, size_t size)> filter);
+// Payloads the staged transport of this process has copied from the device to send them (a
+// forwarded one goes from the pinned buffer it arrived in), since the start.
+size_t staged_send_copies();
+}  // namespace testing
+
+}  // namespace hycc::comm

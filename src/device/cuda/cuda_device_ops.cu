@@ -1,0 +1,291 @@
+// DeviceOps with CUDA: the device codecs (codec_device.h), async copies on the caller's stream,
+// and two small kernels for the float32 accumulation and the final rounding. They use the same
+// element conversions as the CPU (codec/float_convert.h through load_float/store_float) and
+// plain IEEE float32 addition and division (no FMA contraction: --fmad=false), so their output is
+// the host emulation's bit for bit.
+//
+// Memory: device and pinned blocks are kept per host thread after use (up to kRetainedBytes
+// each) and handed out again, so that a collective does not call cudaMalloc/cudaHostAlloc on
+// every segment.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <exception>
+#include <map>
+
+#include "codec/cuda/device_util.cuh"
+#include "codec/float_convert.h"
+#include "device/device_ops.h"
+#include "device/payload_checksum.h"
+#include "hycc/codec_device.h"
+#include "hycc/device.h"
+
+namespace hycc::device {
+namespace {
+
+using codec::cuda::grid_for;
+using codec::cuda::kThreads;
+using codec::cuda::kWarp;
+using codec::cuda::load_float;
+using codec::cuda::store_float;
+
+constexpr size_t kRetainedBytes = size_t{256} << 20;
+
+// Free blocks of one kind (device or pinned) of this thread, by size.
+struct BlockCache {
+  std::multimap<size_t, void*> free;
+  size_t retained = 0;
+  bool pinned = false;
+
+  ~BlockCache() {
+    for (auto& [bytes, p] : free) pinned ? cudaFreeHost(p) : cudaFree(p);
+  }
+};
+
+BlockCache& cache(bool pinned) {
+  thread_local BlockCache device_blocks{{}, 0, false};
+  thread_local BlockCache pinned_blocks{{}, 0, true};
+  return pinned ? pinned_blocks : device_blocks;
+}
+
+void give_back(bool pinned, void* p, size_t bytes) {
+  BlockCache& c = cache(pinned);
+  if (c.retained + bytes <= kRetainedBytes) {
+    c.free.emplace(bytes, p);
+    c.retained += bytes;
+  } else if (pinned) {
+    cudaFreeHost(p);
+  } else {
+    cudaFree(p);
+  }
+}
+void free_device_block(void* p, size_t bytes) { give_back(false, p, bytes); }
+void free_pinned_block(void* p, size_t bytes) { give_back(true, p, bytes); }
+
+Memory take(bool pinned, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 256);
+  BlockCache& c = cache(pinned);
+  const auto it = c.free.lower_bound(bytes);
+  if (it != c.free.end() && it->first <= 2 * bytes) {
+    Memory m(it->second, it->first, pinned ? free_pinned_block : free_device_block);
+    c.retained -= it->first;
+    c.free.erase(it);
+    return m;
+  }
+  void* p = nullptr;
+  if (pinned) {
+    HYCC_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  } else {
+    HYCC_CUDA_CHECK(cudaMalloc(&p, bytes));
+  }
+  return Memory(p, bytes, pinned ? free_pinned_block : free_device_block);
+}
+
+// partial[i] = decoded[i] + own[i] (decoded == nullptr: zeros), float32.
+__global__ void accumulate_kernel(const void* decoded, DType wire, const void* own, DType dtype,
+                                  uint64_t n, float* partial) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float d = decoded == nullptr ? 0.0f : load_float(decoded, wire, i);
+  partial[i] = d + load_float(own, dtype, i);
+}
+
+// out[i] = partial[i] (/ size), rounded into out's dtype.
+__global__ void round_kernel(const float* partial, bool average, float size, uint64_t n, void* out,
+                             DType dtype) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  store_float(average ? partial[i] / size : partial[i], out, dtype, i);
+}
+
+// out[i] = a[i] - b[i], or a[i] + b[i] with `sum`.
+__global__ void subtract_kernel(const float* a, const float* b, float* out, uint64_t n, bool sum) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[i] = sum ? a[i] + b[i] : a[i] - b[i];
+}
+
+// Sets the values that are not finite to +0 and *found to 1 if there were any.
+__global__ void zero_nonfinite_kernel(float* data, uint64_t n, uint32_t* found) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if ((codec::f32_to_bits(data[i]) & 0x7f800000u) == 0x7f800000u) {
+    data[i] = 0.0f;
+    *found = 1;
+  }
+}
+
+// *sum += the checksum terms of the payload's words (payload_checksum.h); grid-stride, one atomic
+// add per warp.
+__global__ void checksum_kernel(const unsigned char* data, uint64_t bytes, uint64_t words,
+                                bool aligned, unsigned long long* sum) {
+  uint64_t h = 0;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < words;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    uint64_t w = 0;
+    if (aligned && 8 * i + 8 <= bytes) {
+      w = reinterpret_cast<const uint64_t*>(data)[i];
+    } else {
+      w = payload_word(data, bytes, i);
+    }
+    h += checksum_term(w, i);
+  }
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    h += __shfl_down_sync(0xffffffffu, h, offset);
+  if ((threadIdx.x & (kWarp - 1)) == 0) atomicAdd(sum, static_cast<unsigned long long>(h));
+}
+
+class CudaOps final : public DeviceOps {
+ public:
+  explicit CudaOps(DeviceStream stream) : stream_(stream) {}
+
+  const char* name() const override { return "CUDA"; }
+
+  bool is_device_memory(const void* p) const override {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+  }
+
+  Memory allocate(size_t bytes) override { return take(false, bytes); }
+  Memory allocate_pinned(size_t bytes) override { return take(true, bytes); }
+
+  void copy_to_host(void* host, const void* device, size_t bytes) override {
+    if (bytes == 0) return;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));
+  }
+  void copy_to_device(void* device, const void* host, size_t bytes) override {
+    if (bytes == 0) return;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  void copy_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0 || dst == src) return;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void zero(void* device, size_t bytes) override {
+    if (bytes != 0) HYCC_CUDA_CHECK(cudaMemsetAsync(device, 0, bytes, stream_));
+  }
+  void synchronize() override { HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  size_t encode(const CodecConfig& config, ConstTensorView in, void* out, size_t capacity,
+                uint64_t seed) override {
+    return encode_device(config, in, out, capacity, CompressOptions{seed}, stream_);
+  }
+
+  void decode(const CodecConfig& config, const void* payload, size_t bytes,
+              TensorView out) override {
+    decode_device(config, payload, bytes, out, stream_);
+  }
+
+  void decode_accumulate(const CodecConfig& config, const void* payload, size_t bytes, DType wire,
+                         ConstTensorView own, float* partial) override {
+    const size_t n = own.count;
+    if (n == 0) return;
+    const void* decoded = partial;
+    std::exception_ptr corrupt;
+    try {
+      if (wire == DType::kF32) {
+        decode_device(config, payload, bytes, {DType::kF32, n, partial}, stream_);
+      } else {
+        if (narrow_.bytes() < n * 2) narrow_ = take(false, n * 2);
+        decode_device(config, payload, bytes, {wire, n, narrow_.data()}, stream_);
+        decoded = narrow_.data();
+      }
+    } catch (const CorruptStream&) {
+      corrupt = std::current_exception();
+      decoded = nullptr;  // counts as zeros
+    }
+    accumulate(decoded, wire, own, partial);
+    if (corrupt) {
+      synchronize();
+      std::rethrow_exception(corrupt);
+    }
+  }
+
+  void round_into(const float* partial, ReduceOp op, int size, TensorView out) override {
+    if (out.count == 0) return;
+    round_kernel<<<grid_for(out.count, kThreads), kThreads, 0, stream_>>>(
+        partial, op == ReduceOp::kAverage, static_cast<float>(size), out.count, out.data,
+        out.dtype);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  uint64_t checksum(const void* data, size_t bytes) override {
+    uint64_t h = splitmix64(bytes);
+    if (bytes == 0) return h;
+    if (checksum_.bytes() < 8) checksum_ = take(false, 8);
+    auto* sum = static_cast<unsigned long long*>(checksum_.data());
+    HYCC_CUDA_CHECK(cudaMemsetAsync(sum, 0, 8, stream_));
+    const uint64_t words = checksum_words(bytes);
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<uint64_t>(grid_for(words, kThreads), 1024));
+    const bool aligned = reinterpret_cast<uintptr_t>(data) % 8 == 0;
+    checksum_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const unsigned char*>(data),
+                                                      bytes, words, aligned, sum);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+    unsigned long long terms = 0;
+    HYCC_CUDA_CHECK(cudaMemcpyAsync(&terms, sum, 8, cudaMemcpyDeviceToHost, stream_));
+    HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return h + static_cast<uint64_t>(terms);
+  }
+
+  bool zero_nonfinite(float* data, size_t n) override {
+    if (n == 0) return false;
+    grow(flag_, 4);
+    auto* flag = static_cast<uint32_t*>(flag_.data());
+    HYCC_CUDA_CHECK(cudaMemsetAsync(flag, 0, 4, stream_));
+    zero_nonfinite_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(data, n, flag);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+    uint32_t found = 0;
+    copy_to_host(&found, flag, 4);
+    synchronize();
+    return found != 0;
+  }
+
+  void subtract(const float* a, const float* b, float* out, size_t n) override {
+    elementwise(a, b, out, n, false);
+  }
+  void add(const float* a, const float* b, float* out, size_t n) override {
+    elementwise(a, b, out, n, true);
+  }
+
+ private:
+  void elementwise(const float* a, const float* b, float* out, size_t n, bool sum) {
+    if (n == 0) return;
+    subtract_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(a, b, out, n, sum);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  // Replaces `scratch` with a block of at least `bytes` if it is smaller (after the work queued
+  // before, which may still use it).
+  void grow(Memory& scratch, size_t bytes) {
+    if (scratch.bytes() >= bytes) return;
+    synchronize();
+    scratch = take(false, bytes);
+  }
+
+  void accumulate(const void* decoded, DType wire, ConstTensorView own, float* partial) {
+    accumulate_kernel<<<grid_for(own.count, kThreads), kThreads, 0, stream_>>>(
+        decoded, wire, own.data, own.dtype, own.count, partial);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  cudaStream_t stream_;
+  Memory narrow_;    // 16-bit payloads of step 0, decoded before they are widened and added
+  Memory checksum_;  // the checksum kernel's sum
+  Memory flag_;      // zero_nonfinite's answer
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> make_cuda_ops(DeviceStream stream) {
+  if (!device_runs_kernels()) {
+    throw Unavailable(tagged("coll:device", "CUDA backend: ", device_unavailable_reason()));
+  }
+  return std::make_unique<CudaOps>(stream);
+}
+
+}  // namespace hycc::device

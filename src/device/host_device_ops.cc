@@ -1,0 +1,110 @@
+// The host emulation of DeviceOps: device memory is host memory, copies are memcpy, and the
+// codecs are the CPU codecs' encode/decode (the payload part of their streams), with the host
+// collectives' own float32 helpers (add_f32, store_result) and PowerSGD's products, so that the
+// emulated device collectives compute exactly what the host rings compute.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "codec/float_io.h"
+#include "common/finite.h"
+#include "device/device_ops.h"
+#include "device/payload_checksum.h"
+#include "hycc/codec_device.h"
+
+namespace hycc::device {
+namespace {
+
+void free_host(void* data, size_t) { ::operator delete (data, std::align_val_t{64}); }
+
+Memory host_memory(size_t bytes) {
+  // Never empty: a zero-byte payload still has an address, as cudaMalloc'd scratch does.
+  const size_t n = bytes == 0 ? 64 : bytes;
+  return Memory(::operator new (n, std::align_val_t{64}), n, free_host);
+}
+
+class HostEmulatedOps final : public DeviceOps {
+ public:
+  const char* name() const override { return "host emulation"; }
+  bool is_device_memory(const void*) const override { return true; }
+
+  Memory allocate(size_t bytes) override { return host_memory(bytes); }
+  Memory allocate_pinned(size_t bytes) override { return host_memory(bytes); }
+
+  void copy_to_host(void* host, const void* device, size_t bytes) override {
+    if (bytes != 0) std::memcpy(host, device, bytes);
+  }
+  void copy_to_device(void* device, const void* host, size_t bytes) override {
+    if (bytes != 0) std::memcpy(device, host, bytes);
+  }
+  void copy_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
+  }
+  void zero(void* device, size_t bytes) override {
+    if (bytes != 0) std::memset(device, 0, bytes);
+  }
+  void synchronize() override {}
+
+  size_t encode(const CodecConfig& config, ConstTensorView in, void* out, size_t capacity,
+                uint64_t seed) override {
+    return config.codec().encode(in, {static_cast<std::byte*>(out), capacity},
+                                 CompressOptions{seed});
+  }
+
+  void decode(const CodecConfig& config, const void* payload, size_t bytes,
+              TensorView out) override {
+    config.codec().decode({static_cast<const std::byte*>(payload), bytes}, out);
+  }
+
+  void decode_accumulate(const CodecConfig& config, const void* payload, size_t bytes, DType wire,
+                         ConstTensorView own, float* partial) override {
+    const size_t n = own.count;
+    try {
+      if (wire == DType::kF32) {
+        decode(config, payload, bytes, {DType::kF32, n, partial});
+      } else {
+        narrow_.resize(n);
+        decode(config, payload, bytes, {wire, n, narrow_.data()});
+        codec::load_as_float({wire, n, narrow_.data()}, 0, n, partial);
+      }
+    } catch (const Error&) {
+      std::memset(partial, 0, n * sizeof(float));
+      codec::add_f32(partial, own, 0, n);
+      throw;
+    }
+    codec::add_f32(partial, own, 0, n);
+  }
+
+  void round_into(const float* partial, ReduceOp op, int size, TensorView out) override {
+    codec::store_result(partial, out.count, op, size, out, 0);
+  }
+
+  void subtract(const float* a, const float* b, float* out, size_t n) override {
+    for (size_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+  }
+
+  void add(const float* a, const float* b, float* out, size_t n) override {
+    for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+
+  bool zero_nonfinite(float* data, size_t n) override { return hycc::zero_nonfinite({data, n}); }
+
+  uint64_t checksum(const void* data, size_t bytes) override {
+    return payload_checksum(data, bytes);
+  }
+
+ private:
+  std::vector<uint16_t> narrow_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> make_host_emulated_ops() { return std::make_unique<HostEmulatedOps>(); }
+
+std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options) {
+  if (options.backend == DeviceBackend::kHostEmulation) return make_host_emulated_ops();
+  return make_cuda_ops(options.stream);
+}
+
+}  // namespace hycc::device
