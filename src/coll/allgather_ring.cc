@@ -38,9 +38,8 @@ size_t RingAllgather::recv_capacity(int s, size_t k) const {
 void RingAllgather::first(size_t k, StreamBuffer& out) const {
   const ChunkRange g = Segments{own_.count, ctx_.seg_elems}[k];
   const ConstTensorView in = slice(own_, g.offset, g.count);
-  out.size =
-      compress_into(ctx_, in, out.bytes, stream_seed(ctx_.seed, ctx_.rank, kAllgatherPhase, k));
-  adopt_own_stream(ctx_, out.view(), in,
+  compress_into(ctx_, in, out, stream_seed(ctx_.seed, ctx_.rank, kAllgatherPhase, k));
+  adopt_own_stream(ctx_, stream_view(out), in,
                    slice(blocks_[static_cast<size_t>(ctx_.rank)], g.offset, g.count));
 }
 
@@ -48,11 +47,14 @@ void RingAllgather::arrived(int s, size_t k, StreamBuffer& in, StreamBuffer& out
   const TensorView b = block(s);
   const ChunkRange g = Segments{b.count, ctx_.seg_elems}[k];
   try {
-    decode_stream(ctx_, in.view(), slice(b, g.offset, g.count));
+    decode_stream(ctx_, stream_view(in), slice(b, g.offset, g.count));
   } catch (const Error&) {
     ctx_.errors.capture();
   }
-  if (s + 1 < steps()) std::swap(in, out);  // forwarded unchanged
+  if (s + 1 < steps()) {  // forwarded unchanged
+    in.raw_bytes = g.count * dtype_size(b.dtype);
+    std::swap(in, out);
+  }
 }
 
 void allgather_ring(Context& ctx, ConstTensorView send, TensorView recv) {

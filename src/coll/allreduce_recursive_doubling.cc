@@ -23,6 +23,7 @@
 
 #include "codec/float_io.h"
 #include "coll/algorithms.h"
+#include "coll/ring_pipeline.h"
 
 namespace hycc::coll {
 
@@ -38,7 +39,8 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
   std::vector<float> mine(n);    // what the partner decodes of acc
   std::vector<float> theirs(n);  // what this rank decodes of the partner's partial sum
   codec::load_as_float(send, 0, n, acc.data());
-  std::vector<std::vector<std::byte>> out(segs.count()), in;
+  std::vector<std::vector<std::byte>> out(segs.count());
+  std::vector<StreamBuffer> in;
 
   // A rank's first stream is its input: sent in the input's dtype (acc is that input, widened
   // exactly), so 16-bit traffic stays 16-bit; later streams are float32 partial sums. A rank that
@@ -74,7 +76,8 @@ void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView
         peer, take ? segs.count() : 0,
         [&](size_t k) { return max_compressed_bytes(ctx.codec, theirs_wire, segs[k].count); },
         [&](size_t k) {
-          decode_stream_f32(ctx, in[k], theirs_wire, segs[k].count, theirs.data() + segs[k].offset);
+          decode_stream_f32(ctx, stream_view(in[k]), theirs_wire, segs[k].count,
+                            theirs.data() + segs[k].offset);
         },
         in);
   };

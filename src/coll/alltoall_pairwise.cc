@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coll/algorithms.h"
+#include "coll/ring_pipeline.h"
 
 namespace hycc::coll {
 
@@ -27,7 +28,8 @@ void alltoall_pairwise(Context& ctx, ConstTensorView send, TensorView recv) {
   copy_view(slice(from, at(r), block), slice(recv, at(r), block));
 
   const Segments segs{block, ctx.seg_elems};
-  std::vector<std::vector<std::byte>> out(segs.count()), in;
+  std::vector<std::vector<std::byte>> out(segs.count());
+  std::vector<StreamBuffer> in;
   for (int s = 1; s < p; ++s) {
     const int dest = (r + s) % p, source = (r - s + p) % p;
     exchange(
@@ -41,7 +43,8 @@ void alltoall_pairwise(Context& ctx, ConstTensorView send, TensorView recv) {
         source, segs.count(),
         [&](size_t k) { return max_compressed_bytes(ctx.codec, send.dtype, segs[k].count); },
         [&](size_t k) {
-          decode_stream(ctx, in[k], slice(recv, at(source) + segs[k].offset, segs[k].count));
+          decode_stream(ctx, stream_view(in[k]),
+                        slice(recv, at(source) + segs[k].offset, segs[k].count));
         },
         in);
   }

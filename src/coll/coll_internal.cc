@@ -4,10 +4,12 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "codec/float_io.h"
 #include "codec/peer_stream.h"
+#include "comm/transport.h"
 #include "common/synthetic_data.h"
 #include "common/xxh3.h"
 
@@ -57,6 +59,19 @@ uint64_t stream_seed(uint64_t seed, int rank, uint64_t phase, uint64_t segment) 
 }
 
 // ---- streams -----------------------------------------------------------------------------------
+
+size_t compress_into(Context& ctx, ConstTensorView in, device::Payload& out, uint64_t seed) {
+  const CodecClock clock(ctx);
+  const size_t bound = max_compressed_bytes(ctx.codec, in);
+  if (!device::holds_payload(out, bound)) {
+    out.memory = device::allocate_payload(device::host_ops(), bound);
+  }
+  out.size =
+      compress(ctx.codec, in, {static_cast<std::byte*>(out.data()), bound}, CompressOptions{seed});
+  out.raw_bytes = in.bytes();
+  out.rewritten();
+  return out.size;
+}
 
 size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& out, uint64_t seed) {
   const CodecClock clock(ctx);
@@ -128,19 +143,15 @@ void count_sent_stream(Context& ctx, std::span<const std::byte> stream) {
 void exchange(Context& ctx, int dest, size_t nsend,
               const std::function<std::span<const std::byte>(size_t)>& produce, int source,
               size_t nrecv, const std::function<size_t(size_t)>& capacity,
-              const std::function<void(size_t)>& consume, std::vector<std::vector<std::byte>>& in) {
+              const std::function<void(size_t)>& consume, std::vector<device::Payload>& in) {
+  const std::unique_ptr<comm::Transport> transport =
+      comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
   in.resize(std::max(in.size(), nrecv));
-  std::vector<MPI_Request> recvs(nrecv, MPI_REQUEST_NULL), sends(nsend, MPI_REQUEST_NULL);
-  for (size_t k = 0; k < nrecv; ++k) {
-    in[k].resize(capacity(k));
-    HYCC_CHECK_MPI(MPI_Irecv(in[k].data(), mpi_count(in[k].size(), "segment bytes"), MPI_BYTE,
-                             source, ctx.tag, ctx.comm, &recvs[k]));
-  }
+  for (size_t k = 0; k < nrecv; ++k) transport->post_recv(source, capacity(k), k);
+  transport->receives_announced();
   size_t next = 0;  // the next stream to consume; streams are consumed in order
-  const auto finish = [&](const MPI_Status& status) {
-    int bytes = 0;
-    HYCC_CHECK_MPI(MPI_Get_count(&status, MPI_BYTE, &bytes));
-    in[next].resize(static_cast<size_t>(bytes));
+  const auto finish = [&] {
+    transport->wait_recv(in[next]);
     try {
       consume(next);
     } catch (const Error&) {
@@ -151,24 +162,16 @@ void exchange(Context& ctx, int dest, size_t nsend,
   for (size_t k = 0; k < nsend; ++k) {
     const std::span<const std::byte> out = produce(k);
     count_sent_stream(ctx, out);
-    HYCC_CHECK_MPI(MPI_Isend(out.data(), mpi_count(out.size(), "segment bytes"), MPI_BYTE, dest,
-                             ctx.tag, ctx.comm, &sends[k]));
-    while (next < nrecv) {  // decode what has arrived before compressing the next segment
-      int done = 0;
-      MPI_Status status;
-      HYCC_CHECK_MPI(MPI_Test(&recvs[next], &done, &status));
-      if (!done) break;
-      finish(status);
-    }
+    // The caller's stream, lent to the transport (no deleter) until the sends complete below.
+    device::Payload lent;
+    lent.memory = device::Memory(const_cast<std::byte*>(out.data()), out.size(), nullptr);
+    lent.size = out.size();
+    transport->post_send(dest, std::move(lent), k);
+    while (next < nrecv && transport->recv_arrived()) finish();  // decode what has arrived
   }
-  while (next < nrecv) {
-    MPI_Status status;
-    HYCC_CHECK_MPI(MPI_Wait(&recvs[next], &status));
-    finish(status);
-  }
-  if (nsend != 0) {
-    HYCC_CHECK_MPI(MPI_Waitall(static_cast<int>(nsend), sends.data(), MPI_STATUSES_IGNORE));
-  }
+  while (next < nrecv) finish();
+  std::vector<device::Payload> returned;
+  transport->reclaim(returned, true);
 }
 
 void send_raw(Context& ctx, ConstTensorView v, int dest) {

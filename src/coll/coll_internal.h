@@ -19,6 +19,7 @@
 #include "codec/float_io.h"
 #include "comm/call_check.h"
 #include "comm/tags.h"
+#include "device/device_ops.h"
 #include "hycc/codec.h"
 #include "hycc/collectives.h"
 #include "hycc/comm.h"
@@ -115,6 +116,9 @@ struct Context;
 // Compresses `in` with ctx.codec into `out` (grown to max_compressed_bytes() if smaller, never
 // shrunk); returns the stream size in bytes.
 size_t compress_into(Context& ctx, ConstTensorView in, std::vector<std::byte>& out, uint64_t seed);
+// The same into a host payload (grown, from the host operations, if it cannot hold the bound);
+// sets out.size and out.raw_bytes.
+size_t compress_into(Context& ctx, ConstTensorView in, ::hycc::device::Payload& out, uint64_t seed);
 // Decodes a stream received from a peer into `out`. Throws CorruptStream if it is malformed or
 // does not hold exactly out's dtype and count.
 void decode_stream(Context& ctx, std::span<const std::byte> stream, TensorView out);
@@ -186,15 +190,16 @@ void count_sent_stream(Context& ctx, std::span<const std::byte> stream);
 // ---- the pipelined exchange --------------------------------------------------------------------
 
 // Sends `nsend` streams to `dest` and receives `nrecv` from `source` (same tag; either side may
-// be empty). Receives are posted first, into in[k] sized capacity(k) bytes. produce(k) returns
-// outgoing stream k (compressing it then, so that compressing segment k+1 overlaps the transfer
-// of segment k); it must stay valid until exchange returns. As each stream arrives, in[k] is
-// shrunk to its actual size and consume(k) runs (decoding overlaps the remaining transfers);
-// an exception from consume is captured in ctx.errors and the exchange goes on.
+// be empty), over the MPI transport on host memory (comm/transport.h). Receives are announced
+// first, of capacity(k) bytes each. produce(k) returns outgoing stream k (compressing it then, so
+// that compressing segment k+1 overlaps the transfer of segment k); it must stay valid until
+// exchange returns. As each stream arrives it is in in[k] (bytes [0, size)) and consume(k) runs
+// (decoding overlaps the remaining transfers); an exception from consume is captured in
+// ctx.errors and the exchange goes on.
 void exchange(Context& ctx, int dest, size_t nsend,
               const std::function<std::span<const std::byte>(size_t)>& produce, int source,
               size_t nrecv, const std::function<size_t(size_t)>& capacity,
-              const std::function<void(size_t)>& consume, std::vector<std::vector<std::byte>>& in);
+              const std::function<void(size_t)>& consume, std::vector<::hycc::device::Payload>& in);
 
 // Blocking uncompressed transfer of a view (split into pieces of at most 2^30 elements).
 void send_raw(Context& ctx, ConstTensorView v, int dest);

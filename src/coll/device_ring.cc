@@ -54,7 +54,15 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
   const size_t window = 2 * widest + 2;
   Transport& transport = ctx.transport;
 
-  PayloadPool pool(ctx.ops, schedule.max_payload);
+  size_t bound = schedule.max_payload;
+  if (bound == 0) {  // the largest receive capacity
+    for (int t = 0; t < steps; ++t) {
+      for (size_t k = 0; k < nrecv[static_cast<size_t>(t)]; ++k) {
+        bound = std::max(bound, schedule.recv_capacity(t, k));
+      }
+    }
+  }
+  PayloadPool pool(ctx.ops, bound);
 
   size_t posted = 0;
   int post_t = 0;  // the next receive to announce: payload post_k of step post_t

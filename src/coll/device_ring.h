@@ -82,7 +82,8 @@ struct DeviceRingSchedule {
   std::function<size_t(int t)> recv_segments;
   // Upper bound (bytes) of payload k of step t.
   std::function<size_t(int t, size_t k)> recv_capacity;
-  // Upper bound of every payload of the call (the size of the buffers).
+  // Upper bound of every payload of the call (the size of the buffers); 0: the largest receive
+  // capacity (a payload made larger grows its buffer).
   size_t max_payload = 0;
   std::function<void(size_t k, Payload& out)> first;
   // Payload k of step t has arrived in `in`. Consumes it and, when t + 1 < steps, makes payload

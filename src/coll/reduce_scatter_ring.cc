@@ -47,14 +47,14 @@ size_t RingReduceScatter::recv_capacity(int t, size_t k) const {
 void RingReduceScatter::first(size_t k, StreamBuffer& out) const {
   const ChunkRange c = chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - 1, ctx_.size));
   const ChunkRange g = Segments{c.count, ctx_.seg_elems}[k];
-  out.size = compress_into(ctx_, slice(send_, c.offset + g.offset, g.count), out.bytes,
-                           stream_seed(ctx_.seed, ctx_.rank, 0, k));
+  compress_into(ctx_, slice(send_, c.offset + g.offset, g.count), out,
+                stream_seed(ctx_.seed, ctx_.rank, 0, k));
 }
 
 void RingReduceScatter::reduce(int t, size_t k, const StreamBuffer& in) {
   const ChunkRange c = chunk(t), g = segment(t, k);
   try {
-    decode_stream_f32(ctx_, in.view(), wire(t), g.count, partial_);
+    decode_stream_f32(ctx_, stream_view(in), wire(t), g.count, partial_);
   } catch (const Error&) {
     ctx_.errors.capture();
     std::fill_n(partial_, g.count, 0.0f);
@@ -64,8 +64,8 @@ void RingReduceScatter::reduce(int t, size_t k, const StreamBuffer& in) {
 
 void RingReduceScatter::send_on(int t, size_t k, StreamBuffer& out) const {
   const ChunkRange g = segment(t, k);
-  out.size = compress_into(ctx_, ConstTensorView{DType::kF32, g.count, partial_}, out.bytes,
-                           stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k));
+  compress_into(ctx_, ConstTensorView{DType::kF32, g.count, partial_}, out,
+                stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k));
 }
 
 void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {

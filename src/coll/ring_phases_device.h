@@ -2,6 +2,13 @@
 // protocol as ring_phases.h (chunks, steps, wire dtypes, seeds), on device payloads. Keeping
 // them step for step equal to the host halves is what makes the device results bit-identical
 // to the host collectives.
+//
+// Why the halves are twins while the engine (device_ring.cc) and the transport are shared: a
+// host segment travels as a whole codec stream, whose 48-byte header (codec, dtype, count,
+// checksum) every receiver validates and which point to point and the drop-in library rely on;
+// a device segment is a bare payload written by DeviceOps on the device's stream (the codec is
+// part of the call's agreed signature, integrity the checksum transport's). They differ only in
+// how a segment becomes bytes and back.
 #pragma once
 
 #include <span>

@@ -61,6 +61,7 @@ class ChecksumTransport final : public Transport {
   }
 
   void progress() override { inner_->progress(); }
+  bool recv_arrived() override { return inner_->recv_arrived(); }
   void reclaim(std::vector<Payload>& free, bool wait) override { inner_->reclaim(free, wait); }
   const std::string& integrity_error() const override { return error_; }
 

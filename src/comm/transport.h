@@ -3,7 +3,9 @@
 // Messages between two ranks are matched in the order they were posted, on one tag.
 //
 // Implementations:
-// - staged MPI (staged_mpi_transport.cc): a send copies the payload into pinned host memory and
+// - MPI on host memory (mpi_transport.cc): MPI_Isend from the payload, MPI_Irecv of the upper
+//   bound posted ahead, the size from MPI_Get_count. The host algorithms run on it.
+// - staged MPI (mpi_transport.cc): a send copies the payload into pinned host memory and
 //   starts MPI_Isend; receives are posted ahead (MPI_Irecv of the upper bound into pinned
 //   memory), the size comes from MPI_Get_count, and the bytes are copied to the device.
 // - NCCL (nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds on a stream of
@@ -59,6 +61,9 @@ class Transport {
   virtual void wait_recv(Payload& into) = 0;
   // Lets transfers progress while the caller computes.
   virtual void progress() = 0;
+  // Whether the oldest announced receive has arrived, so that wait_recv would not wait (false
+  // when the transport cannot tell).
+  virtual bool recv_arrived() { return false; }
   // Moves the payloads of completed sends into `free`; with `wait`, completes every send first.
   virtual void reclaim(std::vector<Payload>& free, bool wait) = 0;
   // A payload that arrived altered (checksum transport): the first failure, or "".
@@ -77,6 +82,10 @@ std::unique_ptr<Transport> with_checksums(DeviceOps& ops, std::unique_ptr<Transp
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
                                           const DeviceCollectiveOptions& options, int tag,
                                           bool collective);
+
+// MPI on `comm` with internal tag `tag`, payloads in host memory; receive buffers come from
+// `host` (host memory operations: make_host_emulated_ops()).
+std::unique_ptr<Transport> make_mpi_transport(DeviceOps& host, MPI_Comm comm, int tag);
 
 // Staged MPI on `comm` with internal tag `tag`.
 std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm comm, int tag);

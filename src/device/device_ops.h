@@ -146,6 +146,9 @@ inline bool holds_payload(const Payload& p, size_t bound) {
 // run here.
 std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options);
 // The host emulation (host_device_ops.cc).
+// This thread's host operations: the host emulation, whose memory is host memory (the host
+// algorithms' payload buffers and the MPI transport's receive buffers).
+DeviceOps& host_ops();
 std::unique_ptr<DeviceOps> make_host_emulated_ops();
 // CUDA on `stream` (cuda/cuda_device_ops.cu); Unavailable in a build without CUDA
 // (stub/device_ops_stub.cc) or without a device.

@@ -16,11 +16,69 @@
 namespace hycc::device {
 namespace {
 
-void free_host(void* data, size_t) { ::operator delete (data, std::align_val_t{64}); }
+// Freed host blocks of this thread, kept for the next payloads: up to kRetainedBytes in all,
+// each handed out again for a request of at least half its size. Collectives allocate their
+// payload buffers per call; page-faulting fresh multi-megabyte blocks in every call cost up to
+// 40% of a 64 MiB allreduce on the emulated cluster (docs/results.md).
+class HostBlockCache {
+ public:
+  static constexpr size_t kRetainedBytes = size_t{64} << 20;
+
+  static HostBlockCache* of_this_thread() {
+    if (gone_) return nullptr;
+    thread_local HostBlockCache cache;
+    return &cache;
+  }
+  ~HostBlockCache() {
+    gone_ = true;  // blocks freed later on this thread (by other thread-locals) go to the heap
+    for (const Block& b : free_) release(b.data);
+  }
+  void* take(size_t bytes, size_t& got) {
+    size_t best = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      const size_t n = free_[i].bytes;
+      if (n >= bytes && n / 2 <= bytes && (best == free_.size() || n < free_[best].bytes)) best = i;
+    }
+    if (best == free_.size()) return nullptr;
+    void* data = free_[best].data;
+    got = free_[best].bytes;
+    retained_ -= got;
+    free_[best] = free_.back();
+    free_.pop_back();
+    return data;
+  }
+  bool keep(void* data, size_t bytes) {
+    if (retained_ + bytes > kRetainedBytes) return false;
+    free_.push_back({data, bytes});
+    retained_ += bytes;
+    return true;
+  }
+  static void release(void* data) { ::operator delete (data, std::align_val_t{64}); }
+
+ private:
+  struct Block {
+    void* data;
+    size_t bytes;
+  };
+  static thread_local bool gone_;
+  std::vector<Block> free_;
+  size_t retained_ = 0;
+};
+
+thread_local bool HostBlockCache::gone_ = false;
+
+void free_host(void* data, size_t bytes) {
+  HostBlockCache* cache = HostBlockCache::of_this_thread();
+  if (cache == nullptr || !cache->keep(data, bytes)) HostBlockCache::release(data);
+}
 
 Memory host_memory(size_t bytes) {
   // Never empty: a zero-byte payload still has an address, as cudaMalloc'd scratch does.
   const size_t n = bytes == 0 ? 64 : bytes;
+  if (HostBlockCache* cache = HostBlockCache::of_this_thread()) {
+    size_t got = 0;
+    if (void* data = cache->take(n, got)) return Memory(data, got, free_host);
+  }
   return Memory(::operator new (n, std::align_val_t{64}), n, free_host);
 }
 
@@ -101,6 +159,11 @@ class HostEmulatedOps final : public DeviceOps {
 }  // namespace
 
 std::unique_ptr<DeviceOps> make_host_emulated_ops() { return std::make_unique<HostEmulatedOps>(); }
+
+DeviceOps& host_ops() {
+  thread_local HostEmulatedOps ops;
+  return ops;
+}
 
 std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options) {
   if (options.backend == DeviceBackend::kHostEmulation) return make_host_emulated_ops();

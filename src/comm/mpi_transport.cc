@@ -1,6 +1,12 @@
-// The staged MPI transport (transport.h): payloads go through pinned host memory and MPI.
+// The MPI transports (transport.h): payloads in host memory go to MPI as they are; device
+// payloads are staged through pinned host memory.
 //
-// Send: copy the payload to a pinned buffer (waiting for the copy: the payload was just
+// Host memory: a send is an MPI_Isend from the payload itself, which the transport keeps until
+// the send completes; a receive is an MPI_Irecv of the upper bound into a host buffer of the
+// transport's, posted ahead and handed over to the caller's payload on completion (swapped, no
+// copy).
+//
+// Staged, send: copy the payload to a pinned buffer (waiting for the copy: the payload was just
 // encoded, so the stream is idle but for it), MPI_Isend; the device payload is free at once and
 // the pinned buffer when the send completes. A payload forwarded as it arrived (allgather,
 // broadcast) still has the pinned buffer it came in (Payload::staged) and goes from there. Receive:
@@ -43,12 +49,16 @@ struct PostedRecv {
 struct PendingSend {
   MPI_Request request = MPI_REQUEST_NULL;
   Memory staging;
+  Payload payload;  // host memory: the payload sent, kept until the send completes
 };
 
-class StagedMpiTransport final : public Transport {
+class MpiTransport final : public Transport {
  public:
-  StagedMpiTransport(DeviceOps& ops, MPI_Comm comm, int tag) : ops_(ops), comm_(comm), tag_(tag) {}
-  ~StagedMpiTransport() override {
+  // `staged`: payloads in device memory of `ops`, staged through pinned memory; otherwise in
+  // host memory (`ops` the host operations, for the receive buffers).
+  MpiTransport(DeviceOps& ops, MPI_Comm comm, int tag, bool staged)
+      : ops_(ops), comm_(comm), tag_(tag), staged_(staged) {}
+  ~MpiTransport() override {
     // Only reached with requests still active when an exception left the algorithm: cancel the
     // receives and let the sends finish, so that no buffer is freed under MPI.
     for (PostedRecv& r : recvs_) {
@@ -62,10 +72,16 @@ class StagedMpiTransport final : public Transport {
     }
   }
 
-  const char* name() const override { return "staged MPI"; }
+  const char* name() const override { return staged_ ? "staged MPI" : "MPI"; }
 
   void post_send(int peer, Payload&& payload, uint64_t /*round*/) override {
     PendingSend& s = sends_.emplace_back();
+    if (!staged_) {
+      HYCC_CHECK_MPI(MPI_Isend(payload.data(), mpi_count(payload.size, "payload bytes"), MPI_BYTE,
+                               peer, tag_, comm_, &s.request));
+      s.payload = std::move(payload);
+      return;
+    }
     if (payload.staged.data() != nullptr && payload.staged_bytes == payload.size) {
       s.staging = std::move(payload.staged);  // forwarded as it arrived: no copy back
       payload.staged_bytes = 0;
@@ -92,7 +108,7 @@ class StagedMpiTransport final : public Transport {
     PostedRecv& r = recvs_.emplace_back();
     r.peer = peer;
     r.capacity = capacity;
-    r.staging = ops_.allocate_pinned(capacity);
+    r.staging = staged_ ? ops_.allocate_pinned(capacity) : allocate_payload(ops_, capacity);
     HYCC_CHECK_MPI(MPI_Irecv(r.staging.data(), mpi_count(capacity, "payload bytes"), MPI_BYTE, peer,
                              tag_, comm_, &r.request));
   }
@@ -105,12 +121,23 @@ class StagedMpiTransport final : public Transport {
     int bytes = 0;
     HYCC_CHECK_MPI(MPI_Get_count(&r.status, MPI_BYTE, &bytes));
     into.size = static_cast<size_t>(bytes);
+    if (!staged_) {
+      std::swap(into.memory, r.staging);
+      into.rewritten();
+      recvs_.pop_front();
+      return;
+    }
     ops_.copy_to_device(into.data(), r.staging.data(), into.size);
     ops_.synchronize();
     into.rewritten();
     into.staged = std::move(r.staging);  // for a forward of the payload as it is
     into.staged_bytes = into.size;
     recvs_.pop_front();
+  }
+
+  bool recv_arrived() override {
+    progress();
+    return !recvs_.empty() && recvs_.front().done;
   }
 
   void progress() override {
@@ -129,6 +156,7 @@ class StagedMpiTransport final : public Transport {
         HYCC_CHECK_MPI(MPI_Test(&sends_.front().request, &done, MPI_STATUS_IGNORE));
         if (!done) break;
       }
+      if (!staged_) free.push_back(std::move(sends_.front().payload));
       sends_.pop_front();
     }
     for (Payload& p : done_) free.push_back(std::move(p));
@@ -139,6 +167,7 @@ class StagedMpiTransport final : public Transport {
   DeviceOps& ops_;
   MPI_Comm comm_;
   int tag_;
+  bool staged_;
   std::deque<PostedRecv> recvs_;
   std::deque<PendingSend> sends_;
   std::vector<Payload> done_;  // device payloads already staged
@@ -147,7 +176,11 @@ class StagedMpiTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm comm, int tag) {
-  return std::make_unique<StagedMpiTransport>(ops, comm, tag);
+  return std::make_unique<MpiTransport>(ops, comm, tag, true);
+}
+
+std::unique_ptr<Transport> make_mpi_transport(DeviceOps& host, MPI_Comm comm, int tag) {
+  return std::make_unique<MpiTransport>(host, comm, tag, false);
 }
 
 namespace testing {
