@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "coll/algorithms.h"
+#include "coll/ring_pipeline.h"
+#include "comm/transport.h"
 
 namespace hycc::coll {
 
@@ -17,52 +19,48 @@ void broadcast_chain(Context& ctx, TensorView buffer, int root) {
   const int p = ctx.size, r = ctx.rank;
   const int position = (r - root + p) % p;  // place in the chain, the root is 0
   const int prev = (r + p - 1) % p;
-  const int next = position + 1 < p ? (r + 1) % p : MPI_PROC_NULL;
+  const bool last = position + 1 == p;
+  const int next = (r + 1) % p;
   const Segments segs{buffer.count, ctx.seg_elems};
   const size_t m = segs.count();
-  std::vector<std::vector<std::byte>> streams(m);
-  std::vector<MPI_Request> sends(m, MPI_REQUEST_NULL);
+  const std::unique_ptr<comm::Transport> transport =
+      comm::make_mpi_transport(::hycc::device::host_ops(), ctx.comm, ctx.tag);
+  std::vector<StreamBuffer> streams(m);
+  // Stream k goes on to the next rank while this rank decodes it: lent to the transport (no
+  // deleter), kept in `streams` until every send has completed below.
+  const auto send_on = [&](size_t k) {
+    count_sent_stream(ctx, stream_view(streams[k]));
+    ::hycc::device::Payload lent;
+    lent.memory = ::hycc::device::Memory(streams[k].data(), streams[k].size, nullptr);
+    lent.size = streams[k].size;
+    transport->post_send(next, std::move(lent), k);
+  };
 
   if (position == 0) {
     for (size_t k = 0; k < m; ++k) {
       const TensorView part = slice(buffer, segs[k].offset, segs[k].count);
-      const size_t bytes = compress_into(ctx, part, streams[k], stream_seed(ctx.seed, r, 0, k));
-      count_sent_stream(ctx, {streams[k].data(), bytes});
-      HYCC_CHECK_MPI(MPI_Isend(streams[k].data(), static_cast<int>(bytes), MPI_BYTE, next, ctx.tag,
-                               ctx.comm, &sends[k]));
-      adopt_own_stream(ctx, {streams[k].data(), bytes}, part, part);
-      int done = 0;  // drive the transfers of earlier segments while we compress the next
-      HYCC_CHECK_MPI(
-          MPI_Testall(static_cast<int>(k + 1), sends.data(), &done, MPI_STATUSES_IGNORE));
+      compress_into(ctx, part, streams[k], stream_seed(ctx.seed, r, 0, k));
+      send_on(k);
+      adopt_own_stream(ctx, stream_view(streams[k]), part, part);
+      transport->progress();  // drive the transfers of earlier segments while we compress
     }
   } else {
-    std::vector<MPI_Request> recvs(m, MPI_REQUEST_NULL);
     for (size_t k = 0; k < m; ++k) {
-      streams[k].resize(max_compressed_bytes(ctx.codec, buffer.dtype, segs[k].count));
-      HYCC_CHECK_MPI(MPI_Irecv(streams[k].data(), mpi_count(streams[k].size(), "segment bytes"),
-                               MPI_BYTE, prev, ctx.tag, ctx.comm, &recvs[k]));
+      transport->post_recv(prev, max_compressed_bytes(ctx.codec, buffer.dtype, segs[k].count), k);
     }
+    transport->receives_announced();
     for (size_t k = 0; k < m; ++k) {
-      MPI_Status status;
-      HYCC_CHECK_MPI(MPI_Wait(&recvs[k], &status));
-      int bytes = 0;
-      HYCC_CHECK_MPI(MPI_Get_count(&status, MPI_BYTE, &bytes));
-      if (next != MPI_PROC_NULL) {  // forward the bytes as they are, then decode
-        count_sent_stream(ctx, {streams[k].data(), static_cast<size_t>(bytes)});
-        HYCC_CHECK_MPI(
-            MPI_Isend(streams[k].data(), bytes, MPI_BYTE, next, ctx.tag, ctx.comm, &sends[k]));
-      }
+      transport->wait_recv(streams[k]);
+      if (!last) send_on(k);  // forward the bytes as they are, then decode
       try {
-        decode_stream(ctx, {streams[k].data(), static_cast<size_t>(bytes)},
-                      slice(buffer, segs[k].offset, segs[k].count));
+        decode_stream(ctx, stream_view(streams[k]), slice(buffer, segs[k].offset, segs[k].count));
       } catch (const Error&) {
         ctx.errors.capture();
       }
     }
   }
-  if (m != 0) {
-    HYCC_CHECK_MPI(MPI_Waitall(static_cast<int>(m), sends.data(), MPI_STATUSES_IGNORE));
-  }
+  std::vector<::hycc::device::Payload> returned;
+  transport->reclaim(returned, true);
 }
 
 }  // namespace hycc::coll

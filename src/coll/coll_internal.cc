@@ -16,8 +16,8 @@
 namespace hycc::coll {
 namespace {
 
-// Largest piece of a raw transfer, in elements.
-constexpr size_t kRawPieceElems = size_t{1} << 30;
+// Largest piece of a raw transfer, in bytes (an MPI count).
+constexpr size_t kRawPieceBytes = size_t{1} << 30;
 
 }  // namespace
 
@@ -177,18 +177,37 @@ void exchange(Context& ctx, int dest, size_t nsend,
 void send_raw(Context& ctx, ConstTensorView v, int dest) {
   ctx.counters.raw_bytes += v.bytes();
   ctx.counters.wire_bytes += v.bytes();
-  for (size_t off = 0; off < v.count; off += kRawPieceElems) {
-    const ConstTensorView piece = slice(v, off, std::min(kRawPieceElems, v.count - off));
-    HYCC_CHECK_MPI(MPI_Send(piece.data, static_cast<int>(piece.count), mpi_type(v.dtype), dest,
-                            ctx.tag, ctx.comm));
+  const std::unique_ptr<comm::Transport> transport =
+      comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
+  const auto* data = static_cast<const std::byte*>(v.data);
+  for (size_t off = 0, k = 0; off < v.bytes(); off += kRawPieceBytes, ++k) {
+    const size_t bytes = std::min(kRawPieceBytes, v.bytes() - off);
+    device::Payload lent;  // the caller's memory, until the sends complete below
+    lent.memory = device::Memory(const_cast<std::byte*>(data + off), bytes, nullptr);
+    lent.size = bytes;
+    transport->post_send(dest, std::move(lent), k);
   }
+  std::vector<device::Payload> returned;
+  transport->reclaim(returned, true);
 }
 
 void recv_raw(const Context& ctx, TensorView v, int source) {
-  for (size_t off = 0; off < v.count; off += kRawPieceElems) {
-    const TensorView piece = slice(v, off, std::min(kRawPieceElems, v.count - off));
-    HYCC_CHECK_MPI(MPI_Recv(piece.data, static_cast<int>(piece.count), mpi_type(v.dtype), source,
-                            ctx.tag, ctx.comm, MPI_STATUS_IGNORE));
+  const std::unique_ptr<comm::Transport> transport =
+      comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
+  for (size_t off = 0, k = 0; off < v.bytes(); off += kRawPieceBytes, ++k) {
+    transport->post_recv(source, std::min(kRawPieceBytes, v.bytes() - off), k);
+  }
+  transport->receives_announced();
+  auto* data = static_cast<std::byte*>(v.data);
+  device::Payload piece;
+  for (size_t off = 0; off < v.bytes(); off += kRawPieceBytes) {
+    const size_t bytes = std::min(kRawPieceBytes, v.bytes() - off);
+    transport->wait_recv(piece);
+    if (piece.size != bytes) {
+      throw CommError(tagged("coll", "raw transfer from rank ", source, ": ", piece.size,
+                             " bytes arrived, ", bytes, " expected"));
+    }
+    std::memcpy(data + off, piece.data(), bytes);
   }
 }
 
