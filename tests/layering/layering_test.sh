@@ -4,6 +4,7 @@
 # headers of the algorithm layer. Prints every violation and exits 1 if there is one.
 set -euo pipefail
 src="${1:?usage: layering_test.sh SRC_DIR}"
+here="$(cd "$(dirname "$0")" && pwd)"
 cd "$src"
 status=0
 # violations FOLDERS -- PATTERN WHY: #include lines in FOLDERS that match PATTERN.
@@ -32,5 +33,9 @@ if [[ -n "$bad" ]]; then
   status=1
 fi
 [[ -d coll/device ]] && { echo "layering: src/coll/device is back"; status=1; }
+# The drop-in library: its runtime knows nothing of the MPI entry points built on it, and its
+# units do not include each other in a loop.
+violations "the drop-in runtime includes no entry point" 'interpose/mpi/' interpose/runtime
+python3 "$here/include_cycles.py" interpose/runtime interpose/runtime || status=1
 if [[ $status -eq 0 ]]; then echo "OK: the layers include downward only"; fi
 exit $status
