@@ -108,12 +108,9 @@ struct CollectiveStats {
   double seconds = 0;        // the whole call on this rank
 };
 
-struct CollectiveOptions {
+// The settings the collective algorithms take, on host and device buffers alike.
+struct CommonOptions {
   CodecConfig codec;  // "none" by default
-  Algorithm algorithm = Algorithm::kAuto;
-  // Below this uncompressed size (bytes) the native MPI call runs, uncompressed, whatever the
-  // algorithm (except that kNative always runs natively). 0 compresses every message.
-  size_t threshold_bytes = 64 << 10;
   // Pipelining segment (uncompressed bytes, >= 1): messages are cut into segments of this many
   // bytes of the caller's dtype (rounded down to a multiple of 256 elements when that leaves at
   // least 512), so that compressing segment k+1 overlaps the transfer of segment k.
@@ -126,8 +123,22 @@ struct CollectiveOptions {
   ArgumentCheck check_arguments = ArgumentCheck::kAuto;
   // When set, each call overwrites *stats with what it did on this rank.
   CollectiveStats* stats = nullptr;
+};
+
+// How a host collective runs: the algorithm layer takes these and nothing else.
+struct AlgorithmOptions : CommonOptions {
+  Algorithm algorithm = Algorithm::kAuto;
+  // Below this uncompressed size (bytes) the native MPI call runs, uncompressed, whatever the
+  // algorithm (except that kNative always runs natively). 0 compresses every message.
+  size_t threshold_bytes = 64 << 10;
+};
+
+// Who a call is, for a policy: the engine that decides its codec and the identity of the
+// gradient tensor it carries. The public functions decide once with it and hand the algorithms
+// only their options.
+struct CallIdentity {
   // When set, the engine's policy chooses the codec and threshold for this call (replacing the
-  // two fields above), may run a gradient compressor, and records the call in its statistics
+  // caller's), may run a gradient compressor, and records the call in its statistics
   // (hycc/policy_engine.h).
   PolicyEngine* policy = nullptr;
   // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
@@ -143,6 +154,9 @@ struct CollectiveOptions {
   // memory, read during the call.
   std::span<const std::vector<size_t>> pieces;
 };
+
+// The options of a host collective: how it runs, and who it is.
+struct CollectiveOptions : AlgorithmOptions, CallIdentity {};
 
 // Elements [offset, offset + count) of a tensor of `total` elements owned by `rank` of `size`
 // in reduce_scatter: balanced, the first total % size ranks get one more element.

@@ -59,17 +59,18 @@ enum class DeviceTransport : uint8_t {
   kNccl = 2,
 };
 
-struct DeviceCollectiveOptions {
-  CodecConfig codec;  // "none" by default
-  // Pipelining segment (uncompressed bytes of the caller's dtype, >= 1), as for the host calls.
-  size_t segment_bytes = 1 << 20;
+// How a device collective runs: the algorithm layer takes these and nothing else. The common
+// settings (codec, segment_bytes, seed, tag, check_arguments, stats) are the host calls' own;
+// on the device, check_arguments' kAuto and kAlways both agree before every call with more than
+// one rank (the device collectives and DeviceGradCompressor, the native staged path too; point
+// to point has none: the message describes itself), and stats reports algorithm kRing, or kAuto
+// for point to point and calls with nothing to do, with wire_bytes counting payload bytes.
+struct DeviceAlgorithmOptions : CommonOptions {
   // Calls whose message (as for the host calls: the send buffer; allgather: the receive buffer)
   // is smaller go native: the data is staged to pinned host memory and the host collective runs
   // with Algorithm::kNative (the MPI call), bit-identical to that host call. 0 (the default):
   // every call runs the device algorithm. Not for send/recv.
   size_t threshold_bytes = 0;
-  uint64_t seed = 0;  // stochastic rounding seed, mixed with rank, phase and segment
-  int tag = 0;        // as CollectiveOptions::tag (send/recv take their tag as an argument)
   DeviceStream stream = nullptr;
   DeviceBackend backend = DeviceBackend::kCuda;
   DeviceTransport transport = DeviceTransport::kAuto;
@@ -79,46 +80,27 @@ struct DeviceCollectiveOptions {
   // unless the codec's own checks (sizes, block headers) reject it. Send/recv: the sender's
   // choice travels with the message.
   bool checksum = true;
-  // The cross-rank agreement on the arguments (one small MPI_Allreduce on the host before the
-  // data moves). kAuto and kAlways: before every call with more than one rank (the device
-  // collectives and DeviceGradCompressor, the native staged path too); kNever: local checks
-  // only, ranks that disagree may hang or crash. Point to point has none (the message
-  // describes itself).
-  ArgumentCheck check_arguments = ArgumentCheck::kAuto;
-  // When set, each call overwrites *stats with what it did on this rank (algorithm kRing, or
-  // kAuto for point to point and calls with nothing to do). wire_bytes counts payload bytes.
-  CollectiveStats* stats = nullptr;
-  // When set, the engine's policy chooses the codec for this call (replacing `codec`) from the
-  // communicator's dimension, the operation and the message size, and the engine records the
-  // call in its statistics, as for the host calls (hycc/policy_engine.h). On the device:
-  // - the decision's threshold becomes threshold_bytes: smaller calls go native;
-  // - a gradient compressor decision on an allreduce or a reduce_scatter runs the engine's
-  //   DeviceGradCompressor (hycc/grad_device.h) of that spec keyed by `key`, bit-identical to
-  //   the host's gradient compressor; on other operations it runs the codec the compressor wraps
-  //   (ef+quant:bits=4 -> quant:bits=4; powersgd, topk, sign -> none), as the host calls do;
-  // - the engine's error sampling (HYCC_SAMPLE_ERROR) applies as on the host: the sampled codec
-  //   and gradient calls also run natively on staged copies and record the largest difference.
-  // recv_device needs no policy (the message names its codec).
-  PolicyEngine* policy = nullptr;
   // When set, a call that runs the device algorithm first runs the native path on staged copies
   // too (the uncompressed result) and stores here the largest |difference| of its own result
   // from it; 0 for calls that do not compress (one rank, nothing to move, below the threshold).
   // It costs a whole uncompressed collective and two copies: a diagnostic, which a policy
   // engine applies to its HYCC_SAMPLE_ERROR calls. All ranks must set it alike.
   double* max_error = nullptr;
-  // Stable id of the tensor for a gradient compressor the policy chooses (its error-feedback
-  // residual is kept under it); 0: made from the address and count of the send buffer, or of
-  // key_buffer and key_count when set (libhycc_mpi.so keys an allreduce by its receive buffer,
-  // as the host calls do). A buffer-derived key's state is dropped once a call on memory
-  // overlapping it keys another buffer (PolicyEngine::buffer_grad_key).
-  uint64_t key = 0;
-  const void* key_buffer = nullptr;
-  size_t key_count = 0;
-  // The tensors of a bucket, in order (GradTensor::pieces), for a gradient compressor the policy
-  // chooses: PowerSGD compresses each matrix among them. Empty: one flat tensor. The caller's
-  // memory, read during the call.
-  std::span<const std::vector<size_t>> pieces;
 };
+
+// The options of a device collective: how it runs, and who it is (CallIdentity). With a policy,
+// on the device:
+// - the decision's threshold becomes threshold_bytes: smaller calls go native;
+// - a gradient compressor decision on an allreduce or a reduce_scatter runs the engine's
+//   DeviceGradCompressor (hycc/grad_device.h) of that spec keyed by `key` (0: the send
+//   buffer's address and count, or key_buffer's and key_count; libhycc_mpi.so keys an allreduce
+//   by its receive buffer, as the host calls do), bit-identical to the host's gradient
+//   compressor; on other operations it runs the codec the compressor wraps (ef+quant:bits=4 ->
+//   quant:bits=4; powersgd, topk, sign -> none), as the host calls do;
+// - the engine's error sampling (HYCC_SAMPLE_ERROR) applies as on the host: the sampled codec
+//   and gradient calls also run natively on staged copies and record the largest difference.
+// recv_device needs no policy (the message names its codec).
+struct DeviceCollectiveOptions : DeviceAlgorithmOptions, CallIdentity {};
 
 // recv = op over ranks of send (device memory). send.count == recv.count; in place when
 // send.data == recv.data.

@@ -36,7 +36,7 @@ std::vector<TensorView> block_views(TensorView v, int size, size_t per) {
   return views;
 }
 
-void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
+void add_common_fields(ArgCheck& check, size_t count, DType dtype, const AlgorithmOptions& options,
                        bool agree) {
   if (!agree) return;
   add_signature_fields(check, count, dtype, options.codec);
@@ -107,7 +107,7 @@ void adopt_own_stream(Context& ctx, std::span<const std::byte> stream, ConstTens
   }
 }
 
-void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,
+void report(const AlgorithmOptions& options, const Counters* counters, Algorithm ran,
             size_t message_bytes, std::chrono::steady_clock::time_point start,
             const CodecConfig* codec) {
   if (options.stats == nullptr) return;

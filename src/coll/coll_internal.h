@@ -48,10 +48,10 @@ using comm::reserved_tag;
 
 // Whether the ranks run the cross-rank agreement before a call that goes to native MPI
 // (`native`) or to one of hycc's algorithms.
-bool agree_on_arguments(const CollectiveOptions& options, bool native);
+bool agree_on_arguments(const AlgorithmOptions& options, bool native);
 // Adds the signature fields every collective shares: count, dtype, codec, algorithm, threshold,
 // segment size, tag. Nothing (not even the codec spec string) without `agree`.
-void add_common_fields(ArgCheck& check, size_t count, DType dtype, const CollectiveOptions& options,
+void add_common_fields(ArgCheck& check, size_t count, DType dtype, const AlgorithmOptions& options,
                        bool agree);
 // ---- views and float32 ------------------------------------------------------------------------
 
@@ -169,17 +169,17 @@ class CodecClock {
 };
 
 // The start time of a call when options.stats is set (nothing is timed otherwise).
-inline std::chrono::steady_clock::time_point stats_clock(const CollectiveOptions& options) {
+inline std::chrono::steady_clock::time_point stats_clock(const AlgorithmOptions& options) {
   return options.stats != nullptr ? std::chrono::steady_clock::now()
                                   : std::chrono::steady_clock::time_point{};
 }
 // Fills *options.stats (if set) at the end of a call that started at `start`; `counters` may be
 // null for a call with nothing to do. The call is compressed when it sent streams of a codec
 // other than none: `codec`, the one it ran with (null: options.codec).
-void report(const CollectiveOptions& options, const Counters* counters, Algorithm ran,
+void report(const AlgorithmOptions& options, const Counters* counters, Algorithm ran,
             size_t message_bytes, std::chrono::steady_clock::time_point start,
             const CodecConfig* codec = nullptr);
-inline void report(const Context& ctx, const CollectiveOptions& options, Algorithm ran,
+inline void report(const Context& ctx, const AlgorithmOptions& options, Algorithm ran,
                    size_t message_bytes, std::chrono::steady_clock::time_point start) {
   report(options, &ctx.counters, ran, message_bytes, start, &ctx.codec);
 }
@@ -205,7 +205,7 @@ void exchange(Context& ctx, int dest, size_t nsend,
 void send_raw(Context& ctx, ConstTensorView v, int dest);
 void recv_raw(const Context& ctx, TensorView v, int source);
 
-inline bool agree_on_arguments(const CollectiveOptions& options, bool native) {
+inline bool agree_on_arguments(const AlgorithmOptions& options, bool native) {
   switch (options.check_arguments) {
     case ArgumentCheck::kAuto:
       return !native;

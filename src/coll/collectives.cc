@@ -31,7 +31,7 @@ constexpr size_t kRecursiveDoublingMaxBytes = 256 << 10;
 
 // The native path needs no tag (MPI collectives have none), so it skips the attribute lookup.
 Context make_context(const Communicator& comm, Operation op, DType dtype,
-                     const CollectiveOptions& options, bool native) {
+                     const AlgorithmOptions& options, bool native) {
   return Context{.comm = comm.mpi(),
                  .rank = comm.rank(),
                  .size = comm.size(),
@@ -46,7 +46,7 @@ Context make_context(const Communicator& comm, Operation op, DType dtype,
 // Native MPI when asked for, below the threshold, or (kAuto) when nothing is compressed anyway.
 // `mpi_elems` is the largest count the MPI call would take; above INT_MAX only hycc's own
 // algorithms can run, unless kNative is forced (then an InvalidArgument on every rank).
-bool use_native(const CollectiveOptions& options, size_t bytes, size_t mpi_elems) {
+bool use_native(const AlgorithmOptions& options, size_t bytes, size_t mpi_elems) {
   if (options.algorithm == Algorithm::kNative) return true;
   if (mpi_elems > static_cast<size_t>(INT_MAX)) return false;
   return bytes < options.threshold_bytes ||
@@ -55,7 +55,7 @@ bool use_native(const CollectiveOptions& options, size_t bytes, size_t mpi_elems
 
 // Chooses between native MPI and hycc's algorithms, adds the shared signature fields and runs the
 // agreement that choice calls for (ArgumentCheck). Returns true for native MPI.
-bool settle(ArgCheck& check, const Communicator& comm, const CollectiveOptions& options,
+bool settle(ArgCheck& check, const Communicator& comm, const AlgorithmOptions& options,
             size_t count, DType dtype, size_t bytes, size_t mpi_elems) {
   const bool native = use_native(options, bytes, mpi_elems);
   const bool agree = coll::agree_on_arguments(options, native);
@@ -75,7 +75,7 @@ void check_pair(ArgCheck& check, const char* op, ConstTensorView send, ConstTens
 // dtypes or options, statistics, kAlways, invalid arguments) takes the full path, which reports
 // what is wrong. The test AllreduceFastPath compares the two.
 bool allreduce_fast(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
-                    const CollectiveOptions& o) {
+                    const AlgorithmOptions& o) {
   const size_t bytes = send.count * sizeof(float);
   const bool native = o.algorithm == Algorithm::kNative ||
                       (o.algorithm == Algorithm::kAuto &&
@@ -100,7 +100,7 @@ bool allreduce_fast(const Communicator& comm, ConstTensorView send, TensorView r
 }  // namespace
 
 void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv,
-                         ReduceOp op, const CollectiveOptions& options) {
+                         ReduceOp op, const AlgorithmOptions& options) {
   if (allreduce_fast(comm, send, recv, op, options)) return;
   const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kAllreduce);
@@ -143,7 +143,7 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
 }
 
 void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
-                              ReduceOp op, const CollectiveOptions& options) {
+                              ReduceOp op, const AlgorithmOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kReduceScatter);
   check_pair(check, "reduce_scatter", send, recv);
@@ -177,7 +177,7 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
 }
 
 void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
-                         const CollectiveOptions& options) {
+                         const AlgorithmOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kAllgather);
   check_pair(check, "allgather", send, recv);
@@ -210,7 +210,7 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
 }
 
 void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
-                         const CollectiveOptions& options) {
+                         const AlgorithmOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kBroadcast);
   coll::check_view(check, "broadcast", "buffer", buffer);
@@ -237,7 +237,7 @@ void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
 }
 
 void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
-                        const CollectiveOptions& options) {
+                        const AlgorithmOptions& options) {
   const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kAlltoall);
   check_pair(check, "alltoall", send, recv);

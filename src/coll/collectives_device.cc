@@ -13,7 +13,7 @@
 
 namespace hycc::coll::device {
 
-void report_device(const DeviceCollectiveOptions& options, const Counters* counters, Algorithm ran,
+void report_device(const DeviceAlgorithmOptions& options, const Counters* counters, Algorithm ran,
                    size_t message_bytes, std::chrono::steady_clock::time_point start) {
   if (options.stats == nullptr) return;
   CollectiveStats& s = *options.stats;
@@ -30,7 +30,7 @@ void report_device(const DeviceCollectiveOptions& options, const Counters* count
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options) {
+std::chrono::steady_clock::time_point device_clock(const DeviceAlgorithmOptions& options) {
   return options.stats != nullptr ? std::chrono::steady_clock::now()
                                   : std::chrono::steady_clock::time_point{};
 }
@@ -41,7 +41,7 @@ namespace {
 // fills the statistics.
 template <typename Run>
 void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DType dtype,
-                    const DeviceCollectiveOptions& options, size_t message_bytes,
+                    const DeviceAlgorithmOptions& options, size_t message_bytes,
                     std::chrono::steady_clock::time_point start, Run&& algorithm,
                     Algorithm ran = Algorithm::kRing) {
   const int tag = internal_tag(comm.mpi(), options.tag, op);
@@ -66,7 +66,7 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
 
 void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
               const std::exception_ptr& unavailable, DeviceOps* ops,
-              const DeviceCollectiveOptions& options, std::chrono::steady_clock::time_point start) {
+              const DeviceAlgorithmOptions& options, std::chrono::steady_clock::time_point start) {
   check_device_options(check, comm, call.op, options);
   add_device_fields(check, call.count, call.send.dtype, options);
   settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
@@ -102,7 +102,7 @@ using coll::ArgCheck;
 namespace dev = coll::device;
 
 void coll::run_allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                                ReduceOp op, const DeviceCollectiveOptions& options) {
+                                ReduceOp op, const DeviceAlgorithmOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(Operation::kAllreduce);
   std::exception_ptr unavailable;
@@ -119,7 +119,7 @@ void coll::run_allreduce_device(const Communicator& comm, ConstTensorView send, 
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { coll::run_allreduce(comm, s, r, op, o); },
+                     const AlgorithmOptions& o) { coll::run_allreduce(comm, s, r, op, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::allreduce_ring_device(ctx, send, recv, op); },
        .ran = Algorithm::kRing,
@@ -129,7 +129,7 @@ void coll::run_allreduce_device(const Communicator& comm, ConstTensorView send, 
 
 void coll::run_reduce_scatter_device(const Communicator& comm, ConstTensorView send,
                                      TensorView recv, ReduceOp op,
-                                     const DeviceCollectiveOptions& options) {
+                                     const DeviceAlgorithmOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(Operation::kReduceScatter);
   std::exception_ptr unavailable;
@@ -155,7 +155,7 @@ void coll::run_reduce_scatter_device(const Communicator& comm, ConstTensorView s
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { coll::run_reduce_scatter(comm, s, r, op, o); },
+                     const AlgorithmOptions& o) { coll::run_reduce_scatter(comm, s, r, op, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::reduce_scatter_ring_device(ctx, send, recv, op); },
        .ran = Algorithm::kRing,
@@ -164,7 +164,7 @@ void coll::run_reduce_scatter_device(const Communicator& comm, ConstTensorView s
 }
 
 void coll::run_allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                                const DeviceCollectiveOptions& options) {
+                                const DeviceAlgorithmOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(Operation::kAllgather);
   std::exception_ptr unavailable;
@@ -190,14 +190,14 @@ void coll::run_allgather_device(const Communicator& comm, ConstTensorView send, 
        .count = send.count,
        .message_bytes = recv.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { coll::run_allgather(comm, s, r, o); },
+                     const AlgorithmOptions& o) { coll::run_allgather(comm, s, r, o); },
        .algorithm = [&](dev::DeviceContext& ctx) { dev::allgather_ring_device(ctx, send, recv); },
        .ran = Algorithm::kRing},
       check, unavailable, ops.get(), options, start);
 }
 
 void coll::run_broadcast_device(const Communicator& comm, TensorView buffer, int root,
-                                const DeviceCollectiveOptions& options) {
+                                const DeviceAlgorithmOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(Operation::kBroadcast);
   std::exception_ptr unavailable;
@@ -217,7 +217,7 @@ void coll::run_broadcast_device(const Communicator& comm, TensorView buffer, int
        .count = buffer.count,
        .message_bytes = buffer.bytes(),
        .native =
-           [&](ConstTensorView s, TensorView r, const CollectiveOptions& o) {
+           [&](ConstTensorView s, TensorView r, const AlgorithmOptions& o) {
              std::memcpy(r.data, s.data, s.bytes());
              coll::run_broadcast(comm, r, root, o);
            },
@@ -229,7 +229,7 @@ void coll::run_broadcast_device(const Communicator& comm, TensorView buffer, int
 }
 
 void coll::run_alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                               const DeviceCollectiveOptions& options) {
+                               const DeviceAlgorithmOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(Operation::kAlltoall);
   std::exception_ptr unavailable;
@@ -249,7 +249,7 @@ void coll::run_alltoall_device(const Communicator& comm, ConstTensorView send, T
        .count = send.count,
        .message_bytes = send.bytes(),
        .native = [&](ConstTensorView s, TensorView r,
-                     const CollectiveOptions& o) { coll::run_alltoall(comm, s, r, o); },
+                     const AlgorithmOptions& o) { coll::run_alltoall(comm, s, r, o); },
        .algorithm =
            [&](dev::DeviceContext& ctx) { dev::alltoall_pairwise_device(ctx, send, recv); },
        .ran = Algorithm::kPairwise},

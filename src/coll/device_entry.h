@@ -30,12 +30,12 @@ using ::hycc::device::make_ops;
 // `send` staged to pinned host memory and `host_call` run on it with Algorithm::kNative; returns
 // the host result (recv.bytes() of pinned memory). native_staged.cc.
 Memory native_on_host(DeviceOps& ops, ConstTensorView send, TensorView recv,
-                      const DeviceCollectiveOptions& options, const HostCall& host_call,
+                      const DeviceAlgorithmOptions& options, const HostCall& host_call,
                       CollectiveStats* stats);
 // The call below options.threshold_bytes: native_on_host, then the result copied back into
 // `recv`. Fills *options.stats.
 void run_native_staged(DeviceOps& ops, ConstTensorView send, TensorView recv,
-                       const DeviceCollectiveOptions& options,
+                       const DeviceAlgorithmOptions& options,
                        std::chrono::steady_clock::time_point start, const HostCall& host_call);
 // The largest |difference| between the device tensor `result` and a host one of its shape.
 double max_error_against(DeviceOps& ops, ConstTensorView result, const Memory& reference);
@@ -58,12 +58,12 @@ struct CallSpec {
 
 // Whether a device call below the threshold runs NCCL's own collective (nccl_native.cc): the
 // CUDA backend with the NCCL transport (kNccl, or kAuto where nccl_usable). Collective over comm.
-bool takes_nccl_native(const Communicator& comm, const DeviceCollectiveOptions& options);
+bool takes_nccl_native(const Communicator& comm, const DeviceAlgorithmOptions& options);
 // `call` (an allreduce, reduce-scatter, allgather, broadcast or alltoall) with NCCL's collective
 // on the device buffers, in float32 for the reductions as the host's native path; fills
 // *options.stats.
 void run_nccl_native(DeviceOps& ops, const Communicator& comm, const CallSpec& call,
-                     const DeviceCollectiveOptions& options,
+                     const DeviceAlgorithmOptions& options,
                      std::chrono::steady_clock::time_point start);
 
 // The common end of the collective entry points, after their own argument checks: the option
@@ -72,11 +72,11 @@ void run_nccl_native(DeviceOps& ops, const Communicator& comm, const CallSpec& c
 // integrity check and deferred decoding errors), and the statistics.
 void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
               const std::exception_ptr& unavailable, DeviceOps* ops,
-              const DeviceCollectiveOptions& options, std::chrono::steady_clock::time_point start);
+              const DeviceAlgorithmOptions& options, std::chrono::steady_clock::time_point start);
 
-std::chrono::steady_clock::time_point device_clock(const DeviceCollectiveOptions& options);
+std::chrono::steady_clock::time_point device_clock(const DeviceAlgorithmOptions& options);
 // Fills *options.stats (if set); `counters` may be null for a call with nothing to do.
-void report_device(const DeviceCollectiveOptions& options, const Counters* counters, Algorithm ran,
+void report_device(const DeviceAlgorithmOptions& options, const Counters* counters, Algorithm ran,
                    size_t message_bytes, std::chrono::steady_clock::time_point start);
 
 namespace testing {

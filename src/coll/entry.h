@@ -16,38 +16,38 @@
 namespace hycc::coll {
 
 void run_allreduce(const Communicator& comm, ConstTensorView send, TensorView recv, ReduceOp op,
-                   const CollectiveOptions& options);
+                   const AlgorithmOptions& options);
 void run_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
-                        ReduceOp op, const CollectiveOptions& options);
+                        ReduceOp op, const AlgorithmOptions& options);
 void run_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
-                   const CollectiveOptions& options);
+                   const AlgorithmOptions& options);
 void run_broadcast(const Communicator& comm, TensorView buffer, int root,
-                   const CollectiveOptions& options);
+                   const AlgorithmOptions& options);
 void run_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,
-                  const CollectiveOptions& options);
+                  const AlgorithmOptions& options);
 void run_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
-              const CollectiveOptions& options);
+              const AlgorithmOptions& options);
 
 void run_allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                          ReduceOp op, const DeviceCollectiveOptions& options);
+                          ReduceOp op, const DeviceAlgorithmOptions& options);
 void run_reduce_scatter_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                               ReduceOp op, const DeviceCollectiveOptions& options);
+                               ReduceOp op, const DeviceAlgorithmOptions& options);
 void run_allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                          const DeviceCollectiveOptions& options);
+                          const DeviceAlgorithmOptions& options);
 void run_broadcast_device(const Communicator& comm, TensorView buffer, int root,
-                          const DeviceCollectiveOptions& options);
+                          const DeviceAlgorithmOptions& options);
 void run_alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
-                         const DeviceCollectiveOptions& options);
+                         const DeviceAlgorithmOptions& options);
 void run_send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
-                     const DeviceCollectiveOptions& options);
+                     const DeviceAlgorithmOptions& options);
 
 // A host collective on host views of a device call's send and recv buffers.
-using HostCall = std::function<void(ConstTensorView, TensorView, const CollectiveOptions&)>;
+using HostCall = std::function<void(ConstTensorView, TensorView, const AlgorithmOptions&)>;
 
 // run(), a gradient compressor's call on the device buffers send/recv; with options.max_error
 // set, also `native` on staged copies of them first (the uncompressed reference), and
 // *options.max_error = the largest |difference| of recv from it (native_staged.cc).
-GradStepStats with_native_reference(const DeviceCollectiveOptions& options, ConstTensorView send,
+GradStepStats with_native_reference(const DeviceAlgorithmOptions& options, ConstTensorView send,
                                     TensorView recv, const HostCall& native,
                                     const std::function<GradStepStats()>& run);
 

@@ -12,13 +12,13 @@
 namespace hycc::coll::device {
 
 Memory native_on_host(DeviceOps& ops, ConstTensorView send, TensorView recv,
-                      const DeviceCollectiveOptions& options, const HostCall& host_call,
+                      const DeviceAlgorithmOptions& options, const HostCall& host_call,
                       CollectiveStats* stats) {
   const Memory in = ops.allocate_pinned(send.bytes());
   Memory out = ops.allocate_pinned(recv.bytes());
   ops.copy_to_host(in.data(), send.data, send.bytes());
   ops.synchronize();
-  CollectiveOptions native;
+  AlgorithmOptions native;
   native.algorithm = Algorithm::kNative;
   native.tag = options.tag;
   native.stats = stats;
@@ -27,7 +27,7 @@ Memory native_on_host(DeviceOps& ops, ConstTensorView send, TensorView recv,
 }
 
 void run_native_staged(DeviceOps& ops, ConstTensorView send, TensorView recv,
-                       const DeviceCollectiveOptions& options,
+                       const DeviceAlgorithmOptions& options,
                        std::chrono::steady_clock::time_point start, const HostCall& host_call) {
   CollectiveStats stats;
   const Memory out = native_on_host(ops, send, recv, options, host_call, &stats);
@@ -52,7 +52,7 @@ double max_error_against(DeviceOps& ops, ConstTensorView result, const Memory& r
 
 namespace hycc::coll {
 
-GradStepStats with_native_reference(const DeviceCollectiveOptions& options, ConstTensorView send,
+GradStepStats with_native_reference(const DeviceAlgorithmOptions& options, ConstTensorView send,
                                     TensorView recv, const HostCall& native,
                                     const std::function<GradStepStats()>& run) {
   if (options.max_error == nullptr) return run();

@@ -34,14 +34,14 @@ float* widened(DeviceOps& ops, ConstTensorView in, Memory& scratch) {
 
 }  // namespace
 
-bool takes_nccl_native(const Communicator& comm, const DeviceCollectiveOptions& options) {
+bool takes_nccl_native(const Communicator& comm, const DeviceAlgorithmOptions& options) {
   if (options.backend != DeviceBackend::kCuda) return false;
   return options.transport == DeviceTransport::kNccl ||
          (options.transport == DeviceTransport::kAuto && nccl_usable(comm));
 }
 
 void run_nccl_native(DeviceOps& ops, const Communicator& comm, const CallSpec& call,
-                     const DeviceCollectiveOptions& options,
+                     const DeviceAlgorithmOptions& options,
                      std::chrono::steady_clock::time_point start) {
   const int p = comm.size();
   const size_t n = call.send.count;

@@ -51,7 +51,7 @@ coll::Context p2p_context(const Communicator& comm, int tag,
 }  // namespace
 
 void coll::run_send(const Communicator& comm, ConstTensorView data, int dest, int tag,
-                    const CollectiveOptions& options) {
+                    const AlgorithmOptions& options) {
   coll::ArgCheck check(Operation::kSendRecv);
   coll::check_view(check, "send", "data", data);
   if (dest < 0 || dest >= comm.size() || dest == comm.rank()) {

@@ -41,7 +41,7 @@ constexpr size_t kRecvWindow = 4;
 }  // namespace
 
 void coll::run_send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
-                           const DeviceCollectiveOptions& options) {
+                           const DeviceAlgorithmOptions& options) {
   const auto start = dev::device_clock(options);
   ArgCheck check(Operation::kSendRecv);
   std::exception_ptr unavailable;
@@ -149,7 +149,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
   }
   const auto dtype = static_cast<DType>(env.dtype);
   const coll::Segments segs{env.count, env.segment_elems};
-  DeviceCollectiveOptions with_codec = options;
+  DeviceAlgorithmOptions with_codec = options;
   with_codec.codec = codec;
   with_codec.checksum = env.checksum == 1;
   const std::unique_ptr<dev::Transport> transport =

@@ -155,7 +155,7 @@ void check_reduce_op(ArgCheck& check, ReduceOp op) {
 }
 
 void check_options(ArgCheck& check, const Communicator& comm, Operation op,
-                   const CollectiveOptions& options) {
+                   const AlgorithmOptions& options) {
   if (options.segment_bytes == 0 || options.segment_bytes > kMaxSegmentBytes) {
     check.fail(tagged("coll", "segment_bytes ", options.segment_bytes, " out of range [1, ",
                       kMaxSegmentBytes, "]"));

@@ -68,7 +68,7 @@ void add_signature_fields(ArgCheck& check, size_t count, DType dtype, const Code
 // Checks the options fields of a collective: segment size, tag range, the algorithm applies to
 // `op`, check_arguments.
 void check_options(ArgCheck& check, const Communicator& comm, Operation op,
-                   const CollectiveOptions& options);
+                   const AlgorithmOptions& options);
 // True if [a, a + a_bytes) and [b, b + b_bytes) share a byte.
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
 

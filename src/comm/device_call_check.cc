@@ -6,8 +6,8 @@
 namespace hycc::comm {
 
 void check_device_options(ArgCheck& check, const Communicator& comm, Operation op,
-                          const DeviceCollectiveOptions& options) {
-  CollectiveOptions host;
+                          const DeviceAlgorithmOptions& options) {
+  AlgorithmOptions host;
   host.segment_bytes = options.segment_bytes;
   host.tag = options.tag;
   host.check_arguments = options.check_arguments;
@@ -36,7 +36,7 @@ void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, 
 }
 
 void add_device_fields(ArgCheck& check, size_t count, DType dtype,
-                       const DeviceCollectiveOptions& options) {
+                       const DeviceAlgorithmOptions& options) {
   add_signature_fields(check, count, dtype, options.codec);
   check.field("segment_bytes", static_cast<int64_t>(options.segment_bytes));
   check.field("threshold_bytes", static_cast<int64_t>(options.threshold_bytes));
@@ -47,7 +47,7 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
   check.field("max_error", options.max_error != nullptr ? 1 : 0);
 }
 
-std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceCollectiveOptions& options,
+std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceAlgorithmOptions& options,
                                         std::exception_ptr& unavailable) {
   if (options.backend != DeviceBackend::kCuda && options.backend != DeviceBackend::kHostEmulation) {
     return nullptr;  // check_device_options reports it

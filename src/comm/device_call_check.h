@@ -18,7 +18,7 @@ using device::make_ops;
 
 // device::make_ops, or null with the failure recorded in `check` (and kept in `unavailable`, so
 // that settle() rethrows it as Unavailable after the agreement).
-std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceCollectiveOptions& options,
+std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceAlgorithmOptions& options,
                                         std::exception_ptr& unavailable);
 // Runs the cross-rank agreement (or only the local checks, without `agree`); a rank whose
 // backend is unavailable throws that Unavailable.
@@ -27,7 +27,7 @@ void settle(const ArgCheck& check, const Communicator& comm, const std::exceptio
 
 // Segment size, tag, backend and transport.
 void check_device_options(ArgCheck& check, const Communicator& comm, Operation op,
-                          const DeviceCollectiveOptions& options);
+                          const DeviceAlgorithmOptions& options);
 // check_view plus: the memory belongs to the device of `ops` (when ops is set).
 void check_device_view(ArgCheck& check, const DeviceOps* ops, const char* what, const char* role,
                        ConstTensorView v);
@@ -39,6 +39,6 @@ void check_same_count_or_buffer(ArgCheck& check, const char* op, ConstTensorView
                                 ConstTensorView recv);
 // The signature all ranks share: count, dtype, codec, segment size, tag, backend, transport.
 void add_device_fields(ArgCheck& check, size_t count, DType dtype,
-                       const DeviceCollectiveOptions& options);
+                       const DeviceAlgorithmOptions& options);
 
 }  // namespace hycc::comm

@@ -219,7 +219,7 @@ class NcclTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
-                                               const DeviceCollectiveOptions& options, int tag,
+                                               const DeviceAlgorithmOptions& options, int tag,
                                                bool create) {
   std::unique_ptr<NcclLink> link = options.backend == DeviceBackend::kHostEmulation
                                        ? make_mpi_nccl_link(comm.mpi())

@@ -6,7 +6,7 @@
 namespace hycc::comm {
 
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
-                                          const DeviceCollectiveOptions& options, int tag,
+                                          const DeviceAlgorithmOptions& options, int tag,
                                           bool collective) {
   DeviceTransport t = options.transport;
   if (t == DeviceTransport::kAuto) {

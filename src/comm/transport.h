@@ -80,7 +80,7 @@ std::unique_ptr<Transport> with_checksums(DeviceOps& ops, std::unique_ptr<Transp
 // The transport of a call: options.transport, or for kAuto NCCL (collectives on CUDA when
 // nccl_usable) or staged MPI. `collective`: every rank of comm makes this call.
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
-                                          const DeviceCollectiveOptions& options, int tag,
+                                          const DeviceAlgorithmOptions& options, int tag,
                                           bool collective);
 
 // MPI on `comm` with internal tag `tag`, payloads in host memory; receive buffers come from
@@ -96,7 +96,7 @@ std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm co
 // `create`: make the NCCL communicator if `comm` has none yet (collective over `comm`);
 // otherwise a missing one is an InvalidArgument.
 std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
-                                               const DeviceCollectiveOptions& options, int tag,
+                                               const DeviceAlgorithmOptions& options, int tag,
                                                bool create);
 // Whether the ranks of `comm` can use NCCL: libnccl.so.2 loads on every rank and no two ranks
 // share a GPU. Collective over `comm` the first time; cached with the communicator.

@@ -144,7 +144,7 @@ inline bool holds_payload(const Payload& p, size_t bound) {
 
 // The device operations of `options.backend` (options.stream for CUDA); Unavailable if it cannot
 // run here.
-std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options);
+std::unique_ptr<DeviceOps> make_ops(const DeviceAlgorithmOptions& options);
 // The host emulation (host_device_ops.cc).
 // This thread's host operations: the host emulation, whose memory is host memory (the host
 // algorithms' payload buffers and the MPI transport's receive buffers).

@@ -165,7 +165,7 @@ DeviceOps& host_ops() {
   return ops;
 }
 
-std::unique_ptr<DeviceOps> make_ops(const DeviceCollectiveOptions& options) {
+std::unique_ptr<DeviceOps> make_ops(const DeviceAlgorithmOptions& options) {
   if (options.backend == DeviceBackend::kHostEmulation) return make_host_emulated_ops();
   return make_cuda_ops(options.stream);
 }

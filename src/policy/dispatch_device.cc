@@ -24,7 +24,7 @@ void allreduce_device(const Communicator& comm, ConstTensorView send, TensorView
       [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
         return coll::with_native_reference(
             o, send, recv,
-            [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
+            [&](ConstTensorView s, TensorView r, const AlgorithmOptions& h) {
               coll::run_allreduce(comm, s, r, op, h);
             },
             [&] {
@@ -51,7 +51,7 @@ void reduce_scatter_device(const Communicator& comm, ConstTensorView send, Tenso
       [&](DeviceGradCompressor& g, const DeviceCollectiveOptions& o) {
         return coll::with_native_reference(
             o, send, recv,
-            [&](ConstTensorView s, TensorView r, const CollectiveOptions& h) {
+            [&](ConstTensorView s, TensorView r, const AlgorithmOptions& h) {
               coll::run_reduce_scatter(comm, s, r, op, h);
             },
             [&] {

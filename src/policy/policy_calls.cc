@@ -42,8 +42,7 @@ class PolicyCall {
         start_(std::chrono::steady_clock::now()) {
     const size_t bytes = message.bytes();
     engine_.log_decision(comm, op, bytes, decision_);
-    inner_ = caller;
-    inner_.policy = nullptr;
+    inner_ = caller;  // the algorithm's options: the call's identity stays here
     inner_.codec = decision_.gradient ? decision_.gradient_codec : decision_.options.codec;
     inner_.threshold_bytes = decision_.threshold_bytes;
     inner_.stats = &stats_;
@@ -54,7 +53,7 @@ class PolicyCall {
     sampled_ = compresses_ && op != Operation::kSendRecv && engine_.sample_error(comm, op);
   }
 
-  const CollectiveOptions& options() const { return inner_; }
+  const AlgorithmOptions& options() const { return inner_; }
   // A gradient compressor runs (instead of the codec) when the policy chose one, the call is
   // above the threshold and `applicable` (a sum or average reduction it can run).
   bool gradient(bool applicable) const { return compresses_ && decision_.gradient && applicable; }
@@ -62,10 +61,10 @@ class PolicyCall {
 
   // The uncompressed result of the call, into `ref` (before the call itself runs).
   void reference(ConstTensorView like,
-                 const std::function<void(TensorView, CollectiveOptions&)>& run) {
+                 const std::function<void(TensorView, AlgorithmOptions&)>& run) {
     if (!sampled_) return;
     scratch_.emplace_back(like);
-    CollectiveOptions native;
+    AlgorithmOptions native;
     native.algorithm = Algorithm::kNative;
     native.tag = caller_.tag;
     native.check_arguments = caller_.check_arguments;
@@ -106,7 +105,7 @@ class PolicyCall {
   Operation op_;
   const CollectiveOptions& caller_;
   PolicyDecision decision_;
-  CollectiveOptions inner_;
+  AlgorithmOptions inner_;
   CollectiveStats stats_;
   std::chrono::steady_clock::time_point start_;
   bool compresses_ = false;
@@ -143,7 +142,7 @@ void policy_allreduce(const Communicator& comm, ConstTensorView send, TensorView
   grad::require_layout(policy_grad_layout(options.key, options.pieces), send.count,
                        "policy:allreduce");
   PolicyCall call(comm, Operation::kAllreduce, send, options);
-  call.reference(send, [&](TensorView ref, CollectiveOptions& o) {
+  call.reference(send, [&](TensorView ref, AlgorithmOptions& o) {
     coll::run_allreduce(comm, send, ref, op, o);
   });
   const bool in_place = send.data == recv.data;
@@ -170,7 +169,7 @@ void policy_reduce_scatter(const Communicator& comm, ConstTensorView send, Tenso
   grad::require_layout(policy_grad_layout(options.key, options.pieces), send.count,
                        "policy:reduce_scatter");
   PolicyCall call(comm, Operation::kReduceScatter, send, options);
-  call.reference(recv, [&](TensorView ref, CollectiveOptions& o) {
+  call.reference(recv, [&](TensorView ref, AlgorithmOptions& o) {
     coll::run_reduce_scatter(comm, send, ref, op, o);
   });
   if (call.gradient(send.dtype == recv.dtype)) {
@@ -198,7 +197,7 @@ void policy_allgather(const Communicator& comm, ConstTensorView send, TensorView
                       const CollectiveOptions& options) {
   PolicyCall call(comm, Operation::kAllgather, recv, options);
   call.reference(
-      recv, [&](TensorView ref, CollectiveOptions& o) { coll::run_allgather(comm, send, ref, o); });
+      recv, [&](TensorView ref, AlgorithmOptions& o) { coll::run_allgather(comm, send, ref, o); });
   coll::run_allgather(comm, send, recv, call.options());
   call.finish(recv);
 }
@@ -206,7 +205,7 @@ void policy_allgather(const Communicator& comm, ConstTensorView send, TensorView
 void policy_broadcast(const Communicator& comm, TensorView buffer, int root,
                       const CollectiveOptions& options) {
   PolicyCall call(comm, Operation::kBroadcast, buffer, options);
-  call.reference(buffer, [&](TensorView ref, CollectiveOptions& o) {
+  call.reference(buffer, [&](TensorView ref, AlgorithmOptions& o) {
     std::memcpy(ref.data, buffer.data, buffer.bytes());
     coll::run_broadcast(comm, ref, root, o);
   });
@@ -218,7 +217,7 @@ void policy_alltoall(const Communicator& comm, ConstTensorView send, TensorView 
                      const CollectiveOptions& options) {
   PolicyCall call(comm, Operation::kAlltoall, send, options);
   call.reference(
-      recv, [&](TensorView ref, CollectiveOptions& o) { coll::run_alltoall(comm, send, ref, o); });
+      recv, [&](TensorView ref, AlgorithmOptions& o) { coll::run_alltoall(comm, send, ref, o); });
   coll::run_alltoall(comm, send, recv, call.options());
   call.finish(recv);
 }
