@@ -94,6 +94,7 @@ struct EngineOptions {
 
 namespace policy {
 class BufferKeys;
+struct EngineCalls;
 }  // namespace policy
 
 // What a PolicyEngine's gradient compressors hold (PolicyEngine::gradient_states).
@@ -168,7 +169,10 @@ class PolicyEngine {
   void load_state(std::span<const std::byte> blob);
   void load_state(std::span<const std::byte> blob, const DeviceCollectiveOptions& device);
 
-  // Used by the collectives (CollectiveOptions::policy); not for applications.
+ private:
+  // What the library's own calls do with an engine (policy/engine_calls.h): record calls and
+  // errors, sample, log decisions, key gradient buffers, guard the compressors.
+  friend struct policy::EngineCalls;
   void record(const Communicator& comm, Operation op, const PolicyDecision& decision,
               const CollectiveStats& call);
   void record_error(const Communicator& comm, Operation op, double max_abs_error);
@@ -187,7 +191,6 @@ class PolicyEngine {
   // grad/engine.h); loading compressor states and device compressor steps take it alone.
   std::shared_mutex& grad_mutex() { return *grad_mutex_; }
 
- private:
   Policy policy_;
   EngineOptions options_;
   std::unique_ptr<std::mutex> mutex_;              // stats_, compressors_, counters

@@ -18,6 +18,7 @@
 #include "hycc/error.h"
 #include "hycc/grad.h"
 #include "hycc/policy_engine.h"
+#include "policy/engine_calls.h"
 
 namespace hycc::policy {
 namespace {
@@ -41,7 +42,7 @@ class PolicyCall {
         decision_(engine_.choose(comm, op, message.bytes(), message.dtype)),
         start_(std::chrono::steady_clock::now()) {
     const size_t bytes = message.bytes();
-    engine_.log_decision(comm, op, bytes, decision_);
+    policy::EngineCalls::log_decision(engine_, comm, op, bytes, decision_);
     inner_ = caller;  // the algorithm's options: the call's identity stays here
     inner_.codec = decision_.gradient ? decision_.gradient_codec : decision_.options.codec;
     inner_.threshold_bytes = decision_.threshold_bytes;
@@ -50,7 +51,8 @@ class PolicyCall {
                   inner_.algorithm != Algorithm::kNative &&
                   (decision_.gradient || inner_.codec.id() != CodecId::kNone);
     // A receiver cannot know the uncompressed message: point to point is never sampled.
-    sampled_ = compresses_ && op != Operation::kSendRecv && engine_.sample_error(comm, op);
+    sampled_ = compresses_ && op != Operation::kSendRecv &&
+               policy::EngineCalls::sample_error(engine_, comm, op);
   }
 
   const AlgorithmOptions& options() const { return inner_; }
@@ -73,7 +75,7 @@ class PolicyCall {
   }
 
   GradCompressor& compressor() { return engine_.grad_compressor(decision_.compressor); }
-  std::shared_mutex& grad_mutex() { return engine_.grad_mutex(); }
+  std::shared_mutex& grad_mutex() { return policy::EngineCalls::grad_mutex(engine_); }
   void gradient_ran(const GradStepStats& g, size_t message_bytes) {
     stats_ = CollectiveStats{};
     stats_.compressed = g.compressed;
@@ -93,9 +95,10 @@ class PolicyCall {
     stats_.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (caller_.stats != nullptr) *caller_.stats = stats_;
-    engine_.record(comm_, op_, decision_, stats_);
+    policy::EngineCalls::record(engine_, comm_, op_, decision_, stats_);
     if (sampled_ && !scratch_.empty()) {
-      engine_.record_error(comm_, op_, codec::max_abs_difference(result, scratch_.back().view));
+      policy::EngineCalls::record_error(engine_, comm_, op_,
+                                        codec::max_abs_difference(result, scratch_.back().view));
     }
   }
 
@@ -131,9 +134,10 @@ GradTensor policy_grad_tensor(PolicyEngine& engine, const Communicator& comm, Op
   GradTensor t = policy_grad_layout(key, pieces);
   if (key != 0) return t;
   t.key = key_buffer != nullptr
-              ? engine.buffer_grad_key(key_buffer, key_count, key_count * dtype_size(buffer.dtype),
-                                       comm, op)
-              : engine.buffer_grad_key(buffer.data, buffer.count, buffer.bytes(), comm, op);
+              ? policy::EngineCalls::buffer_grad_key(engine, key_buffer, key_count,
+                                                     key_count * dtype_size(buffer.dtype), comm, op)
+              : policy::EngineCalls::buffer_grad_key(engine, buffer.data, buffer.count,
+                                                     buffer.bytes(), comm, op);
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include <shared_mutex>
 
 #include "hycc/policy_engine.h"
+#include "policy/engine_calls.h"
 #include "policy/policy_calls.h"
 
 namespace hycc::policy {
@@ -19,7 +20,7 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
                                                        const DeviceCollectiveOptions&)>& gradient) {
   PolicyEngine& engine = *options.policy;
   const PolicyDecision decision = engine.decide(comm, op, bytes, dtype);
-  engine.log_decision(comm, op, bytes, decision);
+  EngineCalls::log_decision(engine, comm, op, bytes, decision);
   CollectiveStats stats;
   DeviceCollectiveOptions inner = options;
   inner.policy = nullptr;
@@ -30,7 +31,7 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
       bytes >= decision.threshold_bytes) {
     // Sampled as the host's gradient calls are (every N-th compressed call).
     double error = 0;
-    const bool sampled = engine.sample_error(comm, op);
+    const bool sampled = EngineCalls::sample_error(engine, comm, op);
     if (sampled) inner.max_error = &error;
     const auto start = std::chrono::steady_clock::now();
     GradStepStats g;
@@ -38,10 +39,10 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
       // Shared, as the host's gradient calls take it: steps on other communicators run at the
       // same time (DeviceGradCompressor locks its table of states only to find a key's); the
       // engine's save and load take it exclusively, so no state changes under them.
-      const std::shared_lock<std::shared_mutex> lock(engine.grad_mutex());
+      const std::shared_lock<std::shared_mutex> lock(EngineCalls::grad_mutex(engine));
       g = gradient(engine.device_grad_compressor(decision.compressor), inner);
     }
-    if (sampled) engine.record_error(comm, op, error);
+    if (sampled) EngineCalls::record_error(engine, comm, op, error);
     // As the host's policy path reports a gradient step (policy_calls.cc).
     stats.compressed = g.compressed;
     stats.message_bytes = bytes;
@@ -57,13 +58,14 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
     const bool compresses = comm.size() > 1 && bytes > 0 && bytes >= decision.threshold_bytes &&
                             inner.codec.id() != CodecId::kNone;
     double error = 0;
-    const bool sampled = compresses && op != Operation::kSendRecv && engine.sample_error(comm, op);
+    const bool sampled =
+        compresses && op != Operation::kSendRecv && EngineCalls::sample_error(engine, comm, op);
     if (sampled) inner.max_error = &error;
     call(inner);
-    if (sampled) engine.record_error(comm, op, error);
+    if (sampled) EngineCalls::record_error(engine, comm, op, error);
   }
   if (options.stats != nullptr) *options.stats = stats;
-  engine.record(comm, op, decision, stats);
+  EngineCalls::record(engine, comm, op, decision, stats);
 }
 
 }  // namespace hycc::policy

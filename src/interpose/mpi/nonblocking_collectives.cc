@@ -32,6 +32,7 @@
 #include "interpose/runtime/requests.h"
 #include "interpose/runtime/routing.h"
 #include "interpose/runtime/state.h"
+#include "policy/engine_calls.h"
 #include "policy/policy_calls.h"
 
 namespace hycc::interpose {
@@ -95,11 +96,12 @@ auto with_feedback(const CommState& s, Operation op, const PolicyDecision& d,
                    const void* key_buffer, const float* input, size_t count, Start&& start) {
   if (!d.gradient) return start(nullptr);
   PolicyEngine& e = *engine();
-  const std::shared_lock<std::shared_mutex> lock(e.grad_mutex());
+  const std::shared_lock<std::shared_mutex> lock(policy::EngineCalls::grad_mutex(e));
   grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
   decltype(start(nullptr)) started;
   g.feedback_step(
-      GradTensor(e.buffer_grad_key(key_buffer, count, count * sizeof(float), s.comm, op)),
+      GradTensor(policy::EngineCalls::buffer_grad_key(e, key_buffer, count, count * sizeof(float),
+                                                      s.comm, op)),
       ConstTensorView{DType::kF32, count, input}, s.comm.rank(), s.comm.size(),
       [&](std::span<float> residual, uint64_t seed, std::span<float> server, uint64_t server_seed) {
         const coll::Feedback feedback{residual, seed, server, server_seed};
@@ -162,18 +164,18 @@ int intercept_nonblocking(CommState* s, MPI_Comm comm, Operation op, size_t elem
   }
   const Inside guard;
   try {
-    e.log_decision(s->comm, op, bytes, d);
+    policy::EngineCalls::log_decision(e, s->comm, op, bytes, d);
     Started started = start(d);
     // The communicator by value: MPI lets a program free it before the request completes.
     auto store = [comm_copy = s->comm, op, d, started] {
       if (started.place) started.place();
       if (started.out != nullptr) started.out->store();
-      engine()->record(comm_copy, op, d, started.split->stats());
+      policy::EngineCalls::record(*engine(), comm_copy, op, d, started.split->stats());
     };
     if (started.split->has_next()) {  // the progress thread runs finish() and store
       // With feedback, the next stage writes the server residual: under the gradient lock.
       drive(started.split, stage_shadow(*s), std::move(store), name, request,
-            d.gradient ? &e.grad_mutex() : nullptr);
+            d.gradient ? &policy::EngineCalls::grad_mutex(e) : nullptr);
       return MPI_SUCCESS;
     }
     *request = *started.split->request();

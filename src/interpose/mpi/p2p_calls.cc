@@ -18,6 +18,7 @@
 #include "interpose/runtime/p2p.h"
 #include "interpose/runtime/requests.h"
 #include "interpose/runtime/state.h"
+#include "policy/engine_calls.h"
 
 namespace hycc::interpose {
 namespace {
@@ -31,7 +32,7 @@ class Outgoing {
     PolicyEngine& e = *engine();
     const ConstTensorView in{DType::kF32, size_t(count), data};
     decision_ = e.choose(s.comm, Operation::kSendRecv, in.bytes(), DType::kF32);
-    e.log_decision(s.comm, Operation::kSendRecv, in.bytes(), decision_);
+    policy::EngineCalls::log_decision(e, s.comm, Operation::kSendRecv, in.bytes(), decision_);
     const CodecConfig& chosen =
         decision_.gradient ? decision_.gradient_codec : decision_.options.codec;
     if (in.bytes() >= decision_.threshold_bytes && chosen.id() != CodecId::kNone) {
@@ -51,7 +52,7 @@ class Outgoing {
   // right away.
   void record() {
     stats_.seconds = seconds_since(start_);
-    engine()->record(state_.comm, Operation::kSendRecv, decision_, stats_);
+    policy::EngineCalls::record(*engine(), state_.comm, Operation::kSendRecv, decision_, stats_);
   }
 
   std::vector<std::byte> stream;

@@ -16,6 +16,7 @@
 #include "hycc/collectives.h"
 #include "hycc/policy_engine.h"
 #include "interpose/runtime/state.h"
+#include "policy/engine_calls.h"
 #include "policy/policy_calls.h"
 
 namespace hycc::interpose {
@@ -79,14 +80,14 @@ template <typename Native>
 int run_native(const CommState& s, Operation op, size_t bytes, const PolicyDecision& d,
                Native&& native) {
   PolicyEngine& e = *engine();
-  e.log_decision(s.comm, op, bytes, d);
+  policy::EngineCalls::log_decision(e, s.comm, op, bytes, d);
   const auto start = std::chrono::steady_clock::now();
   const int rc = native();
   CollectiveStats st;
   st.algorithm = Algorithm::kNative;
   st.message_bytes = st.raw_bytes = st.wire_bytes = bytes;
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  e.record(s.comm, op, d, st);
+  policy::EngineCalls::record(e, s.comm, op, d, st);
   return rc;
 }
 
