@@ -46,7 +46,7 @@ void DeviceAllgather::first(size_t k, Payload& out) const {
   const ConstTensorView in = slice(own_, g.offset, g.count);
   encode_payload(ctx_, in, out, stream_seed(ctx_.seed, ctx_.rank, kAllgatherPhase, k));
   const TensorView mine = slice(blocks_[static_cast<size_t>(ctx_.rank)], g.offset, g.count);
-  const DeviceCodecClock clock(ctx_);
+  const CodecClock clock(ctx_);
   if (ctx_.codec.lossless()) {
     ctx_.ops.copy_device(mine.data, in.data, in.bytes());
   } else {
@@ -58,7 +58,7 @@ void DeviceAllgather::arrived(int s, size_t k, Payload& in, Payload& out) const 
   const TensorView b = block(s);
   const ChunkRange g = Segments{b.count, ctx_.seg_elems}[k];
   {
-    const DeviceCodecClock clock(ctx_);
+    const CodecClock clock(ctx_);
     try {
       ctx_.ops.decode(ctx_.codec, in.data(), in.size, slice(b, g.offset, g.count));
     } catch (const Error&) {

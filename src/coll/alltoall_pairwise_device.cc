@@ -67,7 +67,7 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
     transport.wait_recv(in);
     ++waited;
     announce();
-    const DeviceCodecClock clock(ctx);
+    const CodecClock clock(ctx);
     try {
       ctx.ops.decode(ctx.codec, in.data(), in.size,
                      slice(recv, at(source) + segs[k].offset, segs[k].count));

@@ -44,7 +44,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
       Payload out = pool.take();
       encode_payload(ctx, part, out, stream_seed(ctx.seed, r, 0, k));
       if (!ctx.codec.lossless()) {
-        const DeviceCodecClock clock(ctx);
+        const CodecClock clock(ctx);
         ctx.ops.decode(ctx.codec, out.data(), out.size, part);
       }
       send(std::move(out), k);
@@ -63,7 +63,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
       Payload in = pool.take();
       transport.wait_recv(in);
       {
-        const DeviceCodecClock clock(ctx);
+        const CodecClock clock(ctx);
         try {
           ctx.ops.decode(ctx.codec, in.data(), in.size,
                          slice(buffer, segs[k].offset, segs[k].count));

@@ -152,19 +152,22 @@ struct Context {
   Counters counters;
 };
 
-// Adds the time from its construction to its destruction to ctx's codec time.
+// Adds the time from its construction to its destruction to a call's codec time (of a host
+// Context or a device one: anything with Counters `counters`).
 class CodecClock {
  public:
-  explicit CodecClock(Context& ctx) : ctx_(ctx), start_(std::chrono::steady_clock::now()) {}
+  template <typename CallContext>
+  explicit CodecClock(CallContext& ctx)
+      : counters_(ctx.counters), start_(std::chrono::steady_clock::now()) {}
   ~CodecClock() {
-    ctx_.counters.codec_seconds +=
+    counters_.codec_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
   CodecClock(const CodecClock&) = delete;
   CodecClock& operator=(const CodecClock&) = delete;
 
  private:
-  Context& ctx_;
+  Counters& counters_;
   std::chrono::steady_clock::time_point start_;
 };
 

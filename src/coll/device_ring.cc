@@ -20,7 +20,7 @@ uint64_t ring_round(int t, size_t k) { return (static_cast<uint64_t>(t) << 40) |
 }  // namespace
 
 void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64_t seed) {
-  const DeviceCodecClock clock(ctx);
+  const CodecClock clock(ctx);
   out.size = ctx.ops.encode(ctx.codec, in, out.data(), out.capacity(), seed);
   out.raw_bytes = in.bytes();
   out.rewritten();

@@ -36,23 +36,6 @@ struct DeviceContext {
   Counters counters;
 };
 
-// Adds the time from its construction to its destruction to ctx's codec time.
-class DeviceCodecClock {
- public:
-  explicit DeviceCodecClock(DeviceContext& ctx)
-      : ctx_(ctx), start_(std::chrono::steady_clock::now()) {}
-  ~DeviceCodecClock() {
-    ctx_.counters.codec_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-  DeviceCodecClock(const DeviceCodecClock&) = delete;
-  DeviceCodecClock& operator=(const DeviceCodecClock&) = delete;
-
- private:
-  DeviceContext& ctx_;
-  std::chrono::steady_clock::time_point start_;
-};
-
 // Encodes `in` into `out` (payload of this call's codec) with `seed`; sets out.size and
 // out.raw_bytes. `out` must hold payload_capacity() bytes for in's dtype and count.
 void encode_payload(DeviceContext& ctx, ConstTensorView in, Payload& out, uint64_t seed);

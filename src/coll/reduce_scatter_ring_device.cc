@@ -49,7 +49,7 @@ void DeviceReduceScatter::first(size_t k, Payload& out) const {
 
 void DeviceReduceScatter::reduce(int t, size_t k, const Payload& in) {
   const ChunkRange c = chunk(t), g = segment(t, k);
-  const DeviceCodecClock clock(ctx_);
+  const CodecClock clock(ctx_);
   try {
     ctx_.ops.decode_accumulate(ctx_.codec, in.data(), in.size, wire(t),
                                slice(send_, c.offset + g.offset, g.count),

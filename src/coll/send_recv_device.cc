@@ -177,7 +177,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
     transport->wait_recv(in);
     result.wire_bytes += in.size;
     if (!matches) continue;  // consumed, so that the sender completes
-    const dev::DeviceCodecClock clock(ctx);
+    const coll::CodecClock clock(ctx);
     try {
       ops->decode(codec, in.data(), in.size, coll::slice(data, segs[k].offset, segs[k].count));
     } catch (const Error&) {

@@ -72,21 +72,7 @@ const char* algorithm_name(Algorithm a) {
 }
 
 const char* call_name(Operation op) {
-  switch (op) {
-    case Operation::kAllreduce:
-      return "allreduce";
-    case Operation::kReduceScatter:
-      return "reduce_scatter";
-    case Operation::kAllgather:
-      return "allgather";
-    case Operation::kBroadcast:
-      return "broadcast";
-    case Operation::kAlltoall:
-      return "alltoall";
-    case Operation::kSendRecv:
-      return "send/recv";
-  }
-  return "?";
+  return op == Operation::kSendRecv ? "send/recv" : operation_name(op);
 }
 
 void ArgCheck::fail(std::string message) {
