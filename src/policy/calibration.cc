@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "codec/float_io.h"
 #include "comm/comm_attribute.h"
 #include "comm/tags.h"
+#include "comm/transport.h"
+#include "device/device_ops.h"
 #include "hycc/error.h"
 
 namespace hycc::policy {
@@ -50,11 +53,22 @@ LinkFigures measure_link(const Communicator& comm) {
   if (p < 2) return {};
   const int right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
   const int tag = comm::reserved_tag(comm.mpi());
-  std::vector<std::byte> out, in;
+  std::vector<std::byte> out;
+  device::Payload in;
+  std::vector<device::Payload> sent;
+  // One ring step of `bytes` through the transport the algorithms use (comm/transport.h).
   const auto exchange = [&](size_t bytes) {
-    HYCC_CHECK_MPI(MPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, tag,
-                                in.data(), static_cast<int>(bytes), MPI_BYTE, left, tag, comm.mpi(),
-                                MPI_STATUS_IGNORE));
+    const std::unique_ptr<comm::Transport> transport =
+        comm::make_mpi_transport(device::host_ops(), comm.mpi(), tag);
+    transport->post_recv(left, bytes, 0);
+    transport->receives_announced();
+    device::Payload lent;  // `out`, until the send completes below
+    lent.memory = device::Memory(out.data(), bytes, nullptr);
+    lent.size = bytes;
+    transport->post_send(right, std::move(lent), 0);
+    transport->wait_recv(in);
+    transport->reclaim(sent, true);
+    sent.clear();
   };
   HYCC_CHECK_MPI(MPI_Barrier(comm.mpi()));
   // The slowest rank's times decide, so every rank takes the same path through the loop.
@@ -62,7 +76,6 @@ LinkFigures measure_link(const Communicator& comm) {
   size_t probe = kLargeProbe;
   for (;; probe *= 4) {
     out.resize(probe);
-    in.resize(probe);
     t[0] = best_time(5, [&] { exchange(kSmallProbe); });
     t[1] = best_time(3, [&] { exchange(probe); });
     HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, comm.mpi()));
