@@ -5,8 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <shared_mutex>
+#include <span>
+#include <string>
 
+#include "hycc/grad.h"
 #include "hycc/policy_engine.h"
 
 namespace hycc::policy {
@@ -36,6 +40,14 @@ struct EngineCalls {
   }
   // Shared by gradient compressor steps; loading states and device steps take it alone.
   static std::shared_mutex& grad_mutex(PolicyEngine& e) { return e.grad_mutex(); }
+
+  // One error-feedback step of the engine's gradient compressor `spec` on `input` under
+  // `tensor`'s key (grad/engine.h's feedback_step), for the drop-in library's nonblocking
+  // gradient calls, which start their exchanges inside `run`. Hold grad_mutex() shared.
+  using FeedbackRun = std::function<void(std::span<float> residual, uint64_t seed,
+                                         std::span<float> server, uint64_t server_seed)>;
+  static void feedback_step(PolicyEngine& e, const std::string& spec, const GradTensor& tensor,
+                            ConstTensorView input, int rank, int size, const FeedbackRun& run);
 };
 
 }  // namespace hycc::policy

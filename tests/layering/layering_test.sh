@@ -36,6 +36,7 @@ fi
 # The drop-in library: its runtime knows nothing of the MPI entry points built on it, and its
 # units do not include each other in a loop.
 violations "the drop-in runtime includes no entry point" 'interpose/mpi/' interpose/runtime
+violations "the drop-in library reaches the gradient compressors through the policy" 'grad/' interpose
 python3 "$here/include_cycles.py" interpose/runtime interpose/runtime || status=1
 if [[ $status -eq 0 ]]; then echo "OK: the layers include downward only"; fi
 exit $status

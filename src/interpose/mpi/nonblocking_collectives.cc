@@ -25,7 +25,6 @@
 
 #include "coll/split_collectives.h"
 #include "common/buffer_pool.h"
-#include "grad/engine.h"
 #include "interpose/runtime/comm_worker.h"
 #include "interpose/runtime/device_memory.h"
 #include "interpose/runtime/progress.h"
@@ -97,9 +96,9 @@ auto with_feedback(const CommState& s, Operation op, const PolicyDecision& d,
   if (!d.gradient) return start(nullptr);
   PolicyEngine& e = *engine();
   const std::shared_lock<std::shared_mutex> lock(policy::EngineCalls::grad_mutex(e));
-  grad::Engine& g = grad::EngineAccess::engine(e.grad_compressor(d.compressor));
   decltype(start(nullptr)) started;
-  g.feedback_step(
+  policy::EngineCalls::feedback_step(
+      e, d.compressor,
       GradTensor(policy::EngineCalls::buffer_grad_key(e, key_buffer, count, count * sizeof(float),
                                                       s.comm, op)),
       ConstTensorView{DType::kF32, count, input}, s.comm.rank(), s.comm.size(),
