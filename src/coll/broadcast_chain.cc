@@ -30,10 +30,7 @@ void broadcast_chain(Context& ctx, TensorView buffer, int root) {
   // deleter), kept in `streams` until every send has completed below.
   const auto send_on = [&](size_t k) {
     count_sent_stream(ctx, stream_view(streams[k]));
-    ::hycc::device::Payload lent;
-    lent.memory = ::hycc::device::Memory(streams[k].data(), streams[k].size, nullptr);
-    lent.size = streams[k].size;
-    transport->post_send(next, std::move(lent), k);
+    transport->post_send(next, ::hycc::device::lent_payload(streams[k].data(), streams[k].size), k);
   };
 
   if (position == 0) {

@@ -162,11 +162,8 @@ void exchange(Context& ctx, int dest, size_t nsend,
   for (size_t k = 0; k < nsend; ++k) {
     const std::span<const std::byte> out = produce(k);
     count_sent_stream(ctx, out);
-    // The caller's stream, lent to the transport (no deleter) until the sends complete below.
-    device::Payload lent;
-    lent.memory = device::Memory(const_cast<std::byte*>(out.data()), out.size(), nullptr);
-    lent.size = out.size();
-    transport->post_send(dest, std::move(lent), k);
+    // The caller's stream, lent to the transport until the sends complete below.
+    transport->post_send(dest, device::lent_payload(out.data(), out.size()), k);
     while (next < nrecv && transport->recv_arrived()) finish();  // decode what has arrived
   }
   while (next < nrecv) finish();
@@ -181,11 +178,9 @@ void send_raw(Context& ctx, ConstTensorView v, int dest) {
       comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
   const auto* data = static_cast<const std::byte*>(v.data);
   for (size_t off = 0, k = 0; off < v.bytes(); off += kRawPieceBytes, ++k) {
-    const size_t bytes = std::min(kRawPieceBytes, v.bytes() - off);
-    device::Payload lent;  // the caller's memory, until the sends complete below
-    lent.memory = device::Memory(const_cast<std::byte*>(data + off), bytes, nullptr);
-    lent.size = bytes;
-    transport->post_send(dest, std::move(lent), k);
+    // The caller's memory, lent until the sends complete below.
+    transport->post_send(
+        dest, device::lent_payload(data + off, std::min(kRawPieceBytes, v.bytes() - off)), k);
   }
   std::vector<device::Payload> returned;
   transport->reclaim(returned, true);

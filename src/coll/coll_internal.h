@@ -172,7 +172,7 @@ class CodecClock {
 };
 
 // The start time of a call when options.stats is set (nothing is timed otherwise).
-inline std::chrono::steady_clock::time_point stats_clock(const AlgorithmOptions& options) {
+inline std::chrono::steady_clock::time_point stats_clock(const CommonOptions& options) {
   return options.stats != nullptr ? std::chrono::steady_clock::now()
                                   : std::chrono::steady_clock::time_point{};
 }

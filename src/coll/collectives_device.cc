@@ -9,7 +9,6 @@
 #include "coll/device_entry.h"
 #include "coll/entry.h"
 #include "coll/ring_phases_device.h"
-#include "common/xxh3.h"
 
 namespace hycc::coll::device {
 
@@ -28,11 +27,6 @@ void report_device(const DeviceAlgorithmOptions& options, const Counters* counte
     s.compressed = counters->streams > 0 && options.codec.id() != CodecId::kNone;
   }
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::chrono::steady_clock::time_point device_clock(const DeviceAlgorithmOptions& options) {
-  return options.stats != nullptr ? std::chrono::steady_clock::now()
-                                  : std::chrono::steady_clock::time_point{};
 }
 
 namespace {
@@ -103,7 +97,7 @@ namespace dev = coll::device;
 
 void coll::run_allreduce_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                                 ReduceOp op, const DeviceAlgorithmOptions& options) {
-  const auto start = dev::device_clock(options);
+  const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kAllreduce);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
@@ -130,7 +124,7 @@ void coll::run_allreduce_device(const Communicator& comm, ConstTensorView send, 
 void coll::run_reduce_scatter_device(const Communicator& comm, ConstTensorView send,
                                      TensorView recv, ReduceOp op,
                                      const DeviceAlgorithmOptions& options) {
-  const auto start = dev::device_clock(options);
+  const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kReduceScatter);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
@@ -165,7 +159,7 @@ void coll::run_reduce_scatter_device(const Communicator& comm, ConstTensorView s
 
 void coll::run_allgather_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                                 const DeviceAlgorithmOptions& options) {
-  const auto start = dev::device_clock(options);
+  const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kAllgather);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
@@ -198,7 +192,7 @@ void coll::run_allgather_device(const Communicator& comm, ConstTensorView send, 
 
 void coll::run_broadcast_device(const Communicator& comm, TensorView buffer, int root,
                                 const DeviceAlgorithmOptions& options) {
-  const auto start = dev::device_clock(options);
+  const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kBroadcast);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);
@@ -230,7 +224,7 @@ void coll::run_broadcast_device(const Communicator& comm, TensorView buffer, int
 
 void coll::run_alltoall_device(const Communicator& comm, ConstTensorView send, TensorView recv,
                                const DeviceAlgorithmOptions& options) {
-  const auto start = dev::device_clock(options);
+  const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kAlltoall);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);

@@ -74,7 +74,6 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
               const std::exception_ptr& unavailable, DeviceOps* ops,
               const DeviceAlgorithmOptions& options, std::chrono::steady_clock::time_point start);
 
-std::chrono::steady_clock::time_point device_clock(const DeviceAlgorithmOptions& options);
 // Fills *options.stats (if set); `counters` may be null for a call with nothing to do.
 void report_device(const DeviceAlgorithmOptions& options, const Counters* counters, Algorithm ran,
                    size_t message_bytes, std::chrono::steady_clock::time_point start);

@@ -42,7 +42,7 @@ constexpr size_t kRecvWindow = 4;
 
 void coll::run_send_device(const Communicator& comm, ConstTensorView data, int dest, int tag,
                            const DeviceAlgorithmOptions& options) {
-  const auto start = dev::device_clock(options);
+  const auto start = coll::stats_clock(options);
   ArgCheck check(Operation::kSendRecv);
   std::exception_ptr unavailable;
   const std::unique_ptr<dev::DeviceOps> ops = dev::try_make_ops(check, options, unavailable);

@@ -132,6 +132,16 @@ class DeviceOps {
   virtual uint64_t checksum(const void* data, size_t bytes) = 0;
 };
 
+// The `bytes` bytes at `data` as a payload the caller lends to a transport: no deleter, so the
+// memory stays the caller's and must outlive the send that takes it (until reclaim() hands the
+// payload back).
+inline Payload lent_payload(const void* data, size_t bytes) {
+  Payload p;
+  p.memory = Memory(const_cast<void*>(data), bytes, nullptr);
+  p.size = bytes;
+  return p;
+}
+
 // Room every payload buffer has after the largest payload it may hold: the checksum trailer.
 inline constexpr size_t kPayloadTrailer = 8;
 // A payload buffer for payloads of at most `bound` bytes.

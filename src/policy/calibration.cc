@@ -53,19 +53,19 @@ LinkFigures measure_link(const Communicator& comm) {
   if (p < 2) return {};
   const int right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
   const int tag = comm::reserved_tag(comm.mpi());
+  // Ring steps through the transport the algorithms use (comm/transport.h), one for the whole
+  // measurement, so that a timed step holds only its transfers.
+  const std::unique_ptr<comm::Transport> transport =
+      comm::make_mpi_transport(device::host_ops(), comm.mpi(), tag);
   std::vector<std::byte> out;
   device::Payload in;
   std::vector<device::Payload> sent;
-  // One ring step of `bytes` through the transport the algorithms use (comm/transport.h).
+  uint64_t round = 0;
+  // One ring step of `bytes`: `out` lent to the transport until the send completes.
   const auto exchange = [&](size_t bytes) {
-    const std::unique_ptr<comm::Transport> transport =
-        comm::make_mpi_transport(device::host_ops(), comm.mpi(), tag);
-    transport->post_recv(left, bytes, 0);
-    transport->receives_announced();
-    device::Payload lent;  // `out`, until the send completes below
-    lent.memory = device::Memory(out.data(), bytes, nullptr);
-    lent.size = bytes;
-    transport->post_send(right, std::move(lent), 0);
+    transport->post_recv(left, bytes, round);
+    transport->post_send(right, device::lent_payload(out.data(), bytes), round);
+    ++round;
     transport->wait_recv(in);
     transport->reclaim(sent, true);
     sent.clear();
