@@ -13,6 +13,10 @@
 
 namespace hycc {
 
+namespace comm {
+class Group;  // the ranks of a communicator that is not MPI's (src/comm/group.h)
+}
+
 class Communicator {
  public:
   // MPI_COMM_WORLD, not owned. MPI must be initialized.
@@ -29,10 +33,18 @@ class Communicator {
   // MPI_Comm_split: ranks with equal `color` form a group, ordered by `key`. Collective.
   Communicator split(int color, int key, std::string name = "") const;
 
+  // A communicator over the ranks of `group`, a group that is not MPI's (a torch process group:
+  // docs/torch.md). dup and split are MPI's only.
+  static Communicator over(std::shared_ptr<comm::Group> group, std::string name = "");
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& name() const { return name_; }
+  // The MPI communicator; throws InvalidArgument on a communicator made by over().
   MPI_Comm mpi() const;
+  bool is_mpi() const;
+  // The group of a communicator made by over(); null for an MPI one.
+  comm::Group* group() const;
 
  private:
   struct Handle;

@@ -16,6 +16,11 @@
 namespace hycc::coll {
 
 void allreduce_compress_once(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
+  if (ctx.group != nullptr) {  // every rank of the group throws alike
+    throw InvalidArgument(tagged("coll",
+                                 "compress_once allreduce runs on MPI only (MPI_Allgatherv);",
+                                 " use the ring or recursive doubling on this communicator"));
+  }
   const int p = ctx.size;
   const size_t n = send.count;
   const Segments segs{n, ctx.seg_elems};

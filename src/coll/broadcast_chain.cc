@@ -24,7 +24,7 @@ void broadcast_chain(Context& ctx, TensorView buffer, int root) {
   const Segments segs{buffer.count, ctx.seg_elems};
   const size_t m = segs.count();
   const std::unique_ptr<comm::Transport> transport =
-      comm::make_mpi_transport(::hycc::device::host_ops(), ctx.comm, ctx.tag);
+      host_transport(ctx, ::hycc::device::host_ops());
   std::vector<StreamBuffer> streams(m);
   // Stream k goes on to the next rank while this rank decodes it: lent to the transport (no
   // deleter), kept in `streams` until every send has completed below.

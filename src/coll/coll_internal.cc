@@ -9,6 +9,7 @@
 
 #include "codec/float_io.h"
 #include "codec/peer_stream.h"
+#include "comm/group.h"
 #include "comm/transport.h"
 #include "common/synthetic_data.h"
 #include "common/xxh3.h"
@@ -144,8 +145,7 @@ void exchange(Context& ctx, int dest, size_t nsend,
               const std::function<std::span<const std::byte>(size_t)>& produce, int source,
               size_t nrecv, const std::function<size_t(size_t)>& capacity,
               const std::function<void(size_t)>& consume, std::vector<device::Payload>& in) {
-  const std::unique_ptr<comm::Transport> transport =
-      comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
+  const std::unique_ptr<comm::Transport> transport = host_transport(ctx, device::host_ops());
   in.resize(std::max(in.size(), nrecv));
   for (size_t k = 0; k < nrecv; ++k) transport->post_recv(source, capacity(k), k);
   transport->receives_announced();
@@ -174,8 +174,7 @@ void exchange(Context& ctx, int dest, size_t nsend,
 void send_raw(Context& ctx, ConstTensorView v, int dest) {
   ctx.counters.raw_bytes += v.bytes();
   ctx.counters.wire_bytes += v.bytes();
-  const std::unique_ptr<comm::Transport> transport =
-      comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
+  const std::unique_ptr<comm::Transport> transport = host_transport(ctx, device::host_ops());
   const auto* data = static_cast<const std::byte*>(v.data);
   for (size_t off = 0, k = 0; off < v.bytes(); off += kRawPieceBytes, ++k) {
     // The caller's memory, lent until the sends complete below.
@@ -186,9 +185,13 @@ void send_raw(Context& ctx, ConstTensorView v, int dest) {
   transport->reclaim(returned, true);
 }
 
+std::unique_ptr<comm::Transport> host_transport(const Context& ctx, device::DeviceOps& ops) {
+  if (ctx.group != nullptr) return ctx.group->host_transport(ops, ctx.tag);
+  return comm::make_mpi_transport(ops, ctx.comm, ctx.tag);
+}
+
 void recv_raw(const Context& ctx, TensorView v, int source) {
-  const std::unique_ptr<comm::Transport> transport =
-      comm::make_mpi_transport(device::host_ops(), ctx.comm, ctx.tag);
+  const std::unique_ptr<comm::Transport> transport = host_transport(ctx, device::host_ops());
   for (size_t off = 0, k = 0; off < v.bytes(); off += kRawPieceBytes, ++k) {
     transport->post_recv(source, std::min(kRawPieceBytes, v.bytes() - off), k);
   }

@@ -19,6 +19,7 @@
 #include "codec/float_io.h"
 #include "comm/call_check.h"
 #include "comm/tags.h"
+#include "comm/transport.h"
 #include "device/device_ops.h"
 #include "hycc/codec.h"
 #include "hycc/collectives.h"
@@ -141,7 +142,8 @@ struct Counters {
 };
 
 struct Context {
-  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;  // MPI_COMM_NULL on a group that is not MPI's
+  comm::Group* group = nullptr;   // that group (comm/group.h); null on MPI
   int rank = 0;
   int size = 1;
   int tag = 0;               // the internal tag of this operation
@@ -189,6 +191,9 @@ inline void report(const Context& ctx, const AlgorithmOptions& options, Algorith
 
 // Counts a stream this rank is about to send.
 void count_sent_stream(Context& ctx, std::span<const std::byte> stream);
+
+// The transport on host memory of a call (comm/transport.h): MPI on ctx.comm, or the group's.
+std::unique_ptr<comm::Transport> host_transport(const Context& ctx, ::hycc::device::DeviceOps& ops);
 
 // ---- the pipelined exchange --------------------------------------------------------------------
 

@@ -32,10 +32,11 @@ constexpr size_t kRecursiveDoublingMaxBytes = 256 << 10;
 // The native path needs no tag (MPI collectives have none), so it skips the attribute lookup.
 Context make_context(const Communicator& comm, Operation op, DType dtype,
                      const AlgorithmOptions& options, bool native) {
-  return Context{.comm = comm.mpi(),
+  return Context{.comm = comm.is_mpi() ? comm.mpi() : MPI_COMM_NULL,
+                 .group = comm.group(),
                  .rank = comm.rank(),
                  .size = comm.size(),
-                 .tag = native ? 0 : coll::internal_tag(comm.mpi(), options.tag, op),
+                 .tag = native ? 0 : comm::internal_tag(comm, options.tag, op),
                  .codec = options.codec,
                  .seg_elems = coll::segment_elems(options.segment_bytes, dtype),
                  .seed = options.seed,
@@ -85,7 +86,7 @@ bool allreduce_fast(const Communicator& comm, ConstTensorView send, TensorView r
       o.segment_bytes == 0 || o.segment_bytes > coll::kMaxSegmentBytes ||
       send.dtype != DType::kF32 || recv.dtype != DType::kF32 || send.count != recv.count ||
       send.count == 0 || send.count > static_cast<size_t>(INT_MAX) || send.data == nullptr ||
-      recv.data == nullptr || comm.size() == 1 ||
+      !comm.is_mpi() || recv.data == nullptr || comm.size() == 1 ||
       ((reinterpret_cast<uintptr_t>(send.data) | reinterpret_cast<uintptr_t>(recv.data)) & 3) !=
           0 ||
       (send.data != recv.data && coll::overlaps(send.data, bytes, recv.data, bytes))) {

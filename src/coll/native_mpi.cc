@@ -2,14 +2,17 @@
 // for Algorithm::kNative). MPI has no bf16/f16 type, so 16-bit sums are widened to float32 (exact),
 // reduced by MPI in float32 and rounded once; copies of 16-bit data move as MPI_UINT16_T.
 // Counts above INT_MAX are an InvalidArgument here (the compressed algorithms have no limit).
+// On a communicator that is not MPI's, the group's own collectives run instead (comm/group.h).
 #include <vector>
 
 #include "codec/float_io.h"
 #include "coll/algorithms.h"
+#include "comm/group.h"
 
 namespace hycc::coll {
 
 void allreduce_native(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
+  if (ctx.group != nullptr) return ctx.group->allreduce(send, recv, op);
   const int n = mpi_count(send.count, "native allreduce: element count");
   if (send.dtype == DType::kF32) {
     const void* from = send.data == recv.data ? MPI_IN_PLACE : send.data;
@@ -26,6 +29,7 @@ void allreduce_native(Context& ctx, ConstTensorView send, TensorView recv, Reduc
 }
 
 void reduce_scatter_native(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
+  if (ctx.group != nullptr) return ctx.group->reduce_scatter(send, recv, op);
   mpi_count(send.count, "native reduce_scatter: element count");
   std::vector<int> counts(static_cast<size_t>(ctx.size));
   for (int j = 0; j < ctx.size; ++j) {
@@ -46,6 +50,7 @@ void reduce_scatter_native(Context& ctx, ConstTensorView send, TensorView recv, 
 }
 
 void allgather_native(Context& ctx, ConstTensorView send, TensorView recv) {
+  if (ctx.group != nullptr) return ctx.group->allgather(send, recv);
   const int n = mpi_count(send.count, "native allgather: elements per rank");
   const MPI_Datatype type = mpi_type(send.dtype);
   const void* own = slice(recv, static_cast<size_t>(ctx.rank) * send.count, send.count).data;
@@ -54,11 +59,13 @@ void allgather_native(Context& ctx, ConstTensorView send, TensorView recv) {
 }
 
 void broadcast_native(Context& ctx, TensorView buffer, int root) {
+  if (ctx.group != nullptr) return ctx.group->broadcast(buffer, root);
   const int n = mpi_count(buffer.count, "native broadcast: element count");
   HYCC_CHECK_MPI(MPI_Bcast(buffer.data, n, mpi_type(buffer.dtype), root, ctx.comm));
 }
 
 void alltoall_native(Context& ctx, ConstTensorView send, TensorView recv) {
+  if (ctx.group != nullptr) return ctx.group->alltoall(send, recv);
   const int block =
       mpi_count(send.count / static_cast<size_t>(ctx.size), "native alltoall: elements per block");
   const MPI_Datatype type = mpi_type(send.dtype);

@@ -12,8 +12,7 @@ namespace hycc::coll {
 
 void run_ring(Context& ctx, const RingSchedule& schedule) {
   ::hycc::device::DeviceOps& ops = ::hycc::device::host_ops();
-  const std::unique_ptr<comm::Transport> transport =
-      comm::make_mpi_transport(ops, ctx.comm, ctx.tag);
+  const std::unique_ptr<comm::Transport> transport = host_transport(ctx, ops);
   device::DeviceContext engine{.rank = ctx.rank,
                                .size = ctx.size,
                                .codec = ctx.codec,

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/group.h"
 #include "comm/tags.h"
 #include "common/xxh3.h"
 
@@ -88,8 +89,7 @@ void ArgCheck::run(const Communicator& comm, bool agree) const {
       buf[m + i] = -values_[i];
     }
     buf[2 * m] = ok() ? std::numeric_limits<int64_t>::max() : comm.rank();
-    HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()),
-                                 MPI_INT64_T, MPI_MIN, comm.mpi()));
+    combine(comm, buf, Combine::kMin);
     if (!ok()) throw InvalidArgument(problem_);
     if (buf[2 * m] != std::numeric_limits<int64_t>::max()) {
       throw CommError(tagged("coll", call_name(op_), ": rank ", buf[2 * m],
@@ -147,9 +147,9 @@ void check_options(ArgCheck& check, const Communicator& comm, Operation op,
                       kMaxSegmentBytes, "]"));
   }
   // Tag 0 is always valid (MPI guarantees MPI_TAG_UB >= 32767); others need the attribute.
-  if (options.tag != 0 && (options.tag < 0 || options.tag > max_user_tag(comm.mpi()))) {
-    check.fail(tagged("coll", "options.tag ", options.tag, " out of range [0, ",
-                      max_user_tag(comm.mpi()), "]"));
+  if (options.tag != 0 && (options.tag < 0 || options.tag > max_user_tag(comm))) {
+    check.fail(
+        tagged("coll", "options.tag ", options.tag, " out of range [0, ", max_user_tag(comm), "]"));
   }
   if (!algorithm_applies(op, options.algorithm)) {
     check.fail(tagged("coll", "algorithm ", algorithm_name(options.algorithm),

@@ -37,8 +37,8 @@ class ArgCheck {
   bool ok() const { return problem_.empty(); }
 
   // Throws InvalidArgument on a rank with a local problem. With more than one rank and `agree`,
-  // first runs the agreement: one MPI_Allreduce(MIN) of 2 * fields + 1 int64 values (each field
-  // and its negation, for min and max at once, and the lowest rank with a local problem), so
+  // first runs the agreement: one combine(MIN) (comm/group.h) of 2 * fields + 1 int64 values (each
+  // field and its negation, for min and max at once, and the lowest rank with a local problem), so
   // that every rank throws (CommError on the others) instead of leaving peers waiting.
   void run(const Communicator& comm, bool agree) const;
 

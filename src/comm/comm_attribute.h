@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include "comm/group.h"
 #include "hycc/comm.h"
 
 namespace hycc {
@@ -28,6 +29,13 @@ T& comm_attribute(MPI_Comm comm) {
     HYCC_CHECK_MPI(MPI_Comm_set_attr(comm, keyval, value));
   }
   return *static_cast<T*>(value);
+}
+
+// The same on any communicator: with the group of one that is not MPI's.
+template <typename T>
+T& comm_attribute(const Communicator& comm) {
+  if (comm::Group* g = comm.group()) return g->attribute<T>();
+  return comm_attribute<T>(comm.mpi());
 }
 
 }  // namespace hycc

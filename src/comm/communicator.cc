@@ -2,11 +2,14 @@
 
 #include <utility>
 
+#include "comm/group.h"
+
 namespace hycc {
 
 struct Communicator::Handle {
   MPI_Comm comm = MPI_COMM_NULL;
   bool owned = false;
+  std::shared_ptr<comm::Group> group;  // set instead of comm by over()
 
   ~Handle() {
     int finalized = 0;
@@ -26,6 +29,11 @@ void check_mpi(int rc, const char* what, const char* file, int line) {
 
 Communicator::Communicator(std::shared_ptr<Handle> handle, std::string name)
     : handle_(std::move(handle)), name_(std::move(name)) {
+  if (handle_->group) {
+    rank_ = handle_->group->rank();
+    size_ = handle_->group->size();
+    return;
+  }
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw InvalidArgument(tagged("comm", "MPI is not initialized"));
@@ -53,6 +61,13 @@ Communicator Communicator::adopt(MPI_Comm comm, std::string name) {
   return Communicator(std::move(h), std::move(name));
 }
 
+Communicator Communicator::over(std::shared_ptr<comm::Group> group, std::string name) {
+  if (!group) throw InvalidArgument(tagged("comm", "over: no group"));
+  auto h = std::make_shared<Handle>();
+  h->group = std::move(group);
+  return Communicator(std::move(h), std::move(name));
+}
+
 Communicator Communicator::dup(std::string name) const {
   MPI_Comm c = MPI_COMM_NULL;
   HYCC_CHECK_MPI(MPI_Comm_dup(mpi(), &c));
@@ -68,6 +83,17 @@ Communicator Communicator::split(int color, int key, std::string name) const {
   return adopt(c, std::move(name));
 }
 
-MPI_Comm Communicator::mpi() const { return handle_->comm; }
+MPI_Comm Communicator::mpi() const {
+  if (handle_->group) {
+    throw InvalidArgument(tagged("comm", "communicator '", name_, "' is a ",
+                                 handle_->group->describe(),
+                                 ", not an MPI communicator: this call needs MPI"));
+  }
+  return handle_->comm;
+}
+
+bool Communicator::is_mpi() const { return !handle_->group; }
+
+comm::Group* Communicator::group() const { return handle_->group.get(); }
 
 }  // namespace hycc

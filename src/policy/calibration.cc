@@ -44,19 +44,17 @@ double best_time(int tries, F&& f) {
 
 }  // namespace
 
-Calibration& calibration_of(const Communicator& comm) {
-  return comm_attribute<Calibration>(comm.mpi());
-}
+Calibration& calibration_of(const Communicator& comm) { return comm_attribute<Calibration>(comm); }
 
 LinkFigures measure_link(const Communicator& comm) {
   const int p = comm.size();
   if (p < 2) return {};
   const int right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
-  const int tag = comm::reserved_tag(comm.mpi());
+  const int tag = comm::reserved_tag(comm);
   // Ring steps through the transport the algorithms use (comm/transport.h), one for the whole
   // measurement, so that a timed step holds only its transfers.
   const std::unique_ptr<comm::Transport> transport =
-      comm::make_mpi_transport(device::host_ops(), comm.mpi(), tag);
+      comm::host_transport(comm, device::host_ops(), tag);
   std::vector<std::byte> out;
   device::Payload in;
   std::vector<device::Payload> sent;
@@ -70,7 +68,7 @@ LinkFigures measure_link(const Communicator& comm) {
     transport->reclaim(sent, true);
     sent.clear();
   };
-  HYCC_CHECK_MPI(MPI_Barrier(comm.mpi()));
+  comm::barrier(comm);
   // The slowest rank's times decide, so every rank takes the same path through the loop.
   double t[2] = {0, 0};
   size_t probe = kLargeProbe;
@@ -78,7 +76,7 @@ LinkFigures measure_link(const Communicator& comm) {
     out.resize(probe);
     t[0] = best_time(5, [&] { exchange(kSmallProbe); });
     t[1] = best_time(3, [&] { exchange(probe); });
-    HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, comm.mpi()));
+    comm::combine(comm, t, comm::Combine::kMax);
     if (t[1] >= kProbeSeconds || probe >= kLargestProbe) break;
   }
   LinkFigures link;
@@ -123,8 +121,7 @@ void agree(const Communicator& comm, std::span<CodecFigures> figures) {
   for (const CodecFigures& f : figures) {
     v.insert(v.end(), {f.compress, f.decompress, -f.ratio, f.usable ? 0.0 : 1.0});
   }
-  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
-                               MPI_MAX, comm.mpi()));
+  comm::combine(comm, v, comm::Combine::kMax);
   for (size_t i = 0; i < figures.size(); ++i) {
     figures[i] = {v[4 * i], v[4 * i + 1], -v[4 * i + 2], v[4 * i + 3] == 0.0};
   }

@@ -35,7 +35,7 @@ int world_rank() {
 // communicator when it is freed).
 using CallCounts = std::array<uint64_t, kOperations>;
 
-CallCounts& counts_of(MPI_Comm comm) { return comm_attribute<CallCounts>(comm); }
+CallCounts& counts_of(const Communicator& comm) { return comm_attribute<CallCounts>(comm); }
 
 uint64_t parse_count(const char* name, const char* text) {
   char* end = nullptr;
@@ -153,10 +153,8 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
       maxima[d * kOperations + o] = e->max_error;
     }
   }
-  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE,
-                               MPI_SUM, comm.mpi()));
-  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, maxima.data(), static_cast<int>(maxima.size()),
-                               MPI_DOUBLE, MPI_MAX, comm.mpi()));
+  comm::combine(comm, sums, comm::Combine::kSum);
+  comm::combine(comm, maxima, comm::Combine::kMax);
   CommStats out;
   for (size_t d = 0; d < kDimensions; ++d) {
     for (size_t o = 0; o < kOperations; ++o) {
@@ -199,8 +197,9 @@ void PolicyEngine::finish(const Communicator& comm) const {
   const CommStats all = reduce_stats(comm);
   // The gradient compressors' states of the rank that holds the most of each.
   const GradientStates mine = gradient_states();
-  std::array<uint64_t, 4> most{mine.tensors, mine.host_bytes, mine.device_bytes, mine.dropped};
-  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, most.data(), 4, MPI_UINT64_T, MPI_MAX, comm.mpi()));
+  std::array<int64_t, 4> most{int64_t(mine.tensors), int64_t(mine.host_bytes),
+                              int64_t(mine.device_bytes), int64_t(mine.dropped)};
+  comm::combine(comm, most, comm::Combine::kMax);
   if (comm.rank() != 0) return;
   if (log.summary) {
     std::fprintf(options_.log_file, "hycc: policy '%s', statistics of %d ranks\n%s",
@@ -311,7 +310,7 @@ bool PolicyEngine::sample_error(const Communicator& comm, Operation op) {
   const uint64_t every = options_.sample_error_every;
   if (every == 0) return false;
   const std::lock_guard<std::mutex> lock(*mutex_);
-  uint64_t& n = counts_of(comm.mpi())[static_cast<size_t>(op)];
+  uint64_t& n = counts_of(comm)[static_cast<size_t>(op)];
   return ++n % every == 0;
 }
 
