@@ -24,8 +24,8 @@ data: deps
 
 # The Python environment of the Python tests (PyTorch 2, numpy, mpi4py; python/requirements.lock)
 # in ${HYCC_VENV:-~/.cache/hycc/venv}; idempotent, reused by every clone on the machine. `make test`
-# makes it in its ctest fixture python_env, beside the first tests (its first install is mostly
-# download and unpacking, about 4 minutes).
+# makes it before it configures the build, which then builds the PyTorch backend against its torch
+# (its first install is mostly download and unpacking, about 4 minutes).
 python: deps
 	@scripts/setup-python
 
@@ -51,7 +51,8 @@ install: build
 # line in the reports): half the compile time of -O2 -g, for tests about a fifth slower.
 test: test-release test-sanitize test-mpich
 
-test-release: build data
+# The Python environment first: the build makes the PyTorch backend when it has torch.
+test-release: python build data
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-sanitize: deps data

@@ -20,8 +20,11 @@ violations() {
     status=1
   fi
 }
-violations "codec, device, comm and coll include no higher layer" 'policy/|grad/|interpose/' \
+violations "codec, device, comm and coll include no higher layer" 'policy/|grad/|interpose/|torch/' \
   codec device comm coll
+violations "policy and grad include no entry layer" 'interpose/|torch/' policy grad
+violations "the drop-in library and the PyTorch backend are separate entry layers" 'torch/' interpose
+violations "the PyTorch backend and the drop-in library are separate entry layers" 'interpose/' torch
 violations "codec includes nothing above it" 'device/|comm/|coll/' codec
 violations "device includes nothing above it" 'comm/|coll/' device
 violations "comm includes no algorithm" 'coll/' comm

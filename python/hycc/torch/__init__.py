@@ -1,0 +1,106 @@
+"""hycc as a torch.distributed backend (docs/torch.md).
+
+    import torch.distributed as dist
+    import hycc.torch                      # registers the backend "hycc"
+    dist.init_process_group("hycc")        # or "cpu:hycc,cuda:nccl"; new_group(backend="hycc")
+
+Under the group, hycc compresses what its policy says (HYCC_POLICY: a preset such as hybrid, or
+a TOML file; baseline compresses nothing): allreduce (SUM, AVG, PREMUL_SUM),
+reduce_scatter_tensor, all_gather_into_tensor and list all_gather, broadcast and
+all_to_all_single with even splits, on float32, bfloat16 and float16 CPU tensors. Everything
+else goes to a gloo backend on the same ranks unchanged. Which parallel dimension a group carries
+(dp, tp, pp, zero, embedding) comes from its description (Megatron-core's group names,
+DeviceMesh dimension names; the default group is dp) or from set_dimension().
+"""
+import importlib.machinery
+import importlib.util
+import os
+import pathlib
+import sysconfig
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["BACKEND", "set_dimension", "dimension", "dimension_from_description", "set_policy",
+           "policy_name"]
+
+BACKEND = "hycc"
+_MODULE = "_hycc_torch"
+
+
+def _candidates():
+    name = _MODULE + sysconfig.get_config_var("EXT_SUFFIX")
+    if os.environ.get("HYCC_TORCH_EXTENSION"):
+        yield pathlib.Path(os.environ["HYCC_TORCH_EXTENSION"])
+    here = pathlib.Path(__file__).resolve().parent
+    yield here.parent / name  # an installed package
+    yield here.parent.parent.parent / "build" / "lib" / name  # a source checkout
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if not path.exists():
+            tried.append(str(path))
+            continue
+        loader = importlib.machinery.ExtensionFileLoader(_MODULE, str(path))
+        spec = importlib.util.spec_from_file_location(_MODULE, str(path), loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        return module
+    raise ImportError(
+        f"hycc.torch: the backend module {_MODULE} was not built for torch {torch.__version__}; "
+        "configure hycc with -DHYCC_PYTHON=<this python> (docs/torch.md) or set "
+        "HYCC_TORCH_EXTENSION. Tried: " + "; ".join(tried))
+
+
+_ext = _load()
+
+
+def _create(store, rank, size, timeout):
+    """The backend of one process group: hycc over two gloo backends of the same ranks, one for
+    the calls hycc leaves (inner), one for hycc's own traffic (wire)."""
+    if not isinstance(timeout, timedelta):
+        timeout = timedelta(seconds=float(timeout))
+    inner = dist.ProcessGroupGloo(dist.PrefixStore("hycc/inner", store), rank, size, timeout)
+    wire = dist.ProcessGroupGloo(dist.PrefixStore("hycc/wire", store), rank, size, timeout)
+    return _ext.create_backend(inner, wire)
+
+
+if BACKEND.upper() not in dist.Backend._plugins:
+    dist.Backend.register_backend(BACKEND, _create, devices=["cpu"])
+
+
+def _backend(group):
+    group = group if group is not None else dist.group.WORLD
+    try:
+        return group._get_backend(torch.device("cpu"))
+    except RuntimeError as e:
+        raise ValueError(f"hycc.torch: the group has no CPU backend: {e}") from None
+
+
+def set_dimension(group, dimension):
+    """Names the parallel dimension of `group`'s calls ("dp", "tp", "pp", "zero", "embedding",
+    or "" for none) before its first call; it overrides the group's description."""
+    _ext.set_dimension(_backend(group), dimension)
+
+
+def dimension(group=None):
+    """The dimension `group`'s calls take ("" before the first call, unless set)."""
+    return _ext.dimension(_backend(group))
+
+
+def dimension_from_description(description):
+    """The dimension a process group description names ("" for none)."""
+    return _ext.dimension_from_description(description)
+
+
+def set_policy(preset_or_path):
+    """The policy of every hycc group of this process, before the first call (instead of
+    HYCC_POLICY)."""
+    _ext.set_policy(preset_or_path)
+
+
+def policy_name():
+    return _ext.policy_name()

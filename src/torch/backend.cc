@@ -1,0 +1,413 @@
+#include "torch/backend.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <memory>
+#include <utility>
+
+#include "hycc/collectives.h"
+#include "hycc/error.h"
+#include "hycc/policy.h"
+#include "hycc/policy_engine.h"
+#include "torch/torch_group.h"
+
+namespace hycc::torch_backend {
+namespace {
+
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+// A call on the worker: completed (or failed, with hycc's exception) by the worker. wait()
+// rethrows the failure, as c10d's Work does, and honours its timeout; the future carries the
+// output tensors (what DDP's communication hooks read) or the failure.
+class HyccWork final : public c10d::Work {
+ public:
+  HyccWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+      : Work(rank, type),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(
+            c10::ListType::create(c10::TensorType::get()))) {}
+
+  // The future first: a waiter woken by finish() may read it at once.
+  void complete(std::exception_ptr error) {
+    if (error) {
+      future_->setError(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+    finish(error);
+  }
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+std::optional<DType> hycc_dtype(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      return DType::kF32;
+    case at::kBFloat16:
+      return DType::kBF16;
+    case at::kHalf:
+      return DType::kF16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether hycc runs calls on `t`: a dense contiguous CPU tensor of a float type hycc codes.
+bool hycc_takes(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() &&
+         hycc_dtype(t).has_value();
+}
+
+TensorView view_of(const at::Tensor& t) {
+  return {*hycc_dtype(t), static_cast<size_t>(t.numel()), t.data_ptr()};
+}
+
+// hycc's reduction for a c10d one (PREMUL_SUM: a sum after the scaling), or none.
+std::optional<ReduceOp> hycc_reduction(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+    case c10d::ReduceOp::PREMUL_SUM:
+      return ReduceOp::kSum;
+    case c10d::ReduceOp::AVG:
+      return ReduceOp::kAverage;
+    default:
+      return std::nullopt;
+  }
+}
+
+// PREMUL_SUM's scaling of `t` (in place); nothing for other reductions.
+void premultiply(const c10d::ReduceOp& op, at::Tensor& t) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return;
+  const auto* factor = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
+  if (factor == nullptr) {
+    throw InvalidArgument(tagged("torch", "PREMUL_SUM without its factor"));
+  }
+  if (factor->tensor_factor.defined()) {
+    t.mul_(factor->tensor_factor);
+  } else {
+    t.mul_(factor->double_factor);
+  }
+}
+
+CollectiveOptions policy_options() {
+  CollectiveOptions o;
+  o.policy = &engine();
+  return o;
+}
+
+std::mutex& engine_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unique_ptr<PolicyEngine>& engine_slot() {
+  static std::unique_ptr<PolicyEngine> e;
+  return e;
+}
+
+bool contains(const std::string& text, std::string_view word) {
+  return text.find(word) != std::string::npos;
+}
+
+}  // namespace
+
+PolicyEngine& engine() {
+  const std::lock_guard<std::mutex> lock(engine_mutex());
+  auto& e = engine_slot();
+  if (!e) e = std::make_unique<PolicyEngine>(PolicyEngine::from_environment("baseline"));
+  return *e;
+}
+
+void set_policy(const std::string& preset_or_path) {
+  auto e = std::make_unique<PolicyEngine>(Policy::load(preset_or_path));
+  const std::lock_guard<std::mutex> lock(engine_mutex());
+  if (engine_slot()) {
+    throw InvalidArgument(tagged(
+        "torch", "set_policy('", preset_or_path, "'): a hycc group already runs with policy '",
+        engine_slot()->policy().name(), "'; set it before the first call"));
+  }
+  engine_slot() = std::move(e);
+}
+
+std::string dimension_from_description(const std::string& description) {
+  std::string d = description;
+  std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+  // Megatron-core's group names.
+  if (contains(d, "tensor_model_parallel") || contains(d, "tensor_and_")) return "tp";
+  if (contains(d, "pipeline_model_parallel")) return "pp";
+  if (contains(d, "embedding") || contains(d, "position_embedding")) return "embedding";
+  if (contains(d, "data_parallel") || contains(d, "data_modulo")) return "dp";
+  // DeviceMesh dimensions ("mesh_dp", "mesh_tp", ...) and torchtitan's names.
+  const size_t mesh = d.rfind("mesh_");
+  const std::string dim = mesh == std::string::npos ? d : d.substr(mesh + 5);
+  static const std::array<std::pair<std::string_view, std::string_view>, 10> kMeshNames{{
+      {"dp", "dp"},
+      {"ddp", "dp"},
+      {"replicate", "dp"},
+      {"dp_replicate", "dp"},
+      {"fsdp", "zero"},
+      {"dp_shard", "zero"},
+      {"shard", "zero"},
+      {"tp", "tp"},
+      {"pp", "pp"},
+      {"cp", "tp"},
+  }};
+  for (const auto& [name, dimension] : kMeshNames) {
+    if (dim == name) return std::string(dimension);
+  }
+  if (d == "default_pg") return "dp";
+  return "";
+}
+
+HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
+                         c10::intrusive_ptr<c10d::Backend> wire)
+    : Backend(inner->getRank(), inner->getSize()),
+      inner_(std::move(inner)),
+      wire_(std::move(wire)),
+      worker_([this] { work_loop(); }) {}
+
+HyccBackend::~HyccBackend() { stop_worker(); }
+
+void HyccBackend::stop_worker() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (!worker_.joinable()) return;
+  if (worker_.get_id() == std::this_thread::get_id()) {
+    worker_.detach();  // the last reference went in a call's completion: the loop ends by itself
+  } else {
+    worker_.join();
+  }
+}
+
+void HyccBackend::shutdown() {
+  stop_worker();  // the calls made so far run first
+  inner_->shutdown();
+  wire_->shutdown();
+}
+
+void HyccBackend::set_dimension(const std::string& dimension) {
+  if (!dimension.empty() && dimension_of(dimension, Operation::kAllreduce) == Dimension::kOther) {
+    throw InvalidArgument(tagged("torch", "set_dimension('", dimension,
+                                 "'): expected dp, tp, pp, zero or embedding"));
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (comm_) {
+    throw InvalidArgument(tagged("torch", "set_dimension('", dimension, "') on group '",
+                                 getGroupDesc(), "' after its first call (it runs as '",
+                                 comm_->name(), "')"));
+  }
+  dimension_ = dimension;
+  dimension_set_ = true;
+}
+
+std::string HyccBackend::dimension() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return comm_ ? comm_->name() : dimension_;
+}
+
+const Communicator& HyccBackend::communicator() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!comm_) {
+    const std::string name =
+        dimension_set_ ? dimension_ : dimension_from_description(getGroupDesc());
+    comm_ = Communicator::over(std::make_shared<TorchGroup>(wire_, getGroupDesc()), name);
+  }
+  return *comm_;
+}
+
+WorkPtr HyccBackend::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                             std::function<void()> call) {
+  auto work = c10::make_intrusive<HyccWork>(getRank(), type, std::move(outputs));
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back([work, call = std::move(call)] {
+      std::exception_ptr error;
+      try {
+        call();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      work->complete(error);
+    });
+  }
+  wake_.notify_one();
+  return work;
+}
+
+void HyccBackend::work_loop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+// ---- the calls hycc runs ------------------------------------------------------------------------
+
+WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
+                               const c10d::AllreduceOptions& opts) {
+  const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
+  if (tensors.size() != 1 || !hycc_takes(tensors[0]) || !op) {
+    return inner_->allreduce(tensors, opts);
+  }
+  return enqueue(c10d::OpType::ALLREDUCE, tensors,
+                 [this, t = tensors[0], reduce = opts.reduceOp, op = *op]() mutable {
+                   premultiply(reduce, t);
+                   const TensorView v = view_of(t);
+                   hycc::allreduce(communicator(), v, v, op, policy_options());
+                 });
+}
+
+WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                          const c10d::ReduceScatterOptions& opts) {
+  const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
+  if (!hycc_takes(output) || !hycc_takes(input) || !op ||
+      output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize()) {
+    return inner_->_reduce_scatter_base(output, input, opts);
+  }
+  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+                 [this, out = output, in = input, reduce = opts.reduceOp, op = *op] {
+                   at::Tensor send = in;
+                   if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
+                     send = in.clone();  // the caller's input stays as it is
+                     premultiply(reduce, send);
+                   }
+                   hycc::reduce_scatter(communicator(), view_of(send), view_of(out), op,
+                                        policy_options());
+                 });
+}
+
+WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                     const c10d::AllgatherOptions& opts) {
+  if (!hycc_takes(output) || !hycc_takes(input) || output.scalar_type() != input.scalar_type() ||
+      output.numel() != input.numel() * getSize()) {
+    return inner_->_allgather_base(output, input, opts);
+  }
+  return enqueue(c10d::OpType::_ALLGATHER_BASE, {output}, [this, out = output, in = input] {
+    hycc::allgather(communicator(), view_of(in), view_of(out), policy_options());
+  });
+}
+
+WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                               std::vector<at::Tensor>& inputs,
+                               const c10d::AllgatherOptions& opts) {
+  const bool same = inputs.size() == 1 && outputs.size() == 1 &&
+                    static_cast<int>(outputs[0].size()) == getSize() && hycc_takes(inputs[0]) &&
+                    std::all_of(outputs[0].begin(), outputs[0].end(), [&](const at::Tensor& o) {
+                      return hycc_takes(o) && o.scalar_type() == inputs[0].scalar_type() &&
+                             o.numel() == inputs[0].numel();
+                    });
+  if (!same) return inner_->allgather(outputs, inputs, opts);
+  return enqueue(c10d::OpType::ALLGATHER, outputs[0], [this, outs = outputs[0], in = inputs[0]] {
+    at::Tensor flat = at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
+    hycc::allgather(communicator(), view_of(in), view_of(flat), policy_options());
+    for (size_t j = 0; j < outs.size(); ++j) {
+      outs[j].view({-1}).copy_(flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
+    }
+  });
+}
+
+WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
+                               const c10d::BroadcastOptions& opts) {
+  if (tensors.size() != 1 || !hycc_takes(tensors[0]) || opts.rootTensor != 0) {
+    return inner_->broadcast(tensors, opts);
+  }
+  return enqueue(c10d::OpType::BROADCAST, tensors,
+                 [this, t = tensors[0], root = static_cast<int>(opts.rootRank)] {
+                   hycc::broadcast(communicator(), view_of(t), root, policy_options());
+                 });
+}
+
+WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                   std::vector<int64_t>& output_split_sizes,
+                                   std::vector<int64_t>& input_split_sizes,
+                                   const c10d::AllToAllOptions& opts) {
+  if (!output_split_sizes.empty() || !input_split_sizes.empty() || !hycc_takes(output) ||
+      !hycc_takes(input) || output.scalar_type() != input.scalar_type() ||
+      output.numel() != input.numel() || input.numel() % getSize() != 0) {
+    return inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
+  }
+  return enqueue(c10d::OpType::ALLTOALL_BASE, {output}, [this, out = output, in = input] {
+    hycc::alltoall(communicator(), view_of(in), view_of(out), policy_options());
+  });
+}
+
+WorkPtr HyccBackend::barrier(const c10d::BarrierOptions& opts) {
+  // After the inner backend's calls (its own barrier) and hycc's (the worker's queue).
+  WorkPtr inner = inner_->barrier(opts);
+  return enqueue(c10d::OpType::BARRIER, {}, [this, inner] {
+    wire_->barrier()->wait();
+    inner->wait();
+  });
+}
+
+// ---- the calls left to the inner backend --------------------------------------------------------
+
+WorkPtr HyccBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                         const c10d::AllreduceCoalescedOptions& opts) {
+  return inner_->allreduce_coalesced(tensors, opts);
+}
+WorkPtr HyccBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  return inner_->reduce(tensors, opts);
+}
+WorkPtr HyccBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                         std::vector<at::Tensor>& inputs,
+                                         const c10d::AllgatherOptions& opts) {
+  return inner_->allgather_coalesced(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) {
+  return inner_->allgather_into_tensor_coalesced(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                            std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
+  return inner_->gather(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::scatter(std::vector<at::Tensor>& outputs,
+                             std::vector<std::vector<at::Tensor>>& inputs,
+                             const c10d::ScatterOptions& opts) {
+  return inner_->scatter(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                    std::vector<std::vector<at::Tensor>>& inputs,
+                                    const c10d::ReduceScatterOptions& opts) {
+  return inner_->reduce_scatter(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::ReduceScatterOptions& opts) {
+  return inner_->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                              const c10d::AllToAllOptions& opts) {
+  return inner_->alltoall(outputs, inputs, opts);
+}
+WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  return inner_->send(tensors, dst, tag);
+}
+WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  return inner_->recv(tensors, src, tag);
+}
+WorkPtr HyccBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  return inner_->recvAnysource(tensors, tag);
+}
+
+}  // namespace hycc::torch_backend

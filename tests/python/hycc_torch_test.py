@@ -1,0 +1,258 @@
+"""hycc.torch, the torch.distributed backend "hycc", launched by torchrun (no MPI).
+
+With HYCC_POLICY=baseline every operation hycc takes gives gloo's bits (float32, bfloat16,
+float16; counts 0, 1, odd and large; SUM, AVG, PREMUL_SUM), and a DistributedDataParallel model
+trains to gloo's losses exactly. With a compressing policy (naive, hybrid) the results are the
+same on every rank, compressed (not gloo's bits) and within the codec's error, and DDP trains to
+gloo's loss within a stated tolerance. Under both: what hycc leaves to gloo (MAX, integers,
+uneven all_to_all, gather, objects, point to point) is gloo's; the dimension of a group comes
+from its description or set_dimension; bad input raises on every rank, no hang.
+Prints "hycc torch: OK" on rank 0 when every check passed; exit status 1 otherwise.
+Usage: HYCC_POLICY=baseline torchrun --standalone --nproc-per-node N hycc_torch_test.py
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import hycc.torch as ht  # noqa: E402
+
+POLICY = os.environ.get("HYCC_POLICY", "baseline")
+EXACT = POLICY == "baseline"
+torch.set_num_threads(1)
+dist.init_process_group("hycc")
+rank, size = dist.get_rank(), dist.get_world_size()
+gloo = dist.new_group(backend="gloo")
+failures = 0
+
+
+def expect(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"hycc torch: rank {rank}: FAILED: {what}", file=sys.stderr, flush=True)
+
+
+def same_on_every_rank(t):
+    first = t.clone()
+    dist.broadcast(first, 0, group=gloo)
+    return bool(torch.equal(first, t))
+
+
+def relative_error(got, want):
+    want = want.double()
+    return float((got.double() - want).norm() / max(float(want.norm()), 1e-30))
+
+
+def compare(what, got, want, bound):
+    """Exact under baseline; otherwise identical across ranks where the operation makes every
+    rank hold the same result, and within `bound` (relative L2)."""
+    if EXACT:
+        expect(torch.equal(got, want), f"{what}: not gloo's bits")
+    elif got.numel() > 0:
+        err = relative_error(got, want)
+        expect(err <= bound, f"{what}: relative error {err:.3g} > {bound}")
+
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+COUNTS = [0, 1, 1001, 300007]
+# quant:bits=4 (naive) on every collective: about 0.1 per pass (configs/policies/naive.toml);
+# a reduction passes p-1 times.
+BOUND = 0.15 * max(1, size - 1)
+
+
+def data(count, dtype, salt=0):
+    g = torch.Generator().manual_seed(1000 * rank + salt)
+    return torch.randn(count, generator=g).to(dtype)
+
+
+# ---- the operations hycc takes ------------------------------------------------------------------
+for dtype in DTYPES:
+    for count in COUNTS:
+        name = f"{dtype} x {count}"
+        x = data(count, dtype)
+        for op, label in [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.AVG, "avg"),
+                          (dist.ReduceOp.PREMUL_SUM, "premul")]:
+            got, want = x.clone(), x.clone()
+            if op == dist.ReduceOp.PREMUL_SUM:
+                dist.all_reduce(got, op=dist._make_nccl_premul_sum(0.5))
+                want.mul_(0.5)
+                dist.all_reduce(want, group=gloo)
+            else:
+                dist.all_reduce(got, op=op)
+                dist.all_reduce(want, group=gloo)  # gloo has no AVG: the sum, divided
+                if op == dist.ReduceOp.AVG:
+                    want.div_(size)
+            compare(f"all_reduce {label} {name}", got, want, BOUND)
+            if count > 0:
+                expect(same_on_every_rank(got), f"all_reduce {label} {name}: ranks differ")
+            if not EXACT and count >= 300007 and size > 1:
+                expect(not torch.equal(got, want), f"all_reduce {label} {name}: not compressed")
+
+        full = data(count * size, dtype, 1)
+        got, want = torch.empty(count, dtype=dtype), torch.empty(count, dtype=dtype)
+        dist.reduce_scatter_tensor(got, full)
+        dist.reduce_scatter_tensor(want, full, group=gloo)
+        compare(f"reduce_scatter_tensor {name}", got, want, BOUND)
+
+        got, want = torch.empty(count * size, dtype=dtype), torch.empty(count * size, dtype=dtype)
+        dist.all_gather_into_tensor(got, x)
+        dist.all_gather_into_tensor(want, x, group=gloo)
+        compare(f"all_gather_into_tensor {name}", got, want, 0.15)
+        if count > 0:
+            expect(same_on_every_rank(got), f"all_gather_into_tensor {name}: ranks differ")
+
+        got = [torch.empty(count, dtype=dtype) for _ in range(size)]
+        want = [torch.empty(count, dtype=dtype) for _ in range(size)]
+        dist.all_gather(got, x)
+        dist.all_gather(want, x, group=gloo)
+        compare(f"all_gather list {name}", torch.cat(got), torch.cat(want), 0.15)
+
+        root = size - 1
+        got, want = x.clone(), x.clone()
+        dist.broadcast(got, root)
+        dist.broadcast(want, root, group=gloo)
+        # A lossy broadcast leaves the root holding what the others decode (every rank the same
+        # bits, as everywhere in hycc); gloo's leaves the root's data as it was.
+        compare(f"broadcast {name}", got, want, 0.15)
+        if count > 0:
+            expect(same_on_every_rank(got), f"broadcast {name}: ranks differ")
+
+        got, want = torch.empty_like(full), torch.empty_like(full)
+        dist.all_to_all_single(got, full)
+        dist.all_to_all_single(want, full, group=gloo)
+        compare(f"all_to_all_single {name}", got, want, 0.15)
+
+# ---- what hycc leaves to gloo -------------------------------------------------------------------
+m = torch.tensor([float(rank), -float(rank)])
+dist.all_reduce(m, op=dist.ReduceOp.MAX)
+expect(m.tolist() == [size - 1.0, 0.0], f"all_reduce MAX: {m.tolist()}")
+i = torch.arange(10, dtype=torch.int64) * (rank + 1)
+dist.all_reduce(i)
+expect(torch.equal(i, torch.arange(10) * (size * (size + 1) // 2)), "all_reduce int64")
+splits = [r + 1 for r in range(size)]
+inp = torch.full((sum(splits),), float(rank))
+out = torch.empty(size * (rank + 1))
+dist.all_to_all_single(out, inp, output_split_sizes=[rank + 1] * size, input_split_sizes=splits)
+expect(torch.equal(out, torch.arange(size).repeat_interleave(rank + 1).float()),
+       f"uneven all_to_all_single: {out.tolist()}")
+objs = [None] * size
+dist.all_gather_object(objs, {"rank": rank})
+expect(objs == [{"rank": r} for r in range(size)], f"all_gather_object: {objs}")
+if size > 1:
+    t = torch.full((5,), float(rank))
+    right, left = (rank + 1) % size, (rank - 1) % size
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, right),
+                                   dist.P2POp(dist.irecv, got := torch.empty(5), left)])
+    for r in reqs:
+        r.wait()
+    expect(torch.equal(got, torch.full((5,), float(left))), "batch_isend_irecv")
+dist.barrier()
+
+# ---- asynchronous work --------------------------------------------------------------------------
+x = data(200000, torch.float32, 3)
+want = x.clone()
+dist.all_reduce(want, group=gloo)
+work = dist.all_reduce(x, async_op=True)
+fut = work.get_future()
+work.wait()
+expect(work.is_completed(), "work.is_completed() after wait()")
+expect(torch.equal(fut.value()[0], x), "the future's value is the reduced tensor")
+compare("async all_reduce", x, want, BOUND)
+
+# ---- dimensions ---------------------------------------------------------------------------------
+expect(ht.dimension() == "dp", f"the default group runs as dp, not '{ht.dimension()}'")
+for desc, dim in [("default_pg", "dp"), ("TENSOR_MODEL_PARALLEL_GROUP", "tp"),
+                  ("PIPELINE_MODEL_PARALLEL_GROUP", "pp"), ("EMBEDDING_GROUP", "embedding"),
+                  ("DATA_PARALLEL_GROUP_WITH_CP", "dp"), ("mesh_dp", "dp"),
+                  ("mesh_fsdp", "zero"), ("mesh_tp", "tp"), ("mesh_pp", "pp"),
+                  ("something else", "")]:
+    got = ht.dimension_from_description(desc)
+    expect(got == dim, f"description {desc!r}: '{got}', expected '{dim}'")
+tp = dist.new_group(backend="hycc", group_desc="TENSOR_MODEL_PARALLEL_GROUP")
+pp = dist.new_group(backend="hycc")
+ht.set_dimension(pp, "pp")
+t = torch.ones(10)
+dist.all_reduce(t, group=tp)
+dist.all_reduce(t, group=pp)
+expect(ht.dimension(tp) == "tp", f"a Megatron tensor-parallel group runs as '{ht.dimension(tp)}'")
+expect(ht.dimension(pp) == "pp", f"set_dimension(pp): '{ht.dimension(pp)}'")
+
+
+def raises(call, kind, what, text=""):
+    try:
+        call()
+    except kind as e:
+        expect(text in str(e), f"{what}: the message lacks '{text}': {e}")
+        return
+    except Exception as e:  # noqa: BLE001
+        expect(False, f"{what}: raised {type(e).__name__} instead of {kind.__name__}: {e}")
+        return
+    expect(False, f"{what}: did not raise")
+
+
+raises(lambda: ht.set_dimension(pp, "tp"), ValueError, "set_dimension after the first call",
+       "after its first call")
+raises(lambda: ht.set_dimension(tp, "bogus"), ValueError, "an unknown dimension", "bogus")
+raises(lambda: ht.set_dimension(gloo, "tp"), ValueError, "set_dimension on a gloo group", "gloo")
+raises(lambda: ht.set_policy("hybrid"), ValueError, "set_policy after the first call",
+       "before the first call")
+raises(lambda: ht.set_policy("no-such-policy"), ValueError, "an unknown policy",
+       "no-such-policy")
+
+# A tensor of another length on rank 0: hycc's argument agreement fails on every rank (not under
+# baseline, where gloo runs the call and checks its own way).
+if not EXACT and size > 1:
+    bad = data(300000 + (rank == 0), torch.float32, 4)
+    raises(lambda: dist.all_reduce(bad), RuntimeError, "mismatched sizes", "rank")
+    dist.barrier(group=gloo)
+    ok = data(300000, torch.float32, 5)
+    dist.all_reduce(ok)  # the group still works after the failed call
+    expect(same_on_every_rank(ok), "a call after a failed one: ranks differ")
+
+
+# ---- DistributedDataParallel --------------------------------------------------------------------
+def train(group):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(),
+                                torch.nn.Linear(256, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group,
+                                                    bucket_cap_mb=0.1)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(100 + rank)
+    w = torch.randn(64, 1, generator=torch.Generator().manual_seed(7))
+    losses = []
+    for _ in range(30):
+        x = torch.randn(32, 64, generator=g)
+        loss = torch.nn.functional.mse_loss(ddp(x), torch.tanh(x @ w / 4))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        avg = loss.detach().clone()
+        dist.all_reduce(avg, group=gloo)
+        losses.append(float(avg) / size)
+    return losses
+
+
+hycc_losses, gloo_losses = train(dist.group.WORLD), train(gloo)
+if EXACT:
+    expect(hycc_losses == gloo_losses, f"DDP losses differ from gloo's: {hycc_losses[-3:]} vs "
+                                       f"{gloo_losses[-3:]}")
+else:
+    # Tolerance: the last loss within 10% of gloo's (measured: docs/torch.md).
+    gap = abs(hycc_losses[-1] - gloo_losses[-1]) / gloo_losses[-1]
+    expect(gap < 0.10, f"DDP final loss {hycc_losses[-1]:.4f} vs gloo {gloo_losses[-1]:.4f}")
+    expect(hycc_losses[-1] < hycc_losses[0], "DDP under hycc did not train")
+if rank == 0:
+    print(f"DDP losses (policy {ht.policy_name()}): hycc first {hycc_losses[0]:.5f} last "
+          f"{hycc_losses[-1]:.5f}; gloo last {gloo_losses[-1]:.5f}", flush=True)
+
+total = torch.tensor([failures])
+dist.all_reduce(total, group=gloo)
+if rank == 0:
+    print(f"hycc torch: OK (policy {ht.policy_name()}, {size} ranks)" if int(total) == 0
+          else f"hycc torch: {int(total)} checks FAILED", flush=True)
+dist.destroy_process_group()
+sys.exit(0 if int(total) == 0 else 1)
