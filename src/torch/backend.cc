@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "hycc/error.h"
 #include "hycc/policy.h"
 #include "hycc/policy_engine.h"
+#include "policy/comm_names.h"
 #include "torch/torch_group.h"
 
 namespace hycc::torch_backend {
@@ -113,6 +115,16 @@ std::unique_ptr<PolicyEngine>& engine_slot() {
   return e;
 }
 
+// HYCC_TORCH_DIMENSIONS: DESCRIPTION=DIMENSION pairs that override the table (parsed on every
+// backend's creation until it parses, so that a bad value fails init_process_group).
+const CommNames& description_overrides() {
+  static const CommNames names = [] {
+    const char* spec = std::getenv("HYCC_TORCH_DIMENSIONS");
+    return CommNames::parse(spec != nullptr ? spec : "", "HYCC_TORCH_DIMENSIONS");
+  }();
+  return names;
+}
+
 bool contains(const std::string& text, std::string_view word) {
   return text.find(word) != std::string::npos;
 }
@@ -138,6 +150,8 @@ void set_policy(const std::string& preset_or_path) {
 }
 
 std::string dimension_from_description(const std::string& description) {
+  const std::string& listed = description_overrides().apply(description);
+  if (listed != description) return listed;
   std::string d = description;
   std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
   // Megatron-core's group names.
@@ -172,7 +186,14 @@ HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
     : Backend(inner->getRank(), inner->getSize()),
       inner_(std::move(inner)),
       wire_(std::move(wire)),
-      worker_([this] { work_loop(); }) {}
+      worker_([this] { work_loop(); }) {
+  try {
+    description_overrides();
+  } catch (...) {
+    stop_worker();
+    throw;
+  }
+}
 
 HyccBackend::~HyccBackend() { stop_worker(); }
 
@@ -191,6 +212,13 @@ void HyccBackend::stop_worker() {
 }
 
 void HyccBackend::shutdown() {
+  // The default group ends the program's hycc traffic (destroy_process_group): HYCC_LOG's summary
+  // and JSON statistics of all ranks, as the drop-in library writes them at MPI_Finalize.
+  if (getGroupDesc() == "default_pg" && worker_.joinable()) {
+    enqueue(c10d::OpType::UNKNOWN, {}, [this] {
+      engine().finish(communicator(Operation::kAllreduce));
+    })->wait();
+  }
   stop_worker();  // the calls made so far run first
   inner_->shutdown();
   wire_->shutdown();
@@ -216,12 +244,19 @@ std::string HyccBackend::dimension() const {
   return comm_ ? comm_->name() : dimension_;
 }
 
-const Communicator& HyccBackend::communicator() {
+const Communicator& HyccBackend::communicator(Operation op) {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (!comm_) {
     const std::string name =
         dimension_set_ ? dimension_ : dimension_from_description(getGroupDesc());
-    comm_ = Communicator::over(std::make_shared<TorchGroup>(wire_, getGroupDesc()), name);
+    auto group = std::make_shared<TorchGroup>(wire_, getGroupDesc());
+    comm_ = Communicator::over(group, name);
+    // On a data-parallel group, DDP reduces with allreduce; FSDP (ZeRO-3) reduce-scatters the
+    // gradients (zero_grad) and all-gathers the parameters (zero_param).
+    if (name == "dp") zero_comm_ = Communicator::over(group, "zero");
+  }
+  if (zero_comm_ && (op == Operation::kReduceScatter || op == Operation::kAllgather)) {
+    return *zero_comm_;
   }
   return *comm_;
 }
@@ -271,7 +306,7 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
                  [this, t = tensors[0], reduce = opts.reduceOp, op = *op]() mutable {
                    premultiply(reduce, t);
                    const TensorView v = view_of(t);
-                   hycc::allreduce(communicator(), v, v, op, policy_options());
+                   hycc::allreduce(communicator(Operation::kAllreduce), v, v, op, policy_options());
                  });
 }
 
@@ -289,8 +324,8 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                      send = in.clone();  // the caller's input stays as it is
                      premultiply(reduce, send);
                    }
-                   hycc::reduce_scatter(communicator(), view_of(send), view_of(out), op,
-                                        policy_options());
+                   hycc::reduce_scatter(communicator(Operation::kReduceScatter), view_of(send),
+                                        view_of(out), op, policy_options());
                  });
 }
 
@@ -301,7 +336,8 @@ WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
     return inner_->_allgather_base(output, input, opts);
   }
   return enqueue(c10d::OpType::_ALLGATHER_BASE, {output}, [this, out = output, in = input] {
-    hycc::allgather(communicator(), view_of(in), view_of(out), policy_options());
+    hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(out),
+                    policy_options());
   });
 }
 
@@ -317,7 +353,8 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   if (!same) return inner_->allgather(outputs, inputs, opts);
   return enqueue(c10d::OpType::ALLGATHER, outputs[0], [this, outs = outputs[0], in = inputs[0]] {
     at::Tensor flat = at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
-    hycc::allgather(communicator(), view_of(in), view_of(flat), policy_options());
+    hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(flat),
+                    policy_options());
     for (size_t j = 0; j < outs.size(); ++j) {
       outs[j].view({-1}).copy_(flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
     }
@@ -331,7 +368,8 @@ WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
   }
   return enqueue(c10d::OpType::BROADCAST, tensors,
                  [this, t = tensors[0], root = static_cast<int>(opts.rootRank)] {
-                   hycc::broadcast(communicator(), view_of(t), root, policy_options());
+                   hycc::broadcast(communicator(Operation::kBroadcast), view_of(t), root,
+                                   policy_options());
                  });
 }
 
@@ -345,7 +383,7 @@ WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
     return inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
   }
   return enqueue(c10d::OpType::ALLTOALL_BASE, {output}, [this, out = output, in = input] {
-    hycc::alltoall(communicator(), view_of(in), view_of(out), policy_options());
+    hycc::alltoall(communicator(Operation::kAlltoall), view_of(in), view_of(out), policy_options());
   });
 }
 

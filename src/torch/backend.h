@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "hycc/collectives.h"
 #include "hycc/comm.h"
 
 namespace hycc {
@@ -101,11 +102,13 @@ class HyccBackend final : public c10d::Backend {
   void stop_worker();
   // The communicator of the calls (made on the worker at the first call, when torch has set the
   // group's description).
-  const Communicator& communicator();
+  // On a dp group, reduce_scatter and allgather run on a communicator named "zero" (FSDP).
+  const Communicator& communicator(Operation op);
 
   c10::intrusive_ptr<c10d::Backend> inner_;
   c10::intrusive_ptr<c10d::Backend> wire_;
   std::optional<Communicator> comm_;
+  std::optional<Communicator> zero_comm_;
   std::string dimension_;
   bool dimension_set_ = false;
 

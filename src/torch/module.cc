@@ -48,4 +48,7 @@ PYBIND11_MODULE(_hycc_torch, m) {
   m.def(
       "policy_name", [] { return hycc::torch_backend::engine().policy().name(); },
       "The name of the policy hycc groups run with");
+  m.def(
+      "statistics_json", [] { return hycc::torch_backend::engine().stats().json(); },
+      "This rank's statistics of the calls hycc groups ran, per dimension and operation (JSON)");
 }

@@ -13,6 +13,7 @@ else goes to a gloo backend on the same ranks unchanged. Which parallel dimensio
 DeviceMesh dimension names; the default group is dp) or from set_dimension().
 """
 import importlib.machinery
+import json
 import importlib.util
 import os
 import pathlib
@@ -23,7 +24,7 @@ import torch
 import torch.distributed as dist
 
 __all__ = ["BACKEND", "set_dimension", "dimension", "dimension_from_description", "set_policy",
-           "policy_name"]
+           "policy_name", "statistics"]
 
 BACKEND = "hycc"
 _MODULE = "_hycc_torch"
@@ -104,3 +105,10 @@ def set_policy(preset_or_path):
 
 def policy_name():
     return _ext.policy_name()
+
+
+def statistics():
+    """This rank's statistics of the calls its hycc groups ran, per dimension and operation
+    (calls, compressed calls, bytes before and on the wire, times), as a dict. HYCC_LOG=summary
+    prints all ranks' at destroy_process_group()."""
+    return json.loads(_ext.statistics_json())

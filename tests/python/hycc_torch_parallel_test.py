@@ -1,0 +1,63 @@
+"""PyTorch's parallel APIs on the hycc backend, each against gloo (tests/python/
+torch_parallel_train.py under torchrun): FSDP2 on 2 ranks, DTensor tensor parallelism on 2 ranks
+(its 1-D mesh is torch's default group: HYCC_TORCH_DIMENSIONS=default_pg=tp names it), FSDP2 x TP
+on a 2 x 2 mesh, and a two-stage pipelining schedule. Under baseline every loss is gloo's, bit
+for bit; under hybrid the last loss is within 5% of gloo's, and the sharded modes compressed the
+dimensions the policy compresses (FSDP's gradient reduce-scatter and parameter all-gather as
+zero_grad and zero_param). Prints "hycc torch parallel: OK" when every check passed.
+Usage: python hycc_torch_parallel_test.py  (torchrun from the running Python's torch)
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "torch_parallel_train.py")
+RUNS = [("fsdp", 2, {}), ("tp", 2, {"HYCC_TORCH_DIMENSIONS": "default_pg=tp"}),
+        ("fsdp_tp", 4, {}), ("pp", 2, {})]
+# What hybrid must have compressed in each mode (calls of that dimension, summed over operations).
+COMPRESSED = {"fsdp": ["zero_grad", "zero_param"], "fsdp_tp": ["zero_grad", "zero_param"]}
+failures = 0
+
+
+def expect(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"hycc torch parallel: FAILED: {what}", file=sys.stderr, flush=True)
+
+
+def run(mode, ranks, backend, env):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc-per-node={ranks}", TRAIN, backend, mode]
+    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1", **env},
+                          capture_output=True, text=True, timeout=300)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    expect(False, f"{mode} on {backend} {env}: no result (exit {done.returncode})\n"
+                  f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return None
+
+
+for mode, ranks, extra in RUNS:
+    gloo = run(mode, ranks, "gloo", {})
+    base = run(mode, ranks, "hycc", {**extra, "HYCC_POLICY": "baseline"})
+    hybrid = run(mode, ranks, "hycc", {**extra, "HYCC_POLICY": "hybrid"})
+    if not (gloo and base and hybrid):
+        continue
+    expect(base["losses"] == gloo["losses"],
+           f"{mode}: baseline losses {base['losses'][-2:]} are not gloo's {gloo['losses'][-2:]}")
+    gap = abs(hybrid["losses"][-1] - gloo["losses"][-1]) / gloo["losses"][-1]
+    expect(gap < 0.05, f"{mode}: hybrid's last loss {hybrid['losses'][-1]:.5f} is "
+                       f"{gap:.1%} from gloo's {gloo['losses'][-1]:.5f}")
+    for dim in COMPRESSED.get(mode, []):
+        expect(hybrid["compressed"].get(dim, 0) > 0,
+               f"{mode}: hybrid compressed no {dim} call ({hybrid['compressed']})")
+    print(f"{mode} ({ranks} ranks): gloo last loss {gloo['losses'][-1]:.6f}, baseline "
+          f"{base['losses'][-1]:.6f}, hybrid {hybrid['losses'][-1]:.6f} ({gap:.2%}); hybrid's "
+          f"compressed calls {hybrid['compressed']}", flush=True)
+
+print("hycc torch parallel: OK" if failures == 0 else f"hycc torch parallel: {failures} FAILED")
+sys.exit(0 if failures == 0 else 1)
