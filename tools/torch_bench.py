@@ -1,91 +1,150 @@
 #!/usr/bin/env python3
-"""The cost of one call of the hycc torch.distributed backend next to gloo's, in the same run:
-for each message size, the time per call of an operation on a gloo group and on the hycc group
-(policy from HYCC_POLICY), and their ratio. Launch it like any PyTorch program:
+"""The PyTorch benchmark: a GPT-style model written with PyTorch's own parallel APIs trained on
+the emulated cluster (tools/netemu) under each backend configuration in turn, and one table:
+tokens per second, the speedup over gloo, the final loss and the bytes each parallel dimension
+put on the wire. Needs root (netemu) and the project's Python environment.
 
-    HYCC_POLICY=baseline torchrun --standalone --nproc-per-node 2 tools/torch_bench.py
+    tools/torch_bench.py                       # FSDP2 x TP, 4 hosts x 2 ranks, 200 Mbit/s
+    tools/torch_bench.py --parallel ddp --configs gloo,fp16,bf16,powersgd,hybrid
 
-Under baseline hycc hands every call to gloo (the ratio is the backend's own overhead: the
-queue to its worker thread, the policy's decision, the Work); under a compressing policy, on
-shared memory, compression costs more than it saves (run it where the network is slow to see
-it win). Prints one table on rank 0.
+Configurations: gloo (PyTorch's own backend), baseline, naive, hybrid, auto (the hycc backend
+under that policy: docs/torch.md, docs/policy.md) and, for --parallel ddp, gloo with PyTorch's
+DDP communication hooks fp16, bf16 and powersgd (rank 4), what a PyTorch user would pick today.
+FSDP2 shards over the hosts; tensor parallelism runs within a host (its ranks talk over shared
+memory, as the GPUs of a node do over NVLink). Each configuration is a run of its own (a hycc
+policy is one per process). Writes DIR/results.json, DIR/README.md and, with gnuplot,
+DIR/tokens_per_s.png.
 """
 import argparse
+import json
 import os
-import statistics
+import pathlib
+import shutil
+import subprocess
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import hycc.torch as ht  # noqa: E402
-
-OPS = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast")
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PEERS = ("fp16", "bf16", "powersgd")
+POLICIES = ("baseline", "naive", "hybrid", "auto")
 
 
-def parse_size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--parallel", choices=("fsdp_tp", "ddp"), default="fsdp_tp")
+    p.add_argument("--configs", default="gloo,baseline,naive,hybrid,auto",
+                   help="comma list of gloo, baseline, naive, hybrid, auto and (ddp) fp16, "
+                        "bf16, powersgd; default %(default)s")
+    p.add_argument("--hosts", type=int, default=4)
+    p.add_argument("--ranks-per-host", type=int, default=2)
+    p.add_argument("--rate", default="200mbit", help="each host's link (tc syntax)")
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--python", default=os.path.expanduser(
+        os.environ.get("HYCC_VENV", "~/.cache/hycc/venv") + "/bin/python"))
+    p.add_argument("--out", default="torch-bench", help="output directory (default %(default)s)")
+    p.add_argument("model", nargs="*", help="extra arguments for tools/torch_train_bench.py "
+                                            "after --, e.g. -- --hidden 512 --layers 4")
+    a = p.parse_args()
+    a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
+    for c in a.configs:
+        if c not in ("gloo",) + POLICIES + PEERS:
+            p.error(f"--configs: unknown configuration '{c}'")
+        if c in PEERS and a.parallel != "ddp":
+            p.error(f"--configs: '{c}' is a DDP communication hook: use --parallel ddp")
+    if "gloo" not in a.configs:
+        a.configs.insert(0, "gloo")  # the reference of every ratio
+    return a
+
+
+def command(a, config):
+    backend = "hycc" if config in POLICIES else "gloo"
+    cmd = [str(ROOT / "tools" / "netemu"), "run", "-q", "--hosts", str(a.hosts),
+           "--ranks-per-host", str(a.ranks_per_host), "--rate", a.rate]
+    if backend == "hycc":
+        cmd += ["--env", f"HYCC_POLICY={config}"]
+        if os.environ.get("HYCC_TORCH_EXTENSION"):
+            cmd += ["--env", "HYCC_TORCH_EXTENSION"]
+    cmd += ["--", a.python, str(ROOT / "tools" / "torch_train_bench.py"), "--backend", backend,
+            "--parallel", a.parallel, "--steps", str(a.steps), "--warmup", str(a.warmup)]
+    if config in PEERS:
+        cmd += ["--hook", config]
+    return cmd + a.model
+
+
+def run(a, config, i):
+    cmd = command(a, config)
+    print(f"[{i}/{len(a.configs)}] {config}: {' '.join(cmd)}", flush=True)
+    start = time.time()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[len("RESULT "):])
+            r["config"] = config
+            print(f"    {r['tokens_per_s']:.0f} tokens/s, {time.time() - start:.0f} s", flush=True)
+            return r
+    sys.exit(f"torch_bench: {config} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n"
+             f"{done.stderr[-3000:]}")
+
+
+def label(r):
+    if r["config"] == "gloo":
+        return "gloo"
+    if r["config"] in PEERS:
+        return f"gloo + DDP {r['config']} hook"
+    return f"hycc {r['config']}"
+
+
+def table(results):
+    gloo = results[0]["tokens_per_s"]
+    dims = sorted({d for r in results for d in r.get("bytes", {})})
+    head = ["configuration", "tokens/s", "x gloo", "final loss"] + [f"{d} MB (ratio)" for d in dims]
+    rows = [head, ["---"] * len(head)]
+    for r in results:
+        final = sum(r["losses"][-3:]) / len(r["losses"][-3:])
+        row = [label(r), f"{r['tokens_per_s']:.0f}", f"{r['tokens_per_s'] / gloo:.2f}",
+               f"{final:.4f}"]
+        for d in dims:
+            raw, wire = r.get("bytes", {}).get(d, [0, 0])
+            row.append(f"{wire / 1e6:.1f} ({raw / wire:.2f}x)" if wire else "-")
+        rows.append(row)
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def plot(results, out):
+    if shutil.which("gnuplot") is None:
+        return "gnuplot is not installed: no plot"
+    data = out / "tokens_per_s.dat"
+    data.write_text("".join(f'"{label(r)}" {r["tokens_per_s"]:.1f}\n' for r in results))
+    script = (f'set terminal pngcairo size 900,420\nset output "{out / "tokens_per_s.png"}"\n'
+              'set style fill solid 0.6\nset boxwidth 0.6\nset ylabel "tokens/s"\n'
+              'set xtics rotate by -20\nset grid y\nunset key\nset yrange [0:*]\n'
+              f'plot "{data}" using 0:2:xtic(1) with boxes\n')
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--op", choices=OPS, default="all_reduce")
-    p.add_argument("--sizes", default="4K,64K,1M,16M",
-                   help="message sizes in bytes of float32 (K, M suffixes); default %(default)s")
-    p.add_argument("--iters", type=int, default=20, help="calls per timed round")
-    p.add_argument("--rounds", type=int, default=5, help="timed rounds per size and backend")
-    p.add_argument("--warmup", type=int, default=5)
-    args = p.parse_args()
-    sizes = [parse_size(s) for s in args.sizes.split(",")]
-    if any(s <= 0 or s % 4 for s in sizes):
-        p.error("--sizes: positive multiples of 4 bytes")
-
-    torch.set_num_threads(1)
-    dist.init_process_group("hycc")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    gloo = dist.new_group(backend="gloo")
-
-    def call(group, x, out):
-        if args.op == "all_reduce":
-            dist.all_reduce(x, group=group)
-        elif args.op == "all_gather_into_tensor":
-            dist.all_gather_into_tensor(out, x, group=group)
-        elif args.op == "reduce_scatter_tensor":
-            dist.reduce_scatter_tensor(x[: x.numel() // world], x, group=group)
-        else:
-            dist.broadcast(x, 0, group=group)
-
-    def median_seconds(group, count):
-        """Seconds per call: rounds of back-to-back calls, the median round, the slowest rank."""
-        x = torch.randn(count)
-        out = torch.empty(count * world)
-        for _ in range(args.warmup):
-            call(group, x, out)
-        rounds = []
-        for _ in range(args.rounds):
-            dist.barrier(group=gloo)
-            t = time.perf_counter()
-            for _ in range(args.iters):
-                call(group, x, out)
-            rounds.append((time.perf_counter() - t) / args.iters)
-        slowest = torch.tensor([statistics.median(rounds)], dtype=torch.float64)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=gloo)
-        return float(slowest)
-
-    if rank == 0:
-        print(f"# {args.op}, {world} ranks, hycc policy {ht.policy_name()}; time per call: "
-              f"{args.rounds} rounds of {args.iters} calls, the median round, the slowest rank")
-        print(f"{'bytes':>10} {'gloo us':>10} {'hycc us':>10} {'hycc/gloo':>10}")
-    for size in sizes:
-        count = size // 4
-        g, h = median_seconds(gloo, count), median_seconds(None, count)
-        if rank == 0:
-            print(f"{size:>10} {g * 1e6:>10.1f} {h * 1e6:>10.1f} {h / g:>10.2f}", flush=True)
-    dist.destroy_process_group()
+    a = parse_args()
+    if os.geteuid() != 0:
+        sys.exit("torch_bench: tools/netemu needs root")
+    out = pathlib.Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"torch_bench: {len(a.configs)} runs of {a.warmup + a.steps} steps, {a.parallel}, "
+          f"{a.hosts} hosts x {a.ranks_per_host} ranks at {a.rate}; about a minute each",
+          flush=True)
+    results = [run(a, c, i + 1) for i, c in enumerate(a.configs)]
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    first = results[0]
+    text = (f"# PyTorch training on the emulated cluster\n\n{a.parallel}, {a.hosts} hosts x "
+            f"{a.ranks_per_host} ranks, {a.rate} per host link, {first['params']} parameters, "
+            f"median of {a.steps} steps after {a.warmup}; command: "
+            f"`{' '.join(['tools/torch_bench.py'] + sys.argv[1:])}`\n\n{table(results)}\n")
+    problem = plot(results, out)
+    text += f"\n{problem}\n" if problem else "\n![tokens/s](tokens_per_s.png)\n"
+    (out / "README.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <utility>
 
@@ -14,6 +16,7 @@
 #include "hycc/policy.h"
 #include "hycc/policy_engine.h"
 #include "policy/comm_names.h"
+#include "policy/engine_calls.h"
 #include "torch/torch_group.h"
 
 namespace hycc::torch_backend {
@@ -182,46 +185,39 @@ std::string dimension_from_description(const std::string& description) {
 }
 
 HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
-                         c10::intrusive_ptr<c10d::Backend> wire)
-    : Backend(inner->getRank(), inner->getSize()),
-      inner_(std::move(inner)),
-      wire_(std::move(wire)),
-      worker_([this] { work_loop(); }) {
-  try {
-    description_overrides();
-  } catch (...) {
-    stop_worker();
-    throw;
-  }
+                         c10::intrusive_ptr<c10d::Backend> reductions_wire,
+                         c10::intrusive_ptr<c10d::Backend> gathers_wire)
+    : Backend(inner->getRank(), inner->getSize()), inner_(std::move(inner)) {
+  description_overrides();  // a bad HYCC_TORCH_DIMENSIONS fails init_process_group
+  lanes_[kReductions] = std::make_unique<CallLane>(std::move(reductions_wire));
+  lanes_[kGathers] = std::make_unique<CallLane>(std::move(gathers_wire));
+  waiter_ = std::make_unique<CallLane>(nullptr);
 }
 
-HyccBackend::~HyccBackend() { stop_worker(); }
+HyccBackend::~HyccBackend() { stop_lanes(); }
 
-void HyccBackend::stop_worker() {
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+void HyccBackend::stop_lanes() {
+  for (auto& lane : lanes_) {
+    if (lane) lane->stop();
   }
-  wake_.notify_all();
-  if (!worker_.joinable()) return;
-  if (worker_.get_id() == std::this_thread::get_id()) {
-    worker_.detach();  // the last reference went in a call's completion: the loop ends by itself
-  } else {
-    worker_.join();
-  }
+  if (waiter_) waiter_->stop();
+}
+
+HyccBackend::Lane HyccBackend::lane_of(Operation op) {
+  return op == Operation::kAllreduce || op == Operation::kReduceScatter ? kReductions : kGathers;
 }
 
 void HyccBackend::shutdown() {
   // The default group ends the program's hycc traffic (destroy_process_group): HYCC_LOG's summary
   // and JSON statistics of all ranks, as the drop-in library writes them at MPI_Finalize.
-  if (getGroupDesc() == "default_pg" && worker_.joinable()) {
-    enqueue(c10d::OpType::UNKNOWN, {}, [this] {
+  if (getGroupDesc() == "default_pg" && lanes_[kReductions]->running()) {
+    enqueue(Operation::kAllreduce, c10d::OpType::UNKNOWN, {}, [this] {
       engine().finish(communicator(Operation::kAllreduce));
     })->wait();
   }
-  stop_worker();  // the calls made so far run first
+  stop_lanes();  // the calls made so far run first
   inner_->shutdown();
-  wire_->shutdown();
+  for (auto& lane : lanes_) lane->wire()->shutdown();
 }
 
 void HyccBackend::set_dimension(const std::string& dimension) {
@@ -230,10 +226,10 @@ void HyccBackend::set_dimension(const std::string& dimension) {
                                  "'): expected dp, tp, pp, zero or embedding"));
   }
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (comm_) {
+  if (started_) {
     throw InvalidArgument(tagged("torch", "set_dimension('", dimension, "') on group '",
                                  getGroupDesc(), "' after its first call (it runs as '",
-                                 comm_->name(), "')"));
+                                 comms_[kReductions].comm->name(), "')"));
   }
   dimension_ = dimension;
   dimension_set_ = true;
@@ -241,57 +237,100 @@ void HyccBackend::set_dimension(const std::string& dimension) {
 
 std::string HyccBackend::dimension() const {
   const std::lock_guard<std::mutex> lock(mutex_);
-  return comm_ ? comm_->name() : dimension_;
+  return started_ ? comms_[kReductions].comm->name() : dimension_;
 }
 
 const Communicator& HyccBackend::communicator(Operation op) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (!comm_) {
+  if (!started_) {
     const std::string name =
         dimension_set_ ? dimension_ : dimension_from_description(getGroupDesc());
-    auto group = std::make_shared<TorchGroup>(wire_, getGroupDesc());
-    comm_ = Communicator::over(group, name);
-    // On a data-parallel group, DDP reduces with allreduce; FSDP (ZeRO-3) reduce-scatters the
-    // gradients (zero_grad) and all-gathers the parameters (zero_param).
-    if (name == "dp") zero_comm_ = Communicator::over(group, "zero");
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      auto group = std::make_shared<TorchGroup>(lanes_[l]->wire(), getGroupDesc());
+      comms_[l].comm = Communicator::over(group, name);
+      // On a data-parallel group, DDP reduces with allreduce; FSDP (ZeRO-3) reduce-scatters the
+      // gradients (zero_grad) and all-gathers the parameters (zero_param).
+      if (name == "dp") comms_[l].zero = Communicator::over(group, "zero");
+    }
+    started_ = true;
   }
-  if (zero_comm_ && (op == Operation::kReduceScatter || op == Operation::kAllgather)) {
-    return *zero_comm_;
-  }
-  return *comm_;
+  const LaneComms& c = comms_[lane_of(op)];
+  if (c.zero && (op == Operation::kReduceScatter || op == Operation::kAllgather)) return *c.zero;
+  return *c.comm;
 }
 
-WorkPtr HyccBackend::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+WorkPtr HyccBackend::enqueue(Operation op, c10d::OpType type, std::vector<at::Tensor> outputs,
                              std::function<void()> call) {
   auto work = c10::make_intrusive<HyccWork>(getRank(), type, std::move(outputs));
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back([work, call = std::move(call)] {
-      std::exception_ptr error;
-      try {
-        call();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      work->complete(error);
-    });
-  }
-  wake_.notify_one();
+  lanes_[lane_of(op)]->push([work, call = std::move(call)] {
+    std::exception_ptr error;
+    try {
+      call();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work->complete(error);
+  });
   return work;
 }
 
-void HyccBackend::work_loop() {
-  for (;;) {
-    std::function<void()> task;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      task = std::move(queue_.front());
-      queue_.pop_front();
+std::optional<PolicyDecision> HyccBackend::uncompressed(Operation op, size_t bytes,
+                                                        const at::Tensor& like) {
+  PolicyEngine& e = engine();
+  if (e.policy().adaptive()) return std::nullopt;  // its choice needs the lane's measurements
+  const Communicator& comm = communicator(op);
+  PolicyDecision d = e.policy().decide(dimension_of(comm, op), op, bytes, *hycc_dtype(like));
+  // What the policy path would compress (policy_calls.cc): everything else runs as gloo's own.
+  const bool compresses = getSize() > 1 && bytes > 0 && bytes >= d.threshold_bytes &&
+                          (d.gradient || d.options.codec.id() != CodecId::kNone);
+  if (compresses) return std::nullopt;
+  policy::EngineCalls::log_decision(e, comm, op, bytes, d);
+  return d;
+}
+
+WorkPtr HyccBackend::direct(Operation op, const PolicyDecision& decision, size_t bytes,
+                            const WorkPtr& work, std::vector<at::Tensor> outputs,
+                            std::function<void()> after) {
+  auto done = c10::make_intrusive<HyccWork>(getRank(), work->retrieveOpType(), std::move(outputs));
+  const Communicator* comm = &communicator(op);  // lives as long as the backend
+  const auto start = std::chrono::steady_clock::now();
+  auto finish = [done, comm, op, decision, bytes, start,
+                 after = std::move(after)](std::exception_ptr error) {
+    if (!error) {
+      try {
+        if (after) after();
+        CollectiveStats call;
+        call.algorithm = Algorithm::kNative;
+        call.message_bytes = call.raw_bytes = call.wire_bytes = bytes;
+        call.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        policy::EngineCalls::record(engine(), *comm, op, decision, call);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    task();
+    done->complete(error);
+  };
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  try {
+    future = work->getFuture();
+  } catch (const std::exception&) {
+    // Some of gloo's Works have no future (_reduce_scatter_base): the waiter waits for them, in
+    // the order they were made.
+    waiter_->push([work, finish] {
+      std::exception_ptr error;
+      try {
+        work->wait();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      finish(error);
+    });
+    return done;
   }
+  future->addCallback(
+      [finish](c10::ivalue::Future& f) { finish(f.hasError() ? f.exception_ptr() : nullptr); });
+  return done;
 }
 
 // ---- the calls hycc runs ------------------------------------------------------------------------
@@ -302,7 +341,17 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || !op) {
     return inner_->allreduce(tensors, opts);
   }
-  return enqueue(c10d::OpType::ALLREDUCE, tensors,
+  if (const auto decision = uncompressed(Operation::kAllreduce, tensors[0].nbytes(), tensors[0])) {
+    at::Tensor t = tensors[0];
+    premultiply(opts.reduceOp, t);
+    c10d::AllreduceOptions sum = opts;
+    sum.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
+    std::function<void()> after;
+    if (*op == ReduceOp::kAverage) after = [t, p = getSize()]() mutable { t.div_(p); };
+    return direct(Operation::kAllreduce, *decision, t.nbytes(), inner_->allreduce(tensors, sum),
+                  tensors, std::move(after));
+  }
+  return enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
                  [this, t = tensors[0], reduce = opts.reduceOp, op = *op]() mutable {
                    premultiply(reduce, t);
                    const TensorView v = view_of(t);
@@ -317,7 +366,20 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
       output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize()) {
     return inner_->_reduce_scatter_base(output, input, opts);
   }
-  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+  if (const auto decision = uncompressed(Operation::kReduceScatter, input.nbytes(), input)) {
+    at::Tensor send = input;
+    if (opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) {
+      send = input.clone();  // the caller's input stays as it is
+      premultiply(opts.reduceOp, send);
+    }
+    c10d::ReduceScatterOptions sum = opts;
+    sum.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
+    std::function<void()> after;
+    if (*op == ReduceOp::kAverage) after = [out = output, p = getSize()]() mutable { out.div_(p); };
+    return direct(Operation::kReduceScatter, *decision, input.nbytes(),
+                  inner_->_reduce_scatter_base(output, send, sum), {output}, std::move(after));
+  }
+  return enqueue(Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
                  [this, out = output, in = input, reduce = opts.reduceOp, op = *op] {
                    at::Tensor send = in;
                    if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
@@ -335,10 +397,15 @@ WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
       output.numel() != input.numel() * getSize()) {
     return inner_->_allgather_base(output, input, opts);
   }
-  return enqueue(c10d::OpType::_ALLGATHER_BASE, {output}, [this, out = output, in = input] {
-    hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(out),
-                    policy_options());
-  });
+  if (const auto decision = uncompressed(Operation::kAllgather, output.nbytes(), output)) {
+    return direct(Operation::kAllgather, *decision, output.nbytes(),
+                  inner_->_allgather_base(output, input, opts), {output});
+  }
+  return enqueue(Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
+                 [this, out = output, in = input] {
+                   hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(out),
+                                   policy_options());
+                 });
 }
 
 WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -351,14 +418,22 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                              o.numel() == inputs[0].numel();
                     });
   if (!same) return inner_->allgather(outputs, inputs, opts);
-  return enqueue(c10d::OpType::ALLGATHER, outputs[0], [this, outs = outputs[0], in = inputs[0]] {
-    at::Tensor flat = at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
-    hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(flat),
-                    policy_options());
-    for (size_t j = 0; j < outs.size(); ++j) {
-      outs[j].view({-1}).copy_(flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
-    }
-  });
+  if (const auto decision =
+          uncompressed(Operation::kAllgather, inputs[0].nbytes() * outputs[0].size(), inputs[0])) {
+    return direct(Operation::kAllgather, *decision, inputs[0].nbytes() * outputs[0].size(),
+                  inner_->allgather(outputs, inputs, opts), outputs[0]);
+  }
+  return enqueue(Operation::kAllgather, c10d::OpType::ALLGATHER, outputs[0],
+                 [this, outs = outputs[0], in = inputs[0]] {
+                   at::Tensor flat =
+                       at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
+                   hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(flat),
+                                   policy_options());
+                   for (size_t j = 0; j < outs.size(); ++j) {
+                     outs[j].view({-1}).copy_(
+                         flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
+                   }
+                 });
 }
 
 WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
@@ -366,7 +441,11 @@ WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || opts.rootTensor != 0) {
     return inner_->broadcast(tensors, opts);
   }
-  return enqueue(c10d::OpType::BROADCAST, tensors,
+  if (const auto decision = uncompressed(Operation::kBroadcast, tensors[0].nbytes(), tensors[0])) {
+    return direct(Operation::kBroadcast, *decision, tensors[0].nbytes(),
+                  inner_->broadcast(tensors, opts), tensors);
+  }
+  return enqueue(Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
                  [this, t = tensors[0], root = static_cast<int>(opts.rootRank)] {
                    hycc::broadcast(communicator(Operation::kBroadcast), view_of(t), root,
                                    policy_options());
@@ -382,18 +461,38 @@ WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
       output.numel() != input.numel() || input.numel() % getSize() != 0) {
     return inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
   }
-  return enqueue(c10d::OpType::ALLTOALL_BASE, {output}, [this, out = output, in = input] {
-    hycc::alltoall(communicator(Operation::kAlltoall), view_of(in), view_of(out), policy_options());
-  });
+  if (const auto decision = uncompressed(Operation::kAlltoall, input.nbytes(), input)) {
+    return direct(Operation::kAlltoall, *decision, input.nbytes(),
+                  inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts),
+                  {output});
+  }
+  return enqueue(Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
+                 [this, out = output, in = input] {
+                   hycc::alltoall(communicator(Operation::kAlltoall), view_of(in), view_of(out),
+                                  policy_options());
+                 });
 }
 
 WorkPtr HyccBackend::barrier(const c10d::BarrierOptions& opts) {
-  // After the inner backend's calls (its own barrier) and hycc's (the worker's queue).
+  // After the inner backend's calls (its own barrier) and each lane's: the gathers lane barriers
+  // its wire and says so; the reductions lane barriers its own, waits for that and the inner one.
   WorkPtr inner = inner_->barrier(opts);
-  return enqueue(c10d::OpType::BARRIER, {}, [this, inner] {
-    wire_->barrier()->wait();
-    inner->wait();
+  auto gathers_done = std::make_shared<std::promise<void>>();
+  std::shared_future<void> gathers = gathers_done->get_future().share();
+  lanes_[kGathers]->push([wire = lanes_[kGathers]->wire(), gathers_done] {
+    try {
+      wire->barrier()->wait();
+      gathers_done->set_value();
+    } catch (...) {
+      gathers_done->set_exception(std::current_exception());
+    }
   });
+  return enqueue(Operation::kAllreduce, c10d::OpType::BARRIER, {},
+                 [wire = lanes_[kReductions]->wire(), gathers, inner] {
+                   wire->barrier()->wait();
+                   gathers.get();
+                   inner->wait();
+                 });
 }
 
 // ---- the calls left to the inner backend --------------------------------------------------------

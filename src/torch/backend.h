@@ -1,25 +1,29 @@
 // The hycc c10d backend: what torch.distributed calls for a process group created with backend
-// "hycc" (docs/torch.md). Two gloo backends on the same ranks sit under it: `inner` takes, on the
-// caller's thread, every call hycc does not compress (other reductions, integer types, gather,
-// scatter, object collectives, point to point); `wire` carries hycc's own traffic. The calls hycc
-// runs (allreduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast, all_to_all_single
-// on float32/bf16/f16 CPU tensors) go, in the order they were made, to one worker thread that
-// runs them through the policy (hycc's collectives on a Communicator over the wire); each returns
-// a Work whose future completes, or fails with hycc's message, when the call is done.
+// "hycc" (docs/torch.md). Three gloo backends on the same ranks sit under it: `inner` takes, on
+// the caller's thread, every call hycc does not compress (other reductions, integer types,
+// gather, scatter, object collectives, point to point); two wires carry hycc's own traffic, one
+// per lane (call_lane.h): reductions (allreduce, reduce_scatter_tensor) and gathers
+// (all_gather_into_tensor, all_gather, broadcast, all_to_all_single). For the calls hycc takes
+// (on float32/bf16/f16 CPU tensors) the policy decides on the caller's thread where its rules
+// alone decide: a call it leaves uncompressed is the inner backend's at once, as on gloo. The
+// others go to their lane in the order they were made, where the policy runs them (hycc's
+// collectives on a Communicator over the lane's wire). Each returns a Work whose future
+// completes, or fails with hycc's message, when the call is done.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-#include <condition_variable>
-#include <deque>
+#include <array>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "hycc/collectives.h"
 #include "hycc/comm.h"
+#include "hycc/policy.h"
+#include "torch/call_lane.h"
 
 namespace hycc {
 class PolicyEngine;
@@ -33,7 +37,9 @@ std::string dimension_from_description(const std::string& description);
 
 class HyccBackend final : public c10d::Backend {
  public:
-  HyccBackend(c10::intrusive_ptr<c10d::Backend> inner, c10::intrusive_ptr<c10d::Backend> wire);
+  HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
+              c10::intrusive_ptr<c10d::Backend> reductions_wire,
+              c10::intrusive_ptr<c10d::Backend> gathers_wire);
   ~HyccBackend() override;
 
   const std::string getBackendName() const override { return "hycc"; }
@@ -95,28 +101,41 @@ class HyccBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
  private:
-  // Runs `call` on the worker after the calls before it; the Work completes with `outputs`.
-  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+  enum Lane { kReductions = 0, kGathers = 1 };
+  static Lane lane_of(Operation op);
+  // Runs `call` on the lane of `op` after the calls before it; the Work completes with `outputs`.
+  c10::intrusive_ptr<c10d::Work> enqueue(Operation op, c10d::OpType type,
+                                         std::vector<at::Tensor> outputs,
                                          std::function<void()> call);
-  void work_loop();
-  void stop_worker();
-  // The communicator of the calls (made on the worker at the first call, when torch has set the
-  // group's description).
-  // On a dp group, reduce_scatter and allgather run on a communicator named "zero" (FSDP).
+  // The communicator of a call on the lane of `op` (made at the group's first call, when torch
+  // has set its description). On a dp group, reduce_scatter and allgather run on a communicator
+  // named "zero" (FSDP).
   const Communicator& communicator(Operation op);
+  // The policy's decision for a call of `bytes` (the size the policy path decides on: the
+  // gathered size of an allgather) of `like`'s element type, made here when its rules alone
+  // decide (no adaptive rule), if it leaves the call uncompressed: then gloo runs it at once, on
+  // the inner backend, through direct(). Otherwise nullopt, and the call goes to its lane.
+  std::optional<PolicyDecision> uncompressed(Operation op, size_t bytes, const at::Tensor& like);
+  // A Work that completes with `work` of the inner backend after `after` (AVG's division) ran,
+  // recording the call in the engine's statistics as the policy path records a native one.
+  c10::intrusive_ptr<c10d::Work> direct(Operation op, const PolicyDecision& decision, size_t bytes,
+                                        const c10::intrusive_ptr<c10d::Work>& work,
+                                        std::vector<at::Tensor> outputs,
+                                        std::function<void()> after = {});
+  void stop_lanes();
 
   c10::intrusive_ptr<c10d::Backend> inner_;
-  c10::intrusive_ptr<c10d::Backend> wire_;
-  std::optional<Communicator> comm_;
-  std::optional<Communicator> zero_comm_;
+  std::array<std::unique_ptr<CallLane>, 2> lanes_;
+  std::unique_ptr<CallLane> waiter_;  // completes direct() Works whose gloo Work has no future
+  struct LaneComms {
+    std::optional<Communicator> comm;
+    std::optional<Communicator> zero;
+  };
+  std::array<LaneComms, 2> comms_;
   std::string dimension_;
   bool dimension_set_ = false;
-
+  bool started_ = false;  // a lane's communicators exist
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::thread worker_;
 };
 
 // The process's policy engine, shared by every hycc group: HYCC_POLICY (a preset or a TOML file;

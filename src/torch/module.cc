@@ -27,11 +27,10 @@ PYBIND11_MODULE(_hycc_torch, m) {
   pybind11::register_exception<hycc::InvalidArgument>(m, "InvalidArgument", PyExc_ValueError);
   m.def(
       "create_backend",
-      [](const BackendPtr& inner, const BackendPtr& wire) -> BackendPtr {
-        return c10::make_intrusive<HyccBackend>(inner, wire);
-      },
-      "A hycc backend over an inner backend (the calls hycc leaves) and a wire backend (hycc's "
-      "own traffic) on the same ranks");
+      [](const BackendPtr& inner, const BackendPtr& reductions, const BackendPtr& gathers)
+          -> BackendPtr { return c10::make_intrusive<HyccBackend>(inner, reductions, gathers); },
+      "A hycc backend over an inner backend (the calls hycc leaves) and two wire backends "
+      "(hycc's own traffic: reductions, gathers) on the same ranks");
   m.def(
       "set_dimension",
       [](const BackendPtr& backend, const std::string& dimension) {

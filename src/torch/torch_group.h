@@ -1,8 +1,8 @@
-// hycc's view of a torch process group (comm/group.h): the ranks of a c10d backend, here the
-// gloo backend the hycc backend creates beside the caller's for hycc's own traffic (the "wire").
-// Payloads travel as byte tensors through the wire's send and recv (torch_transport.cc), the
-// small collectives and the native path are the wire's collectives. Only the thread that runs
-// hycc's calls of one backend uses its wire, so the wire sees every rank's calls in one order.
+// hycc's view of a torch process group (comm/group.h): the ranks of a c10d backend, here one of
+// the gloo backends the hycc backend creates beside the caller's for hycc's own traffic (a
+// lane's wire, call_lane.h). Payloads travel as byte tensors through the wire's send and recv
+// (torch_transport.cc), the small collectives and the native path are the wire's collectives.
+// Only the lane's thread uses its wire, so the wire sees every rank's calls in one order.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>

@@ -60,13 +60,16 @@ _ext = _load()
 
 
 def _create(store, rank, size, timeout):
-    """The backend of one process group: hycc over two gloo backends of the same ranks, one for
-    the calls hycc leaves (inner), one for hycc's own traffic (wire)."""
+    """The backend of one process group: hycc over three gloo backends of the same ranks, one
+    for the calls hycc leaves (inner), two for hycc's own traffic (its reductions and its
+    gathers, which run side by side)."""
     if not isinstance(timeout, timedelta):
         timeout = timedelta(seconds=float(timeout))
-    inner = dist.ProcessGroupGloo(dist.PrefixStore("hycc/inner", store), rank, size, timeout)
-    wire = dist.ProcessGroupGloo(dist.PrefixStore("hycc/wire", store), rank, size, timeout)
-    return _ext.create_backend(inner, wire)
+
+    def gloo(prefix):
+        return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, timeout)
+
+    return _ext.create_backend(gloo("hycc/inner"), gloo("hycc/reductions"), gloo("hycc/gathers"))
 
 
 if BACKEND.upper() not in dist.Backend._plugins:

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The cost of one call of the hycc torch.distributed backend next to gloo's, in the same run:
+for each message size, the time per call of an operation on a gloo group and on the hycc group
+(policy from HYCC_POLICY), and their ratio. Launch it like any PyTorch program:
+
+    HYCC_POLICY=baseline torchrun --standalone --nproc-per-node 2 tools/torch_calls_bench.py
+
+Under baseline hycc hands every call to gloo (the ratio is the backend's own overhead: the
+queue to its worker thread, the policy's decision, the Work); under a compressing policy, on
+shared memory, compression costs more than it saves (run it where the network is slow to see
+it win). Prints one table on rank 0.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import hycc.torch as ht  # noqa: E402
+
+OPS = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast")
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", choices=OPS, default="all_reduce")
+    p.add_argument("--sizes", default="4K,64K,1M,16M",
+                   help="message sizes in bytes of float32 (K, M suffixes); default %(default)s")
+    p.add_argument("--iters", type=int, default=20, help="calls per timed round")
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds per size and backend")
+    p.add_argument("--warmup", type=int, default=5)
+    args = p.parse_args()
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    if any(s <= 0 or s % 4 for s in sizes):
+        p.error("--sizes: positive multiples of 4 bytes")
+
+    torch.set_num_threads(1)
+    dist.init_process_group("hycc")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    gloo = dist.new_group(backend="gloo")
+
+    def call(group, x, out):
+        if args.op == "all_reduce":
+            dist.all_reduce(x, group=group)
+        elif args.op == "all_gather_into_tensor":
+            dist.all_gather_into_tensor(out, x, group=group)
+        elif args.op == "reduce_scatter_tensor":
+            dist.reduce_scatter_tensor(x[: x.numel() // world], x, group=group)
+        else:
+            dist.broadcast(x, 0, group=group)
+
+    def median_seconds(group, count):
+        """Seconds per call: rounds of back-to-back calls, the median round, the slowest rank."""
+        x = torch.randn(count)
+        out = torch.empty(count * world)
+        for _ in range(args.warmup):
+            call(group, x, out)
+        rounds = []
+        for _ in range(args.rounds):
+            dist.barrier(group=gloo)
+            t = time.perf_counter()
+            for _ in range(args.iters):
+                call(group, x, out)
+            rounds.append((time.perf_counter() - t) / args.iters)
+        slowest = torch.tensor([statistics.median(rounds)], dtype=torch.float64)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=gloo)
+        return float(slowest)
+
+    if rank == 0:
+        print(f"# {args.op}, {world} ranks, hycc policy {ht.policy_name()}; time per call: "
+              f"{args.rounds} rounds of {args.iters} calls, the median round, the slowest rank")
+        print(f"{'bytes':>10} {'gloo us':>10} {'hycc us':>10} {'hycc/gloo':>10}")
+    for size in sizes:
+        count = size // 4
+        g, h = median_seconds(gloo, count), median_seconds(None, count)
+        if rank == 0:
+            print(f"{size:>10} {g * 1e6:>10.1f} {h * 1e6:>10.1f} {h / g:>10.2f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
