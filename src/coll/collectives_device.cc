@@ -38,7 +38,7 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
                     const DeviceAlgorithmOptions& options, size_t message_bytes,
                     std::chrono::steady_clock::time_point start, Run&& algorithm,
                     Algorithm ran = Algorithm::kRing) {
-  const int tag = internal_tag(comm.mpi(), options.tag, op);
+  const int tag = internal_tag(comm, options.tag, op);
   const std::unique_ptr<Transport> transport = make_transport(comm, ops, options, tag, true);
   DeviceContext ctx{.rank = comm.rank(),
                     .size = comm.size(),

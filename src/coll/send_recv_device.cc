@@ -56,7 +56,7 @@ void coll::run_send_device(const Communicator& comm, ConstTensorView data, int d
     check.fail(tagged("coll", "send_device: codec spec longer than ", kMaxSpecBytes, " bytes"));
   }
   dev::settle(check, comm, unavailable, false);
-  const int itag = comm::device_p2p_tag(comm.mpi(), tag);
+  const int itag = comm::device_p2p_tag(comm, tag);
   const coll::Segments segs{data.count, coll::segment_elems(options.segment_bytes, data.dtype)};
   const std::string& spec = options.codec.spec();
 
@@ -115,7 +115,7 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
   }
   dev::check_device_options(check, comm, Operation::kSendRecv, options);
   dev::settle(check, comm, unavailable, false);
-  const int itag = comm::device_p2p_tag(comm.mpi(), tag);
+  const int itag = comm::device_p2p_tag(comm, tag);
 
   // The envelope, of a size only the sender knew.
   MPI_Message message;

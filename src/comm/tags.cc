@@ -34,18 +34,14 @@ int tag_in_slot(int64_t ub, int user_tag, int64_t slot) {
 
 }  // namespace
 
-int64_t max_user_tag(MPI_Comm comm) { return max_user_tag_below(mpi_tag_upper_bound(comm)); }
 int64_t max_user_tag(const Communicator& comm) { return max_user_tag_below(tag_upper_bound(comm)); }
 
-int internal_tag(MPI_Comm comm, int user_tag, Operation op) {
-  return tag_in_slot(mpi_tag_upper_bound(comm), user_tag, static_cast<int64_t>(op) + 1);
-}
 int internal_tag(const Communicator& comm, int user_tag, Operation op) {
   return tag_in_slot(tag_upper_bound(comm), user_tag, static_cast<int64_t>(op) + 1);
 }
 
-int device_p2p_tag(MPI_Comm comm, int user_tag) {
-  return tag_in_slot(mpi_tag_upper_bound(comm), user_tag, 7);
+int device_p2p_tag(const Communicator& comm, int user_tag) {
+  return tag_in_slot(tag_upper_bound(comm), user_tag, 7);
 }
 
 int reserved_tag(MPI_Comm comm) { return static_cast<int>(mpi_tag_upper_bound(comm) / 2 + 1); }

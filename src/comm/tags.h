@@ -17,15 +17,13 @@ namespace hycc::comm {
 
 // hycc's tag for `op` with user tag `user_tag`. Throws InvalidArgument if user_tag is negative
 // or the result exceeds MPI_TAG_UB.
-int internal_tag(MPI_Comm comm, int user_tag, Operation op);
-int internal_tag(const Communicator& comm, int user_tag, Operation op);  // MPI's or a group's
+int internal_tag(const Communicator& comm, int user_tag, Operation op);
 // The tag of device point to point (send_device/recv_device) with `user_tag`.
-int device_p2p_tag(MPI_Comm comm, int user_tag);
+int device_p2p_tag(const Communicator& comm, int user_tag);
 // base + 0: a tag of hycc's that no operation uses (the NCCL stand-in's, the calibration's).
-int reserved_tag(MPI_Comm comm);
+int reserved_tag(MPI_Comm comm);  // the NCCL stand-in has only the MPI communicator
 int reserved_tag(const Communicator& comm);
 // The largest user tag hycc accepts on `comm`.
-int64_t max_user_tag(MPI_Comm comm);
 int64_t max_user_tag(const Communicator& comm);
 
 // Counts as int for MPI calls; throws InvalidArgument past INT_MAX.

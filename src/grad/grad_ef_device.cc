@@ -39,7 +39,7 @@ GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, Grad
   ops.subtract(acc, tmp, residual, n);
 
   const auto c0 = std::chrono::steady_clock::now();
-  const int tag = comm::internal_tag(s.comm.mpi(), s.options.tag, Operation::kAllreduce);
+  const int tag = comm::internal_tag(s.comm, s.options.tag, Operation::kAllreduce);
   const std::unique_ptr<comm::Transport> transport =
       comm::make_transport(s.comm, ops, s.options, tag, true);
   std::vector<Payload> all;

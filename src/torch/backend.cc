@@ -24,7 +24,8 @@ namespace {
 
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
-// A call on the worker: completed (or failed, with hycc's exception) by the worker. wait()
+// A call of the backend: completed (or failed, with hycc's exception) by its lane, or when the
+// inner backend's Work completes (direct()). wait()
 // rethrows the failure, as c10d's Work does, and honours its timeout; the future carries the
 // output tensors (what DDP's communication hooks read) or the failure.
 class HyccWork final : public c10d::Work {

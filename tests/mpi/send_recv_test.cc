@@ -115,7 +115,7 @@ TEST(SendRecv, MessagesOnOneTagStayInOrder) {
 TEST(SendRecv, ForeignOrCorruptMessageIsCorruptStream) {
   const int p = world().size(), r = world().rank();
   if (p % 2 == 1 && r == p - 1) return;
-  const int tag = comm::internal_tag(world().mpi(), 11, Operation::kSendRecv);
+  const int tag = comm::internal_tag(world(), 11, Operation::kSendRecv);
   if (r % 2 == 0) {
     // An envelope (magic, f32, 4 elements, 1 segment of 4) and a stream with a flipped bit.
     const std::vector<float> values = {1, 2, 3, 4};
