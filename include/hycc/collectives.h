@@ -49,7 +49,8 @@
 
 namespace hycc {
 
-class PolicyEngine;  // hycc/policy_engine.h
+class PolicyEngine;     // hycc/policy_engine.h
+struct PolicyDecision;  // hycc/policy.h
 
 // The operations, as policies, statistics and tags name them (kSendRecv: send and recv).
 enum class Operation : uint8_t {
@@ -153,6 +154,11 @@ struct CallIdentity {
   // chooses: PowerSGD compresses each matrix among them. Empty: one flat tensor. The caller's
   // memory, read during the call.
   std::span<const std::vector<size_t>> pieces;
+  // The decision a caller that routes on the policy has already taken for this call
+  // (PolicyEngine::decide on the same communicator, operation, message size and dtype: the MPI
+  // drop-in, the torch backend): the call takes it instead of deciding again; an adaptive rule's
+  // decision still picks its candidate (PolicyEngine::choose). Read during the call only.
+  const PolicyDecision* decision = nullptr;
 };
 
 // The options of a host collective: how it runs, and who it is.

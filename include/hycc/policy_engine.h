@@ -133,6 +133,10 @@ class PolicyEngine {
   // decides alike. A send (op kSendRecv) never communicates to decide: without link figures
   // for comm it takes the rule's compressor, and it measures codecs on this rank alone.
   PolicyDecision choose(const Communicator& comm, Operation op, size_t bytes, DType dtype);
+  // choose() for a call whose decide() the caller has already taken (`decided`, for the same
+  // communicator, operation, size and dtype): the same result without deciding again.
+  PolicyDecision choose(const Communicator& comm, Operation op, size_t bytes, DType dtype,
+                        PolicyDecision decided);
   // Measures comm's links now (again), for the adaptive rules. Collective over comm.
   LinkFigures calibrate(const Communicator& comm);
   // Sets comm's link figures instead of measuring them; call it with the same figures on every

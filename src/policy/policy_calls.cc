@@ -39,7 +39,9 @@ class PolicyCall {
         comm_(comm),
         op_(op),
         caller_(caller),
-        decision_(engine_.choose(comm, op, message.bytes(), message.dtype)),
+        decision_(caller.decision != nullptr
+                      ? engine_.choose(comm, op, message.bytes(), message.dtype, *caller.decision)
+                      : engine_.choose(comm, op, message.bytes(), message.dtype)),
         start_(std::chrono::steady_clock::now()) {
     const size_t bytes = message.bytes();
     policy::EngineCalls::log_decision(engine_, comm, op, bytes, decision_);

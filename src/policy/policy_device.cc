@@ -19,7 +19,8 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
                      const std::function<GradStepStats(DeviceGradCompressor&,
                                                        const DeviceCollectiveOptions&)>& gradient) {
   PolicyEngine& engine = *options.policy;
-  const PolicyDecision decision = engine.decide(comm, op, bytes, dtype);
+  const PolicyDecision decision =
+      options.decision != nullptr ? *options.decision : engine.decide(comm, op, bytes, dtype);
   EngineCalls::log_decision(engine, comm, op, bytes, decision);
   CollectiveStats stats;
   DeviceCollectiveOptions inner = options;

@@ -53,14 +53,18 @@ std::string choice_line(const PolicyDecision& d, const std::optional<ModelledTim
 
 PolicyDecision PolicyEngine::choose(const Communicator& comm, Operation op, size_t bytes,
                                     DType dtype) {
+  return choose(comm, op, bytes, dtype, policy_.decide(dimension_of(comm, op), op, bytes, dtype));
+}
+
+PolicyDecision PolicyEngine::choose(const Communicator& comm, Operation op, size_t bytes,
+                                    DType dtype, PolicyDecision decided) {
   const Dimension dim = dimension_of(comm, op);
-  PolicyDecision fallback = policy_.decide(dim, op, bytes, dtype);
-  if (fallback.rule < 0) return fallback;
-  const size_t rule = static_cast<size_t>(fallback.rule);
+  if (decided.rule < 0) return decided;
+  const size_t rule = static_cast<size_t>(decided.rule);
   const bool collective = op != Operation::kSendRecv;
-  if (!policy_.rules()[rule].adaptive() || bytes == 0 || bytes < fallback.threshold_bytes ||
+  if (!policy_.rules()[rule].adaptive() || bytes == 0 || bytes < decided.threshold_bytes ||
       (collective && comm.size() < 2)) {
-    return fallback;
+    return decided;
   }
   policy::Calibration* cal = nullptr;
   {
@@ -68,7 +72,7 @@ PolicyDecision PolicyEngine::choose(const Communicator& comm, Operation op, size
     cal = &policy::calibration_of(comm);
   }
   if (!cal->link) {
-    if (!collective) return fallback;  // a send cannot measure the link alone
+    if (!collective) return decided;  // a send cannot measure the link alone
     cal->link = policy::measure_link(comm);
   }
 

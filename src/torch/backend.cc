@@ -104,9 +104,11 @@ void premultiply(const c10d::ReduceOp& op, at::Tensor& t) {
   }
 }
 
-CollectiveOptions policy_options() {
+// `decision`: the one route() took on the caller's thread, if any.
+CollectiveOptions policy_options(const std::optional<PolicyDecision>& decision) {
   CollectiveOptions o;
   o.policy = &engine();
+  o.decision = decision ? &*decision : nullptr;
   return o;
 }
 
@@ -275,18 +277,18 @@ WorkPtr HyccBackend::enqueue(Operation op, c10d::OpType type, std::vector<at::Te
   return work;
 }
 
-std::optional<PolicyDecision> HyccBackend::uncompressed(Operation op, size_t bytes,
-                                                        const at::Tensor& like) {
+HyccBackend::Routing HyccBackend::route(Operation op, size_t bytes, const at::Tensor& like) {
   PolicyEngine& e = engine();
-  if (e.policy().adaptive()) return std::nullopt;  // its choice needs the lane's measurements
+  if (e.policy().adaptive()) return {};  // its choice needs the lane's measurements
   const Communicator& comm = communicator(op);
-  PolicyDecision d = e.policy().decide(dimension_of(comm, op), op, bytes, *hycc_dtype(like));
+  Routing r;
+  r.decision = e.decide(comm, op, bytes, *hycc_dtype(like));
+  const PolicyDecision& d = *r.decision;
   // What the policy path would compress (policy_calls.cc): everything else runs as gloo's own.
-  const bool compresses = getSize() > 1 && bytes > 0 && bytes >= d.threshold_bytes &&
-                          (d.gradient || d.options.codec.id() != CodecId::kNone);
-  if (compresses) return std::nullopt;
-  policy::EngineCalls::log_decision(e, comm, op, bytes, d);
-  return d;
+  r.compresses = getSize() > 1 && bytes > 0 && bytes >= d.threshold_bytes &&
+                 (d.gradient || d.options.codec.id() != CodecId::kNone);
+  if (!r.compresses) policy::EngineCalls::log_decision(e, comm, op, bytes, d);
+  return r;
 }
 
 WorkPtr HyccBackend::direct(Operation op, const PolicyDecision& decision, size_t bytes,
@@ -342,22 +344,24 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || !op) {
     return inner_->allreduce(tensors, opts);
   }
-  if (const auto decision = uncompressed(Operation::kAllreduce, tensors[0].nbytes(), tensors[0])) {
+  const Routing r = route(Operation::kAllreduce, tensors[0].nbytes(), tensors[0]);
+  if (!r.compresses) {
     at::Tensor t = tensors[0];
     premultiply(opts.reduceOp, t);
     c10d::AllreduceOptions sum = opts;
     sum.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
     std::function<void()> after;
     if (*op == ReduceOp::kAverage) after = [t, p = getSize()]() mutable { t.div_(p); };
-    return direct(Operation::kAllreduce, *decision, t.nbytes(), inner_->allreduce(tensors, sum),
+    return direct(Operation::kAllreduce, *r.decision, t.nbytes(), inner_->allreduce(tensors, sum),
                   tensors, std::move(after));
   }
-  return enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
-                 [this, t = tensors[0], reduce = opts.reduceOp, op = *op]() mutable {
-                   premultiply(reduce, t);
-                   const TensorView v = view_of(t);
-                   hycc::allreduce(communicator(Operation::kAllreduce), v, v, op, policy_options());
-                 });
+  return enqueue(
+      Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
+      [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision]() mutable {
+        premultiply(reduce, t);
+        const TensorView v = view_of(t);
+        hycc::allreduce(communicator(Operation::kAllreduce), v, v, op, policy_options(decision));
+      });
 }
 
 WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -367,7 +371,8 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
       output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize()) {
     return inner_->_reduce_scatter_base(output, input, opts);
   }
-  if (const auto decision = uncompressed(Operation::kReduceScatter, input.nbytes(), input)) {
+  const Routing r = route(Operation::kReduceScatter, input.nbytes(), input);
+  if (!r.compresses) {
     at::Tensor send = input;
     if (opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) {
       send = input.clone();  // the caller's input stays as it is
@@ -377,19 +382,20 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
     sum.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
     std::function<void()> after;
     if (*op == ReduceOp::kAverage) after = [out = output, p = getSize()]() mutable { out.div_(p); };
-    return direct(Operation::kReduceScatter, *decision, input.nbytes(),
+    return direct(Operation::kReduceScatter, *r.decision, input.nbytes(),
                   inner_->_reduce_scatter_base(output, send, sum), {output}, std::move(after));
   }
-  return enqueue(Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-                 [this, out = output, in = input, reduce = opts.reduceOp, op = *op] {
-                   at::Tensor send = in;
-                   if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
-                     send = in.clone();  // the caller's input stays as it is
-                     premultiply(reduce, send);
-                   }
-                   hycc::reduce_scatter(communicator(Operation::kReduceScatter), view_of(send),
-                                        view_of(out), op, policy_options());
-                 });
+  return enqueue(
+      Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+      [this, out = output, in = input, reduce = opts.reduceOp, op = *op, decision = r.decision] {
+        at::Tensor send = in;
+        if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
+          send = in.clone();  // the caller's input stays as it is
+          premultiply(reduce, send);
+        }
+        hycc::reduce_scatter(communicator(Operation::kReduceScatter), view_of(send), view_of(out),
+                             op, policy_options(decision));
+      });
 }
 
 WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -398,14 +404,15 @@ WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
       output.numel() != input.numel() * getSize()) {
     return inner_->_allgather_base(output, input, opts);
   }
-  if (const auto decision = uncompressed(Operation::kAllgather, output.nbytes(), output)) {
-    return direct(Operation::kAllgather, *decision, output.nbytes(),
+  const Routing r = route(Operation::kAllgather, output.nbytes(), output);
+  if (!r.compresses) {
+    return direct(Operation::kAllgather, *r.decision, output.nbytes(),
                   inner_->_allgather_base(output, input, opts), {output});
   }
   return enqueue(Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
-                 [this, out = output, in = input] {
+                 [this, out = output, in = input, decision = r.decision] {
                    hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(out),
-                                   policy_options());
+                                   policy_options(decision));
                  });
 }
 
@@ -419,17 +426,17 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                              o.numel() == inputs[0].numel();
                     });
   if (!same) return inner_->allgather(outputs, inputs, opts);
-  if (const auto decision =
-          uncompressed(Operation::kAllgather, inputs[0].nbytes() * outputs[0].size(), inputs[0])) {
-    return direct(Operation::kAllgather, *decision, inputs[0].nbytes() * outputs[0].size(),
+  const Routing r = route(Operation::kAllgather, inputs[0].nbytes() * outputs[0].size(), inputs[0]);
+  if (!r.compresses) {
+    return direct(Operation::kAllgather, *r.decision, inputs[0].nbytes() * outputs[0].size(),
                   inner_->allgather(outputs, inputs, opts), outputs[0]);
   }
   return enqueue(Operation::kAllgather, c10d::OpType::ALLGATHER, outputs[0],
-                 [this, outs = outputs[0], in = inputs[0]] {
+                 [this, outs = outputs[0], in = inputs[0], decision = r.decision] {
                    at::Tensor flat =
                        at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
                    hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(flat),
-                                   policy_options());
+                                   policy_options(decision));
                    for (size_t j = 0; j < outs.size(); ++j) {
                      outs[j].view({-1}).copy_(
                          flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
@@ -442,15 +449,17 @@ WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || opts.rootTensor != 0) {
     return inner_->broadcast(tensors, opts);
   }
-  if (const auto decision = uncompressed(Operation::kBroadcast, tensors[0].nbytes(), tensors[0])) {
-    return direct(Operation::kBroadcast, *decision, tensors[0].nbytes(),
+  const Routing r = route(Operation::kBroadcast, tensors[0].nbytes(), tensors[0]);
+  if (!r.compresses) {
+    return direct(Operation::kBroadcast, *r.decision, tensors[0].nbytes(),
                   inner_->broadcast(tensors, opts), tensors);
   }
-  return enqueue(Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
-                 [this, t = tensors[0], root = static_cast<int>(opts.rootRank)] {
-                   hycc::broadcast(communicator(Operation::kBroadcast), view_of(t), root,
-                                   policy_options());
-                 });
+  return enqueue(
+      Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
+      [this, t = tensors[0], root = static_cast<int>(opts.rootRank), decision = r.decision] {
+        hycc::broadcast(communicator(Operation::kBroadcast), view_of(t), root,
+                        policy_options(decision));
+      });
 }
 
 WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -462,15 +471,16 @@ WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
       output.numel() != input.numel() || input.numel() % getSize() != 0) {
     return inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
   }
-  if (const auto decision = uncompressed(Operation::kAlltoall, input.nbytes(), input)) {
-    return direct(Operation::kAlltoall, *decision, input.nbytes(),
+  const Routing r = route(Operation::kAlltoall, input.nbytes(), input);
+  if (!r.compresses) {
+    return direct(Operation::kAlltoall, *r.decision, input.nbytes(),
                   inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts),
                   {output});
   }
   return enqueue(Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
-                 [this, out = output, in = input] {
+                 [this, out = output, in = input, decision = r.decision] {
                    hycc::alltoall(communicator(Operation::kAlltoall), view_of(in), view_of(out),
-                                  policy_options());
+                                  policy_options(decision));
                  });
 }
 

@@ -112,10 +112,15 @@ class HyccBackend final : public c10d::Backend {
   // named "zero" (FSDP).
   const Communicator& communicator(Operation op);
   // The policy's decision for a call of `bytes` (the size the policy path decides on: the
-  // gathered size of an allgather) of `like`'s element type, made here when its rules alone
-  // decide (no adaptive rule), if it leaves the call uncompressed: then gloo runs it at once, on
-  // the inner backend, through direct(). Otherwise nullopt, and the call goes to its lane.
-  std::optional<PolicyDecision> uncompressed(Operation op, size_t bytes, const at::Tensor& like);
+  // gathered size of an allgather) of `like`'s element type, taken here when its rules alone
+  // decide (no adaptive rule; otherwise none, and the lane's call decides). A call it leaves
+  // uncompressed runs at once on the inner backend, through direct(); the others go to their
+  // lane with the decision, which the policy path takes instead of deciding again.
+  struct Routing {
+    std::optional<PolicyDecision> decision;
+    bool compresses = true;
+  };
+  Routing route(Operation op, size_t bytes, const at::Tensor& like);
   // A Work that completes with `work` of the inner backend after `after` (AVG's division) ran,
   // recording the call in the engine's statistics as the policy path records a native one.
   c10::intrusive_ptr<c10d::Work> direct(Operation op, const PolicyDecision& decision, size_t bytes,

@@ -268,6 +268,36 @@ TEST(PolicyEngine, BelowTheThresholdRunsNatively) {
   }
 }
 
+// A caller that routed on the policy (the drop-in, the torch backend) hands its decision down:
+// the call runs and records that decision, not a second one of its own.
+TEST(PolicyEngine, TakesTheDecisionItIsHanded) {
+  const Communicator tp = world_comm().dup("tp");
+  if (tp.size() < 2) GTEST_SKIP() << "needs two ranks";
+  PolicyEngine engine(Policy::preset("baseline"));  // would leave tp uncompressed
+  const PolicyEngine naive(Policy::preset("naive"));
+  const size_t n = 100000;
+  const PolicyDecision handed = naive.decide(tp, Operation::kAllreduce, n * sizeof(float));
+  ASSERT_EQ(handed.options.codec.id(), CodecId::kQuant);
+  CollectiveOptions o;
+  o.policy = &engine;
+  o.decision = &handed;
+  CollectiveStats st;
+  o.stats = &st;
+  std::vector<float> x = ramp(n, tp.rank());
+  allreduce(tp, view(x), view(x), ReduceOp::kSum, o);
+  EXPECT_TRUE(st.compressed);
+  EXPECT_TRUE(identical_on_all_ranks(tp, x));
+  const CommStats stats = engine.stats();
+  const StatsEntry* e = stats.find(Dimension::kTp, Operation::kAllreduce);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->compressed_calls, 1u);
+  EXPECT_GT(e->ratio(), 5.0);  // naive: quant:bits=4
+
+  o.decision = nullptr;  // the engine's own decision again: baseline's
+  allreduce(tp, view(x), view(x), ReduceOp::kSum, o);
+  EXPECT_FALSE(st.compressed);
+}
+
 TEST(PolicyEngine, SendFollowsThePolicyAndRecvNeedsNone) {
   const Communicator pp = world_comm().dup("pp");
   if (pp.size() < 2) GTEST_SKIP() << "needs two ranks";

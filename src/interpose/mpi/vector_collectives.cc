@@ -40,11 +40,12 @@ bool chunk_range_layout(const Counts& c) {
   return true;
 }
 
-void reduce_scatter_counts(CommState& st, const void* sendbuf, void* recvbuf, const Counts& c) {
+void reduce_scatter_counts(CommState& st, const PolicyDecision& d, const void* sendbuf,
+                           void* recvbuf, const Counts& c) {
   const size_t size = c.n.size();
   const size_t mine = c.n[size_t(st.comm.rank())];
   if (chunk_range_layout(c)) {
-    reduce_scatter_chunk(st, sendbuf, recvbuf, c.total,
+    reduce_scatter_chunk(st, d, sendbuf, recvbuf, c.total,
                          chunk_range(c.total, int(size), st.comm.rank()));
     return;
   }
@@ -57,14 +58,14 @@ void reduce_scatter_counts(CommState& st, const void* sendbuf, void* recvbuf, co
   }
   PooledFloats chunk(c.longest);
   reduce_scatter(st.comm, floats(wide.data(), wide.size()), floats(chunk.data(), chunk.size()),
-                 ReduceOp::kSum, policy_options(input, wide.size()));
+                 ReduceOp::kSum, policy_options(d, input, wide.size()));
   HostStaging recv(recvbuf, mine * sizeof(float), false);
   std::copy_n(chunk.data(), mine, recv.floats());
   recv.store();
 }
 
-void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const Counts& c,
-                       const int* displs) {
+void allgatherv_counts(CommState& st, const PolicyDecision& d, const void* sendbuf, void* recvbuf,
+                       const Counts& c, const int* displs) {
   const size_t size = c.n.size();
   const size_t rank = size_t(st.comm.rank());
   const bool in_place = sendbuf == MPI_IN_PLACE;
@@ -81,7 +82,7 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
   const float* own = at + displs[rank];
   if (adjacent) {
     HostStaging send(in_place ? own : sendbuf, c.longest * sizeof(float));
-    allgather(st.comm, floats(send.data(), c.longest), floats(at, c.total), policy_options());
+    allgather(st.comm, floats(send.data(), c.longest), floats(at, c.total), policy_options(d));
   } else {
     PooledFloats block(c.longest);
     {
@@ -90,7 +91,7 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
     }
     PooledFloats all(size * c.longest);
     allgather(st.comm, floats(block.data(), block.size()), floats(all.data(), all.size()),
-              policy_options());
+              policy_options(d));
     for (size_t r = 0; r < size; ++r) {
       std::copy_n(all.data() + r * c.longest, c.n[r], at + displs[r]);
     }
@@ -100,8 +101,8 @@ void allgatherv_counts(CommState& st, const void* sendbuf, void* recvbuf, const 
 
 }  // namespace
 
-void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, size_t total,
-                          ChunkRange mine) {
+void reduce_scatter_chunk(CommState& st, const PolicyDecision& d, const void* sendbuf,
+                          void* recvbuf, size_t total, ChunkRange mine) {
   // In place, the input is all of recvbuf and the result goes to its first mine.count elements;
   // native MPI leaves the rest of recvbuf as it was, so hycc's result goes to a scratch chunk
   // first (hycc's own in-place form would write it into this rank's chunk of the input).
@@ -111,7 +112,7 @@ void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, siz
     DeviceBuffer scratch(in_place ? mine.count * sizeof(float) : 0);
     void* out = in_place ? scratch.data() : recvbuf;
     reduce_scatter_device(st.comm, floats(const_cast<void*>(input), total), floats(out, mine.count),
-                          ReduceOp::kSum, gpu.options(input, total));
+                          ReduceOp::kSum, gpu.options(d, input, total));
     if (in_place && mine.count != 0) {
       copy_on_device(recvbuf, out, mine.count * sizeof(float));
       synchronize_stream(nullptr);
@@ -123,7 +124,7 @@ void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, siz
   HostStaging recv(recvbuf, mine.count * sizeof(float), false);
   float* out = in_place ? scratch.data() : recv.floats();
   reduce_scatter(st.comm, floats(send.data(), total), floats(out, mine.count), ReduceOp::kSum,
-                 policy_options(input, total));
+                 policy_options(d, input, total));
   if (in_place) std::copy_n(out, mine.count, recv.floats());
   recv.store();
 }
@@ -143,7 +144,9 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
   return ip::intercept(
       s, comm, Operation::kReduceScatter, c.total, "MPI_Reduce_scatter",
       [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm); },
-      [&](CommState& st) { ip::reduce_scatter_counts(st, sendbuf, recvbuf, c); });
+      [&](CommState& st, const hycc::PolicyDecision& d) {
+        ip::reduce_scatter_counts(st, d, sendbuf, recvbuf, c);
+      });
 }
 
 int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -158,7 +161,9 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                comm);
       },
-      [&](CommState& st) { ip::allgatherv_counts(st, sendbuf, recvbuf, c, displs); });
+      [&](CommState& st, const hycc::PolicyDecision& d) {
+        ip::allgatherv_counts(st, d, sendbuf, recvbuf, c, displs);
+      });
 }
 
 }  // extern "C"

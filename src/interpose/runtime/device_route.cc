@@ -85,12 +85,14 @@ DeviceRoute::DeviceRoute(CommState& s, std::initializer_list<const void*> buffer
   ++g_device_calls;
 }
 
-DeviceCollectiveOptions DeviceRoute::options(const void* key_buffer, size_t key_count) const {
+DeviceCollectiveOptions DeviceRoute::options(const PolicyDecision& decision, const void* key_buffer,
+                                             size_t key_count) const {
   DeviceCollectiveOptions o;
   o.backend = DeviceBackend::kCuda;
   o.stream = nullptr;
   o.transport = DeviceTransport::kAuto;
   o.policy = engine();
+  o.decision = &decision;
   o.check_arguments = argument_check();
   o.key_buffer = key_buffer;
   o.key_count = key_count;

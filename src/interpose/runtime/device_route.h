@@ -36,9 +36,11 @@ class DeviceRoute {
   DeviceRoute(CommState& s, std::initializer_list<const void*> buffers);
   explicit operator bool() const { return on_; }
   // The call's options: CUDA on the legacy default stream (ordered after the program's work on
-  // blocking streams), NCCL or staged MPI as kAuto picks, the engine's policy, the argument
+  // blocking streams), NCCL or staged MPI as kAuto picks, the engine's policy with the call's
+  // decision (intercept's, routing.h), the argument
   // check, the gradient key of the buffer (as policy_options).
-  DeviceCollectiveOptions options(const void* key_buffer = nullptr, size_t key_count = 0) const;
+  DeviceCollectiveOptions options(const PolicyDecision& decision, const void* key_buffer = nullptr,
+                                  size_t key_count = 0) const;
 
  private:
   bool on_ = false;

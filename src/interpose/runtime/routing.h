@@ -91,43 +91,39 @@ int run_native(const CommState& s, Operation op, size_t bytes, const PolicyDecis
   return rc;
 }
 
-// The policy's decision for a call; when it leaves the call uncompressed, runs it as MPI's
-// (run_native) and sets *rc.
-template <typename Native>
-bool left_to_mpi(const CommState& s, Operation op, size_t bytes, int* rc, Native&& native) {
-  PolicyEngine& e = *engine();
-  const PolicyDecision d = e.decide(s.comm, op, bytes);
-  if (compresses(s, e.policy(), d, bytes)) return false;
-  *rc = run_native(s, op, bytes, d, native);
-  return true;
-}
-
 // key: the program's buffer that keys a gradient compressor's state (the receive buffer of an
 // allreduce, the send buffer of a reduce-scatter), so that a staged device buffer keeps its
 // error-feedback residual from call to call as a host buffer does.
-inline CollectiveOptions policy_options(const void* key_buffer = nullptr, size_t key_count = 0) {
+// `decision`: the call's (intercept's), handed down so that the policy does not decide again.
+inline CollectiveOptions policy_options(const PolicyDecision& decision,
+                                        const void* key_buffer = nullptr, size_t key_count = 0) {
   CollectiveOptions o;
   o.policy = engine();
+  o.decision = &decision;
   o.check_arguments = argument_check();
   o.key_buffer = key_buffer;
   o.key_count = key_count;
   return o;
 }
 
-// What every routed collective does: MPI's own call when the call is not routed (s null) or the
-// policy leaves it uncompressed, otherwise `compressed` inside the guard, with failures handed to
-// the communicator's error handler. `elems` is the message size the policy sees, in floats.
+// What every routed collective does: the policy decides once, from the program's message
+// (`elems` floats, before any padding); MPI's own call runs when the call is not routed (s null)
+// or the decision leaves it uncompressed, otherwise `compressed(state, decision)` inside the
+// guard (it hands the decision down: policy_options, DeviceRoute::options), with failures handed
+// to the communicator's error handler.
 template <typename Native, typename Compressed>
 int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const char* name,
               Native&& native, Compressed&& compressed) {
   if (s == nullptr) return native();
-  int rc = MPI_SUCCESS;
-  if (left_to_mpi(*s, op, elems * sizeof(float), &rc, native)) return rc;
+  PolicyEngine& e = *engine();
+  const size_t bytes = elems * sizeof(float);
+  const PolicyDecision d = e.decide(s->comm, op, bytes);
+  if (!compresses(*s, e.policy(), d, bytes)) return run_native(*s, op, bytes, d, native);
   const Inside guard;
   try {
-    compressed(*s);
-  } catch (const std::exception& e) {
-    return fail(comm, name, e.what());
+    compressed(*s, d);
+  } catch (const std::exception& ex) {
+    return fail(comm, name, ex.what());
   }
   return MPI_SUCCESS;
 }
@@ -136,8 +132,8 @@ int intercept(CommState* s, MPI_Comm comm, Operation op, size_t elems, const cha
 // chunk `mine` (chunk_range's) to the start of recvbuf; device buffers staged. What
 // MPI_Reduce_scatter_block and MPI_Reduce_scatter with chunk_range's counts run
 // (mpi/vector_collectives.cc).
-void reduce_scatter_chunk(CommState& st, const void* sendbuf, void* recvbuf, size_t total,
-                          ChunkRange mine);
+void reduce_scatter_chunk(CommState& st, const PolicyDecision& d, const void* sendbuf,
+                          void* recvbuf, size_t total, ChunkRange mine);
 
 // The counts of a vector collective, when every one is >= 0 and they differ by at most one.
 struct Counts {
