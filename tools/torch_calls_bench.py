@@ -37,7 +37,7 @@ def main():
     p.add_argument("--sizes", default="4K,64K,1M,16M",
                    help="message sizes in bytes of float32 (K, M suffixes); default %(default)s")
     p.add_argument("--iters", type=int, default=20, help="calls per timed round")
-    p.add_argument("--rounds", type=int, default=5, help="timed rounds per size and backend")
+    p.add_argument("--rounds", type=int, default=15, help="timed rounds per size and backend")
     p.add_argument("--warmup", type=int, default=5)
     args = p.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")]
@@ -59,32 +59,41 @@ def main():
         else:
             dist.broadcast(x, 0, group=group)
 
-    def median_seconds(group, count):
-        """Seconds per call: rounds of back-to-back calls, the median round, the slowest rank."""
+    def timed_round(group, x, out):
+        dist.barrier(group=gloo)
+        t = time.perf_counter()
+        for _ in range(args.iters):
+            call(group, x, out)
+        return (time.perf_counter() - t) / args.iters
+
+    def paired_seconds(count):
+        """Seconds per call on gloo and on hycc: rounds of back-to-back calls, gloo's and hycc's
+        rounds alternated (the machine's noise hits both alike), the median round of each and
+        the median of the rounds' ratios, the slowest rank."""
         x = torch.randn(count)
         out = torch.empty(count * world)
-        for _ in range(args.warmup):
-            call(group, x, out)
-        rounds = []
-        for _ in range(args.rounds):
-            dist.barrier(group=gloo)
-            t = time.perf_counter()
-            for _ in range(args.iters):
+        for group in (gloo, None):
+            for _ in range(args.warmup):
                 call(group, x, out)
-            rounds.append((time.perf_counter() - t) / args.iters)
-        slowest = torch.tensor([statistics.median(rounds)], dtype=torch.float64)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=gloo)
-        return float(slowest)
+        g, h = [], []
+        for _ in range(args.rounds):
+            g.append(timed_round(gloo, x, out))
+            h.append(timed_round(None, x, out))
+        ratio = statistics.median(b / a for a, b in zip(g, h))
+        figures = torch.tensor([statistics.median(g), statistics.median(h), ratio],
+                               dtype=torch.float64)
+        dist.all_reduce(figures, op=dist.ReduceOp.MAX, group=gloo)
+        return figures.tolist()
 
     if rank == 0:
         print(f"# {args.op}, {world} ranks, hycc policy {ht.policy_name()}; time per call: "
-              f"{args.rounds} rounds of {args.iters} calls, the median round, the slowest rank")
+              f"{args.rounds} rounds of {args.iters} calls, gloo's and hycc's alternated, the "
+              f"median round, the median of the rounds' ratios, the slowest rank")
         print(f"{'bytes':>10} {'gloo us':>10} {'hycc us':>10} {'hycc/gloo':>10}")
     for size in sizes:
-        count = size // 4
-        g, h = median_seconds(gloo, count), median_seconds(None, count)
+        g, h, ratio = paired_seconds(size // 4)
         if rank == 0:
-            print(f"{size:>10} {g * 1e6:>10.1f} {h * 1e6:>10.1f} {h / g:>10.2f}", flush=True)
+            print(f"{size:>10} {g * 1e6:>10.1f} {h * 1e6:>10.1f} {ratio:>10.2f}", flush=True)
     dist.destroy_process_group()
 
 

@@ -59,17 +59,35 @@ def _load():
 _ext = _load()
 
 
+def _gloo_devices():
+    """The network devices of a gloo group, as torch makes them (GLOO_SOCKET_IFNAME: one per
+    interface named; otherwise the host name's address)."""
+    names = [n for n in os.environ.get("GLOO_SOCKET_IFNAME", "").split(",") if n]
+    if names:
+        return [dist.ProcessGroupGloo.create_device(interface=n) for n in names]
+    return [dist.ProcessGroupGloo.create_default_device()]
+
+
 def _create(store, rank, size, timeout):
     """The backend of one process group: hycc over three gloo backends of the same ranks, one
-    for the calls hycc leaves (inner), two for hycc's own traffic (its reductions and its
-    gathers, which run side by side)."""
+    for the calls hycc leaves (inner, with gloo's own worker threads), two for hycc's own traffic
+    (its reductions and its gathers, which run side by side; point to point only, so one worker
+    thread each). The three share their network devices: each device is an event loop thread,
+    and three of them per group cost a third of the step time of an FSDP2 x TP model on the
+    emulated cluster (docs/results.md, "The torch backend's own cost")."""
     if not isinstance(timeout, timedelta):
         timeout = timedelta(seconds=float(timeout))
+    devices = _gloo_devices()
 
-    def gloo(prefix):
-        return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, timeout)
+    def gloo(prefix, threads):
+        options = dist.ProcessGroupGloo._Options()
+        options._devices = devices
+        options._threads = threads
+        options._timeout = timeout
+        return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, options)
 
-    return _ext.create_backend(gloo("hycc/inner"), gloo("hycc/reductions"), gloo("hycc/gathers"))
+    return _ext.create_backend(gloo("hycc/inner", 2 * len(devices)),
+                               gloo("hycc/reductions", 1), gloo("hycc/gathers", 1))
 
 
 if BACKEND.upper() not in dist.Backend._plugins:
