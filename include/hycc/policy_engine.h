@@ -191,6 +191,12 @@ class PolicyEngine {
   // (the memory holds another tensor now: policy/buffer_keys.h), unless their steps are running.
   uint64_t buffer_grad_key(const void* data, size_t count, size_t bytes, const Communicator& comm,
                            Operation op);
+  // Drops the states of `keys` from every compressor (unless their steps are running); returns
+  // how many were dropped.
+  uint64_t drop_grad_states(std::span<const uint64_t> keys);
+  // Drops every state buffer_grad_key keyed and forgets those buffers (a caller that keys its
+  // calls itself from now on).
+  uint64_t drop_buffer_states();
   // Gradient compressor steps on the host share it (they may run on several threads at once,
   // grad/engine.h); loading compressor states and device compressor steps take it alone.
   std::shared_mutex& grad_mutex() { return *grad_mutex_; }

@@ -27,6 +27,14 @@ std::vector<uint64_t> BufferKeys::claim(const void* data, size_t bytes, uint64_t
   return stale;
 }
 
+std::vector<uint64_t> BufferKeys::release() {
+  std::vector<uint64_t> keys;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [start, range] : ranges_) keys.push_back(range.key);
+  ranges_.clear();
+  return keys;
+}
+
 size_t BufferKeys::size() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return ranges_.size();

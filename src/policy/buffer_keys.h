@@ -25,6 +25,9 @@ class BufferKeys {
   // forgets. An empty range records nothing. Thread-safe.
   std::vector<uint64_t> claim(const void* data, size_t bytes, uint64_t key);
 
+  // Forgets every range and returns their keys.
+  std::vector<uint64_t> release();
+
   // Ranges recorded (for tests).
   size_t size() const;
 

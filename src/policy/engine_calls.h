@@ -38,6 +38,12 @@ struct EngineCalls {
                                   const Communicator& comm, Operation op) {
     return e.buffer_grad_key(data, count, bytes, comm, op);
   }
+  // PolicyEngine::drop_grad_states and drop_buffer_states: for a caller that keys its gradient
+  // calls itself (the torch backend's step keys).
+  static uint64_t drop_grad_states(PolicyEngine& e, std::span<const uint64_t> keys) {
+    return e.drop_grad_states(keys);
+  }
+  static uint64_t drop_buffer_states(PolicyEngine& e) { return e.drop_buffer_states(); }
   // Shared by gradient compressor steps; loading states and device steps take it alone.
   static std::shared_mutex& grad_mutex(PolicyEngine& e) { return e.grad_mutex(); }
 

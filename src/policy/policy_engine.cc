@@ -241,15 +241,25 @@ uint64_t PolicyEngine::buffer_grad_key(const void* data, size_t count, size_t by
   const uint64_t key = policy::buffer_key(data, count, dimension_of(comm, op), op);
   const std::vector<uint64_t> stale = buffer_keys_->claim(data, bytes, key);
   if (stale.empty()) return key;
+  const uint64_t dropped = drop_grad_states(stale);
   const std::lock_guard<std::mutex> lock(*mutex_);
-  for (const uint64_t k : stale) {
+  dropped_states_ += dropped;
+  return key;
+}
+
+uint64_t PolicyEngine::drop_grad_states(std::span<const uint64_t> keys) {
+  uint64_t n = 0;
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  for (const uint64_t k : keys) {
     bool dropped = false;
     for (auto& [spec, c] : compressors_) dropped |= grad::EngineAccess::engine(*c).drop_if_idle(k);
     for (auto& [spec, c] : device_compressors_) dropped |= c->drop_if_idle(k);
-    dropped_states_ += dropped ? 1 : 0;
+    n += dropped ? 1 : 0;
   }
-  return key;
+  return n;
 }
+
+uint64_t PolicyEngine::drop_buffer_states() { return drop_grad_states(buffer_keys_->release()); }
 
 void PolicyEngine::record(const Communicator& comm, Operation op, const PolicyDecision& decision,
                           const CollectiveStats& call) {

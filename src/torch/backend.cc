@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <utility>
 
+#include "common/xxh3.h"
 #include "hycc/collectives.h"
 #include "hycc/error.h"
 #include "hycc/policy.h"
@@ -104,12 +106,22 @@ void premultiply(const c10d::ReduceOp& op, at::Tensor& t) {
   }
 }
 
-// `decision`: the one route() took on the caller's thread, if any.
-CollectiveOptions policy_options(const std::optional<PolicyDecision>& decision) {
+// `decision`: the one route() took on the caller's thread, if any; `key`: the call's gradient
+// state key (gradient_key(), 0 for the engine's buffer key).
+CollectiveOptions policy_options(const std::optional<PolicyDecision>& decision, uint64_t key = 0) {
   CollectiveOptions o;
   o.policy = &engine();
   o.decision = decision ? &*decision : nullptr;
+  o.key = key;
   return o;
+}
+
+// A group's identity for its step keys: the order in which this process made its hycc groups,
+// and the group's size (the same in every run of the program).
+uint64_t group_identity(int size) {
+  static std::atomic<uint64_t> made{0};
+  const uint64_t fields[] = {made.fetch_add(1), uint64_t(size)};
+  return xxh3(fields, sizeof(fields));
 }
 
 std::mutex& engine_mutex() {
@@ -190,7 +202,9 @@ std::string dimension_from_description(const std::string& description) {
 HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
                          c10::intrusive_ptr<c10d::Backend> reductions_wire,
                          c10::intrusive_ptr<c10d::Backend> gathers_wire)
-    : Backend(inner->getRank(), inner->getSize()), inner_(std::move(inner)) {
+    : Backend(inner->getRank(), inner->getSize()),
+      inner_(std::move(inner)),
+      keys_(group_identity(inner_->getSize())) {
   description_overrides();  // a bad HYCC_TORCH_DIMENSIONS fails init_process_group
   lanes_[kReductions] = std::make_unique<CallLane>(std::move(reductions_wire));
   lanes_[kGathers] = std::make_unique<CallLane>(std::move(gathers_wire));
@@ -277,6 +291,13 @@ WorkPtr HyccBackend::enqueue(Operation op, c10d::OpType type, std::vector<at::Te
   return work;
 }
 
+uint64_t HyccBackend::gradient_key(Operation op, const at::Tensor& t) {
+  StepKeys::Key k = keys_.next(op, *hycc_dtype(t), static_cast<size_t>(t.numel()));
+  if (k.leaving_buffer_keys) policy::EngineCalls::drop_buffer_states(engine());
+  if (!k.stale.empty()) policy::EngineCalls::drop_grad_states(engine(), k.stale);
+  return k.key;
+}
+
 HyccBackend::Routing HyccBackend::route(Operation op, size_t bytes, const at::Tensor& like) {
   PolicyEngine& e = engine();
   if (e.policy().adaptive()) return {};  // its choice needs the lane's measurements
@@ -355,13 +376,14 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
     return direct(Operation::kAllreduce, *r.decision, t.nbytes(), inner_->allreduce(tensors, sum),
                   tensors, std::move(after));
   }
-  return enqueue(
-      Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
-      [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision]() mutable {
-        premultiply(reduce, t);
-        const TensorView v = view_of(t);
-        hycc::allreduce(communicator(Operation::kAllreduce), v, v, op, policy_options(decision));
-      });
+  return enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
+                 [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision,
+                  key = gradient_key(Operation::kAllreduce, tensors[0])]() mutable {
+                   premultiply(reduce, t);
+                   const TensorView v = view_of(t);
+                   hycc::allreduce(communicator(Operation::kAllreduce), v, v, op,
+                                   policy_options(decision, key));
+                 });
 }
 
 WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -385,17 +407,17 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
     return direct(Operation::kReduceScatter, *r.decision, input.nbytes(),
                   inner_->_reduce_scatter_base(output, send, sum), {output}, std::move(after));
   }
-  return enqueue(
-      Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-      [this, out = output, in = input, reduce = opts.reduceOp, op = *op, decision = r.decision] {
-        at::Tensor send = in;
-        if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
-          send = in.clone();  // the caller's input stays as it is
-          premultiply(reduce, send);
-        }
-        hycc::reduce_scatter(communicator(Operation::kReduceScatter), view_of(send), view_of(out),
-                             op, policy_options(decision));
-      });
+  return enqueue(Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+                 [this, out = output, in = input, reduce = opts.reduceOp, op = *op,
+                  decision = r.decision, key = gradient_key(Operation::kReduceScatter, input)] {
+                   at::Tensor send = in;
+                   if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
+                     send = in.clone();  // the caller's input stays as it is
+                     premultiply(reduce, send);
+                   }
+                   hycc::reduce_scatter(communicator(Operation::kReduceScatter), view_of(send),
+                                        view_of(out), op, policy_options(decision, key));
+                 });
 }
 
 WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,

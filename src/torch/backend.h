@@ -24,6 +24,7 @@
 #include "hycc/comm.h"
 #include "hycc/policy.h"
 #include "torch/call_lane.h"
+#include "torch/step_keys.h"
 
 namespace hycc {
 class PolicyEngine;
@@ -121,6 +122,10 @@ class HyccBackend final : public c10d::Backend {
     bool compresses = true;
   };
   Routing route(Operation op, size_t bytes, const at::Tensor& like);
+  // The state key of a gradient call (allreduce, reduce_scatter) on `t` that goes to its lane
+  // (step_keys.h), after the states it makes stale are dropped. On the caller's thread, in the
+  // program's order.
+  uint64_t gradient_key(Operation op, const at::Tensor& t);
   // A Work that completes with `work` of the inner backend after `after` (AVG's division) ran,
   // recording the call in the engine's statistics as the policy path records a native one.
   c10::intrusive_ptr<c10d::Work> direct(Operation op, const PolicyDecision& decision, size_t bytes,
@@ -130,6 +135,7 @@ class HyccBackend final : public c10d::Backend {
   void stop_lanes();
 
   c10::intrusive_ptr<c10d::Backend> inner_;
+  StepKeys keys_;
   std::array<std::unique_ptr<CallLane>, 2> lanes_;
   std::unique_ptr<CallLane> waiter_;  // completes direct() Works whose gloo Work has no future
   struct LaneComms {

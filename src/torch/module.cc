@@ -5,6 +5,7 @@
 #include "hycc/error.h"
 #include "hycc/policy_engine.h"
 #include "torch/backend.h"
+#include "torch/step_keys.h"
 
 namespace {
 
@@ -25,6 +26,7 @@ HyccBackend& hycc_backend(const BackendPtr& backend) {
 PYBIND11_MODULE(_hycc_torch, m) {
   m.doc() = "hycc's torch.distributed backend (use it through hycc.torch)";
   pybind11::register_exception<hycc::InvalidArgument>(m, "InvalidArgument", PyExc_ValueError);
+  pybind11::register_exception<hycc::CorruptStream>(m, "CorruptStream", PyExc_ValueError);
   m.def(
       "create_backend",
       [](const BackendPtr& inner, const BackendPtr& reductions, const BackendPtr& gathers)
@@ -50,4 +52,30 @@ PYBIND11_MODULE(_hycc_torch, m) {
   m.def(
       "statistics_json", [] { return hycc::torch_backend::engine().stats().json(); },
       "This rank's statistics of the calls hycc groups ran, per dimension and operation (JSON)");
+  m.def(
+      "gradient_states",
+      [] {
+        const hycc::GradientStates g = hycc::torch_backend::engine().gradient_states();
+        return pybind11::dict(pybind11::arg("tensors") = g.tensors,
+                              pybind11::arg("host_bytes") = g.host_bytes,
+                              pybind11::arg("dropped") = g.dropped);
+      },
+      "What this rank's gradient compressors hold: states, their host bytes, states dropped");
+  m.def("count_optimizer_step", &hycc::torch_backend::count_optimizer_step,
+        "Counts an optimizer step (the boundary of the step keys of gradient states)");
+  m.def(
+      "save_state",
+      [] {
+        const std::vector<std::byte> blob = hycc::torch_backend::engine().save_state();
+        return pybind11::bytes(reinterpret_cast<const char*>(blob.data()), blob.size());
+      },
+      "This rank's gradient compressor states (error feedback), for a checkpoint");
+  m.def(
+      "load_state",
+      [](const pybind11::bytes& blob) {
+        const std::string_view v(blob);
+        hycc::torch_backend::engine().load_state(
+            std::span(reinterpret_cast<const std::byte*>(v.data()), v.size()));
+      },
+      "Replaces this rank's gradient compressor states by a checkpoint's (save_state)");
 }

@@ -6,8 +6,13 @@ hycc_torch_parallel_test.py under torchrun:
     torchrun --standalone --nproc-per-node 4 torch_parallel_train.py hycc fsdp_tp
 
 Modes: fsdp (FSDP2 fully_shard on a 1-D mesh), tp (DTensor ColwiseParallel/RowwiseParallel on a
-1-D mesh), fsdp_tp (FSDP2 x TP on a 2 x N/2 mesh "dp", "tp"), pp (a two-stage GPipe schedule of
-torch.distributed.pipelining).
+1-D mesh), fsdp_tp (FSDP2 x TP on a 2 x N/2 mesh "dp", "tp"), ddp (DistributedDataParallel), pp
+(a two-stage GPipe schedule of torch.distributed.pipelining).
+
+Checkpoints (fsdp, tp, fsdp_tp, ddp; hycc_torch_state_test.py): with HYCC_TEST_CHECKPOINT=DIR and
+HYCC_TEST_SAVE_AT=K each rank saves, before step K, its parameters (its shards), its data
+generator and hycc.torch.state_dict() to DIR; with HYCC_TEST_RESUME=all (or =model: without
+hycc's states) it loads them and trains steps K.. only.
 """
 import json
 import os
@@ -56,8 +61,37 @@ def target(x):
     return torch.tanh(x @ w / 4)
 
 
+CHECKPOINT = os.environ.get("HYCC_TEST_CHECKPOINT")
+SAVE_AT = int(os.environ.get("HYCC_TEST_SAVE_AT", "0"))
+RESUME = os.environ.get("HYCC_TEST_RESUME", "")
+
+
+def local(p):
+    return p.to_local() if hasattr(p, "to_local") else p
+
+
+def checkpoint(model, g, load):
+    """Saves (or loads) this rank's parameters, data generator and hycc's gradient states."""
+    path = os.path.join(CHECKPOINT, f"rank{rank}.pt")
+    if not load:
+        torch.save({"params": {n: local(p).detach().clone() for n, p in model.named_parameters()},
+                    "data": g.get_state(),
+                    "hycc": ht.state_dict() if BACKEND == "hycc" else None}, path)
+        return
+    saved = torch.load(path)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            local(p).copy_(saved["params"][n])
+    g.set_state(saved["data"])
+    if RESUME == "all" and BACKEND == "hycc":
+        ht.load_state_dict(saved["hycc"])
+
+
+STATES = {}  # hycc's gradient states when the checkpoint is saved and at the end
+
+
 def train_sharded():
-    """fsdp, tp, fsdp_tp: every rank runs the whole step; data differ across the dp ranks."""
+    """fsdp, tp, fsdp_tp, ddp: every rank runs the whole step; data differ across the dp ranks."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
@@ -76,6 +110,9 @@ def train_sharded():
         for b in model.blocks:
             parallelize_module(b, mesh, tp_plan)
         dp_rank = 0
+    elif MODE == "ddp":
+        model = nn.parallel.DistributedDataParallel(model)
+        dp_rank = rank
     else:
         mesh = init_device_mesh("cpu", (2, world // 2), mesh_dim_names=("dp", "tp"))
         for b in model.blocks:
@@ -86,7 +123,14 @@ def train_sharded():
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     g = torch.Generator().manual_seed(100 + dp_rank)
     losses = []
-    for _ in range(STEPS):
+    first = SAVE_AT if RESUME else 0
+    if RESUME:
+        checkpoint(model, g, load=True)
+    for step in range(first, STEPS):
+        if CHECKPOINT and not RESUME and step == SAVE_AT:
+            checkpoint(model, g, load=False)
+            if BACKEND == "hycc":
+                STATES["saved"] = ht.gradient_states()
         x = torch.randn(16, WIDTH, generator=g)
         loss = nn.functional.mse_loss(model(x), target(x))
         opt.zero_grad()
@@ -131,6 +175,7 @@ if rank == 0:
     out = {"backend": BACKEND, "mode": MODE, "losses": losses}
     if BACKEND == "hycc":
         out["policy"] = ht.policy_name()
+        out["states"] = {**STATES, "end": ht.gradient_states()}
         out["compressed"] = {}
         for e in ht.statistics()["entries"]:
             key = e["dimension"]

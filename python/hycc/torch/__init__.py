@@ -22,9 +22,10 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 __all__ = ["BACKEND", "set_dimension", "dimension", "dimension_from_description", "set_policy",
-           "policy_name", "statistics"]
+           "policy_name", "statistics", "gradient_states", "state_dict", "load_state_dict"]
 
 BACKEND = "hycc"
 _MODULE = "_hycc_torch"
@@ -133,3 +134,42 @@ def statistics():
     (calls, compressed calls, bytes before and on the wire, times), as a dict. HYCC_LOG=summary
     prints all ranks' at destroy_process_group()."""
     return json.loads(_ext.statistics_json())
+
+
+def gradient_states():
+    """What this rank's gradient compressors hold: {"tensors": states, "host_bytes": their
+    memory, "dropped": states dropped because their buffer came to hold another tensor}."""
+    return dict(_ext.gradient_states())
+
+
+_STATE_FORMAT = "hycc.torch gradient states 1"
+
+
+def state_dict():
+    """This rank's error-feedback states, to save with a checkpoint (each rank its own) and give
+    back to load_state_dict() when the run resumes. A call's state is keyed by its place in the
+    step (its group, operation, size and order since the last optimizer step), so a resumed run
+    of the same program finds it again."""
+    return {"format": _STATE_FORMAT, "policy": policy_name(), "states": _ext.save_state()}
+
+
+def load_state_dict(state):
+    """Replaces this rank's error-feedback states by a checkpoint's (state_dict() of the same
+    rank). Raises ValueError for something that is not such a state or was saved under another
+    policy."""
+    if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+        raise ValueError("hycc.torch.load_state_dict: not a hycc.torch.state_dict()")
+    if state.get("policy") != policy_name():
+        raise ValueError(f"hycc.torch.load_state_dict: saved under policy '{state.get('policy')}',"
+                         f" running '{policy_name()}'")
+    _ext.load_state(state["states"])
+    # The loaded states are keyed by place in the step: the calls from now on are keyed so too.
+    _ext.count_optimizer_step()
+
+
+def _count_step(optimizer, args, kwargs):
+    _ext.count_optimizer_step()
+
+
+# Every torch.optim optimizer's step ends a step for the gradient states' keys.
+register_optimizer_step_post_hook(_count_step)
