@@ -122,6 +122,7 @@ def plot(results, out):
               'set xtics rotate by -20\nset grid y\nunset key\nset yrange [0:*]\n'
               f'plot "{data}" using 0:2:xtic(1) with boxes\n')
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    data.unlink()
     return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()
 
 

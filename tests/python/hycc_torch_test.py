@@ -201,6 +201,20 @@ raises(lambda: ht.set_policy("hybrid"), ValueError, "set_policy after the first 
        "before the first call")
 raises(lambda: ht.set_policy("no-such-policy"), ValueError, "an unknown policy",
        "no-such-policy")
+raises(lambda: ht.set_dimension("tp", "tp"), ValueError, "set_dimension on no group",
+       "not a process group")
+if size > 1:
+    outside = dist.new_group([0], backend="hycc")  # every rank makes it; rank 0 is its member
+    if rank != 0:
+        raises(lambda: ht.set_dimension(outside, "tp"), ValueError,
+               "set_dimension on a group without this rank", "not a member")
+# A non-contiguous tensor: hycc leaves it to gloo, which reduces it in place as on a gloo group.
+strided = data(4096, torch.float32, 6).reshape(64, 64).t()
+want = data(4096, torch.float32, 6).reshape(64, 64).t()
+dist.all_reduce(strided)
+dist.all_reduce(want, group=gloo)
+expect(not strided.is_contiguous() and torch.equal(strided, want),
+       "a non-contiguous tensor: not gloo's result")
 
 # A tensor of another length on rank 0: hycc's argument agreement fails on every rank (not under
 # baseline, where gloo runs the call and checks its own way).

@@ -97,6 +97,12 @@ if BACKEND.upper() not in dist.Backend._plugins:
 
 def _backend(group):
     group = group if group is not None else dist.group.WORLD
+    if group is None:
+        raise ValueError("hycc.torch: no process group: call init_process_group first")
+    if group is dist.GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("hycc.torch: this rank is not a member of the group")
+    if not isinstance(group, dist.ProcessGroup):
+        raise ValueError(f"hycc.torch: {group!r} is not a process group")
     try:
         return group._get_backend(torch.device("cpu"))
     except RuntimeError as e:
