@@ -6,34 +6,19 @@ with new_group() and no description ("undefined"), so the hybrid run names it:
 HYCC_TORCH_DIMENSIONS=undefined=dp. Prints "hycc torch deepspeed: OK" when every check passed.
 Usage: python hycc_torch_deepspeed_test.py  (torchrun from the running Python's torch)
 """
-import json
 import os
-import subprocess
-import sys
+
+from torchrun_driver import Checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "deepspeed_train.py")
-failures = 0
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc torch deepspeed: FAILED: {what}", file=sys.stderr, flush=True)
+checks = Checks("hycc torch deepspeed")
+expect = checks.expect
 
 
 def run(backend, stage, env):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           TRAIN, backend, str(stage)]
-    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu",
-                                    **env}, capture_output=True, text=True, timeout=300)
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    expect(False, f"ZeRO-{stage} on {backend} {env}: no result (exit {done.returncode})\n"
-                  f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return None
+    return checks.run(TRAIN, 2, [backend, str(stage)], {"DS_ACCELERATOR": "cpu", **env},
+                      f"ZeRO-{stage} on {backend}")
 
 
 for stage in (1, 2):
@@ -54,5 +39,4 @@ for stage in (1, 2):
           f"{base['losses'][-1]:.6f}, hybrid {hybrid['losses'][-1]:.6f} ({gap:.2%}); hybrid's "
           f"calls (all, compressed) {hybrid['calls']}", flush=True)
 
-print("hycc torch deepspeed: OK" if failures == 0 else f"hycc torch deepspeed: {failures} FAILED")
-sys.exit(0 if failures == 0 else 1)
+checks.finish()

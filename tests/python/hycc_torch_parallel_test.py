@@ -7,10 +7,9 @@ dimensions the policy compresses (FSDP's gradient reduce-scatter and parameter a
 zero_grad and zero_param). Prints "hycc torch parallel: OK" when every check passed.
 Usage: python hycc_torch_parallel_test.py  (torchrun from the running Python's torch)
 """
-import json
 import os
-import subprocess
-import sys
+
+from torchrun_driver import Checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "torch_parallel_train.py")
@@ -18,27 +17,12 @@ RUNS = [("fsdp", 2, {}), ("tp", 2, {"HYCC_TORCH_DIMENSIONS": "default_pg=tp"}),
         ("fsdp_tp", 4, {}), ("pp", 2, {})]
 # What hybrid must have compressed in each mode (calls of that dimension, summed over operations).
 COMPRESSED = {"fsdp": ["zero_grad", "zero_param"], "fsdp_tp": ["zero_grad", "zero_param"]}
-failures = 0
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc torch parallel: FAILED: {what}", file=sys.stderr, flush=True)
+checks = Checks("hycc torch parallel")
+expect = checks.expect
 
 
 def run(mode, ranks, backend, env):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={ranks}", TRAIN, backend, mode]
-    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1", **env},
-                          capture_output=True, text=True, timeout=300)
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    expect(False, f"{mode} on {backend} {env}: no result (exit {done.returncode})\n"
-                  f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return None
+    return checks.run(TRAIN, ranks, [backend, mode], env, f"{mode} on {backend}")
 
 
 for mode, ranks, extra in RUNS:
@@ -59,5 +43,4 @@ for mode, ranks, extra in RUNS:
           f"{base['losses'][-1]:.6f}, hybrid {hybrid['losses'][-1]:.6f} ({gap:.2%}); hybrid's "
           f"compressed calls {hybrid['compressed']}", flush=True)
 
-print("hycc torch parallel: OK" if failures == 0 else f"hycc torch parallel: {failures} FAILED")
-sys.exit(0 if failures == 0 else 1)
+checks.finish()

@@ -14,37 +14,20 @@ resumed losses are printed, not checked.
 Prints "hycc torch state: OK" when every check passed.
 Usage: python hycc_torch_state_test.py  (torchrun from the running Python's torch)
 """
-import json
 import os
-import subprocess
-import sys
 import tempfile
+
+from torchrun_driver import Checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "torch_parallel_train.py")
 SAVE_AT = 4
-failures = 0
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc torch state: FAILED: {what}", file=sys.stderr, flush=True)
+checks = Checks("hycc torch state")
+expect = checks.expect
 
 
 def run(mode, ranks, env):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={ranks}", TRAIN, "hycc", mode]
-    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1",
-                                    "HYCC_POLICY": "hybrid", **env},
-                          capture_output=True, text=True, timeout=300)
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    expect(False, f"{mode} {env}: no result (exit {done.returncode})\n"
-                  f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return None
+    return checks.run(TRAIN, ranks, ["hycc", mode], {"HYCC_POLICY": "hybrid", **env}, mode)
 
 
 for mode, ranks, exact in (("ddp", 2, False), ("fsdp", 2, True), ("fsdp_tp", 4, True)):
@@ -71,5 +54,4 @@ for mode, ranks, exact in (("ddp", 2, False), ("fsdp", 2, True), ("fsdp_tp", 4, 
           f"{resumed['losses'][-1]!r} resumed, {cold['losses'][-1]!r} resumed without hycc's "
           f"states", flush=True)
 
-print("hycc torch state: OK" if failures == 0 else f"hycc torch state: {failures} FAILED")
-sys.exit(0 if failures == 0 else 1)
+checks.finish()
