@@ -19,6 +19,7 @@
 #include "hycc/policy_engine.h"
 #include "policy/comm_names.h"
 #include "policy/engine_calls.h"
+#include "torch/p2p.h"
 #include "torch/torch_group.h"
 
 namespace hycc::torch_backend {
@@ -201,7 +202,8 @@ std::string dimension_from_description(const std::string& description) {
 
 HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
                          c10::intrusive_ptr<c10d::Backend> reductions_wire,
-                         c10::intrusive_ptr<c10d::Backend> gathers_wire)
+                         c10::intrusive_ptr<c10d::Backend> gathers_wire,
+                         c10::intrusive_ptr<c10d::Backend> p2p_wire)
     : Backend(inner->getRank(), inner->getSize()),
       inner_(std::move(inner)),
       keys_(group_identity(inner_->getSize())) {
@@ -209,6 +211,7 @@ HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
   lanes_[kReductions] = std::make_unique<CallLane>(std::move(reductions_wire));
   lanes_[kGathers] = std::make_unique<CallLane>(std::move(gathers_wire));
   waiter_ = std::make_unique<CallLane>(nullptr);
+  p2p_ = std::move(p2p_wire);
 }
 
 HyccBackend::~HyccBackend() { stop_lanes(); }
@@ -218,6 +221,7 @@ void HyccBackend::stop_lanes() {
     if (lane) lane->stop();
   }
   if (waiter_) waiter_->stop();
+  for (auto& [from, lane] : receivers_) lane->stop();
 }
 
 HyccBackend::Lane HyccBackend::lane_of(Operation op) {
@@ -570,11 +574,59 @@ WorkPtr HyccBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::
                               const c10d::AllToAllOptions& opts) {
   return inner_->alltoall(outputs, inputs, opts);
 }
-WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
-  return inner_->send(tensors, dst, tag);
+
+// ---- point to point (p2p.h) ---------------------------------------------------------------------
+
+std::optional<PolicyDecision> HyccBackend::p2p_decision(const at::Tensor& t) {
+  if (!hycc_takes(t) || getSize() < 2 || t.numel() == 0) return std::nullopt;
+  const Communicator& comm = communicator(Operation::kSendRecv);
+  // A send never communicates to decide (PolicyEngine::choose): both sides decide alike.
+  PolicyDecision d = engine().choose(comm, Operation::kSendRecv, t.nbytes(), *hycc_dtype(t));
+  const CodecConfig codec = d.gradient ? d.gradient_codec : d.options.codec;
+  if (t.nbytes() < d.threshold_bytes || codec.id() == CodecId::kNone) return std::nullopt;
+  d.options.codec = codec;
+  return d;
 }
+
+CallLane& HyccBackend::receiver(int src, int tag) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<CallLane>& lane = receivers_[{src, tag}];
+  if (!lane) lane = std::make_unique<CallLane>(nullptr);
+  return *lane;
+}
+
+WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  const std::optional<PolicyDecision> d =
+      tensors.size() == 1 ? p2p_decision(tensors[0]) : std::nullopt;
+  if (!d) return inner_->send(tensors, dst, tag);
+  const Communicator& comm = communicator(Operation::kSendRecv);
+  const auto start = std::chrono::steady_clock::now();
+  size_t stream_bytes = 0;
+  WorkPtr work = send_compressed(*p2p_, tensors[0], d->options.codec, dst, tag, &stream_bytes);
+  CollectiveStats call;
+  call.compressed = true;
+  call.message_bytes = call.raw_bytes = tensors[0].nbytes();
+  call.wire_bytes = stream_bytes;
+  call.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  policy::EngineCalls::log_decision(engine(), comm, Operation::kSendRecv, call.message_bytes, *d);
+  policy::EngineCalls::record(engine(), comm, Operation::kSendRecv, *d, call);
+  return work;
+}
+
 WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
-  return inner_->recv(tensors, src, tag);
+  if (tensors.size() != 1 || !p2p_decision(tensors[0])) return inner_->recv(tensors, src, tag);
+  auto pending = std::make_shared<PendingRecv>(post_recv(*p2p_, src, tag));
+  auto work = c10::make_intrusive<HyccWork>(getRank(), c10d::OpType::RECV, tensors);
+  receiver(src, tag).push([wire = p2p_, pending, work, t = tensors[0]]() mutable {
+    std::exception_ptr error;
+    try {
+      finish_recv(*wire, *pending, t);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work->complete(error);
+  });
+  return work;
 }
 WorkPtr HyccBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   return inner_->recvAnysource(tensors, tag);

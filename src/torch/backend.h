@@ -15,10 +15,12 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "hycc/collectives.h"
 #include "hycc/comm.h"
@@ -40,7 +42,8 @@ class HyccBackend final : public c10d::Backend {
  public:
   HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
               c10::intrusive_ptr<c10d::Backend> reductions_wire,
-              c10::intrusive_ptr<c10d::Backend> gathers_wire);
+              c10::intrusive_ptr<c10d::Backend> gathers_wire,
+              c10::intrusive_ptr<c10d::Backend> p2p_wire);
   ~HyccBackend() override;
 
   const std::string getBackendName() const override { return "hycc"; }
@@ -133,11 +136,18 @@ class HyccBackend final : public c10d::Backend {
                                         std::vector<at::Tensor> outputs,
                                         std::function<void()> after = {});
   void stop_lanes();
+  // The codec of a point-to-point call on `t` when the policy compresses the group's sendrecv of
+  // its size and dtype (both sides decide alike from their tensor); none otherwise.
+  std::optional<PolicyDecision> p2p_decision(const at::Tensor& t);
+  // The thread that finishes the compressed receives from `src` with `tag`, in their order.
+  CallLane& receiver(int src, int tag);
 
   c10::intrusive_ptr<c10d::Backend> inner_;
   StepKeys keys_;
   std::array<std::unique_ptr<CallLane>, 2> lanes_;
-  std::unique_ptr<CallLane> waiter_;  // completes direct() Works whose gloo Work has no future
+  std::unique_ptr<CallLane> waiter_;       // completes direct() Works whose gloo Work has no future
+  c10::intrusive_ptr<c10d::Backend> p2p_;  // compressed point to point (p2p.h)
+  std::map<std::pair<int, int>, std::unique_ptr<CallLane>> receivers_;  // under mutex_
   struct LaneComms {
     std::optional<Communicator> comm;
     std::optional<Communicator> zero;

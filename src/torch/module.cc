@@ -29,10 +29,12 @@ PYBIND11_MODULE(_hycc_torch, m) {
   pybind11::register_exception<hycc::CorruptStream>(m, "CorruptStream", PyExc_ValueError);
   m.def(
       "create_backend",
-      [](const BackendPtr& inner, const BackendPtr& reductions, const BackendPtr& gathers)
-          -> BackendPtr { return c10::make_intrusive<HyccBackend>(inner, reductions, gathers); },
-      "A hycc backend over an inner backend (the calls hycc leaves) and two wire backends "
-      "(hycc's own traffic: reductions, gathers) on the same ranks");
+      [](const BackendPtr& inner, const BackendPtr& reductions, const BackendPtr& gathers,
+         const BackendPtr& p2p) -> BackendPtr {
+        return c10::make_intrusive<HyccBackend>(inner, reductions, gathers, p2p);
+      },
+      "A hycc backend over an inner backend (the calls hycc leaves) and three wire backends "
+      "(hycc's own traffic: reductions, gathers, point to point) on the same ranks");
   m.def(
       "set_dimension",
       [](const BackendPtr& backend, const std::string& dimension) {

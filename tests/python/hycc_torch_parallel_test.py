@@ -4,7 +4,8 @@ torch_parallel_train.py under torchrun): FSDP2 on 2 ranks, DTensor tensor parall
 on a 2 x 2 mesh, and a two-stage pipelining schedule. Under baseline every loss is gloo's, bit
 for bit; under hybrid the last loss is within 5% of gloo's, and the sharded modes compressed the
 dimensions the policy compresses (FSDP's gradient reduce-scatter and parameter all-gather as
-zero_grad and zero_param). Prints "hycc torch parallel: OK" when every check passed.
+zero_grad and zero_param; pipelining's activations and gradients, point to point, as pp).
+Prints "hycc torch parallel: OK" when every check passed.
 Usage: python hycc_torch_parallel_test.py  (torchrun from the running Python's torch)
 """
 import os
@@ -13,10 +14,16 @@ from torchrun_driver import Checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "torch_parallel_train.py")
-RUNS = [("fsdp", 2, {}), ("tp", 2, {"HYCC_TORCH_DIMENSIONS": "default_pg=tp"}),
-        ("fsdp_tp", 4, {}), ("pp", 2, {})]
-# What hybrid must have compressed in each mode (calls of that dimension, summed over operations).
-COMPRESSED = {"fsdp": ["zero_grad", "zero_param"], "fsdp_tp": ["zero_grad", "zero_param"]}
+# Pipelining's stages talk over the default group, named pp here; its activations (8 KiB) are
+# below hybrid's 64 KiB threshold, so its compressed run takes hybrid's pp rule without it.
+PP_POLICY = os.path.join(HERE, "pp_small_messages.toml")
+RUNS = [("fsdp", 2, {}, "hybrid"), ("tp", 2, {"HYCC_TORCH_DIMENSIONS": "default_pg=tp"}, "hybrid"),
+        ("fsdp_tp", 4, {}, "hybrid"),
+        ("pp", 2, {"HYCC_TORCH_DIMENSIONS": "default_pg=pp"}, PP_POLICY)]
+# What the compressed run must have compressed in each mode (calls of that dimension, summed
+# over operations).
+COMPRESSED = {"fsdp": ["zero_grad", "zero_param"], "fsdp_tp": ["zero_grad", "zero_param"],
+              "pp": ["pp"]}
 checks = Checks("hycc torch parallel")
 expect = checks.expect
 
@@ -25,10 +32,10 @@ def run(mode, ranks, backend, env):
     return checks.run(TRAIN, ranks, [backend, mode], env, f"{mode} on {backend}")
 
 
-for mode, ranks, extra in RUNS:
+for mode, ranks, extra, policy in RUNS:
     gloo = run(mode, ranks, "gloo", {})
     base = run(mode, ranks, "hycc", {**extra, "HYCC_POLICY": "baseline"})
-    hybrid = run(mode, ranks, "hycc", {**extra, "HYCC_POLICY": "hybrid"})
+    hybrid = run(mode, ranks, "hycc", {**extra, "HYCC_POLICY": policy})
     if not (gloo and base and hybrid):
         continue
     expect(base["losses"] == gloo["losses"],

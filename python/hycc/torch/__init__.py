@@ -53,8 +53,9 @@ def _load():
         return module
     raise ImportError(
         f"hycc.torch: the backend module {_MODULE} was not built for torch {torch.__version__}; "
-        "configure hycc with -DHYCC_PYTHON=<this python> (docs/torch.md) or set "
-        "HYCC_TORCH_EXTENSION. Tried: " + "; ".join(tried))
+        "build it against this environment's torch with `pip install --no-build-isolation .` "
+        "from hycc's source, or configure a CMake build with -DHYCC_VENV=<this environment> "
+        "(docs/torch.md), or set HYCC_TORCH_EXTENSION. Tried: " + "; ".join(tried))
 
 
 _ext = _load()
@@ -70,12 +71,13 @@ def _gloo_devices():
 
 
 def _create(store, rank, size, timeout):
-    """The backend of one process group: hycc over three gloo backends of the same ranks, one
-    for the calls hycc leaves (inner, with gloo's own worker threads), two for hycc's own traffic
-    (its reductions and its gathers, which run side by side; point to point only, so one worker
-    thread each). The three share their network devices: each device is an event loop thread,
-    and three of them per group cost a third of the step time of an FSDP2 x TP model on the
-    emulated cluster (docs/results.md, "The torch backend's own cost")."""
+    """The backend of one process group: hycc over four gloo backends of the same ranks, one
+    for the calls hycc leaves (inner, with gloo's own worker threads), three for hycc's own
+    traffic (its reductions and its gathers, which run side by side, and its compressed point
+    to point; point to point only, so one worker thread each). They share their network
+    devices: each device is an event-loop thread, and one each cost a third of the step time of
+    an FSDP2 x TP model on the emulated cluster (docs/results.md, "The torch backend's own
+    cost")."""
     if not isinstance(timeout, timedelta):
         timeout = timedelta(seconds=float(timeout))
     devices = _gloo_devices()
@@ -87,8 +89,8 @@ def _create(store, rank, size, timeout):
         options._timeout = timeout
         return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, options)
 
-    return _ext.create_backend(gloo("hycc/inner", 2 * len(devices)),
-                               gloo("hycc/reductions", 1), gloo("hycc/gathers", 1))
+    return _ext.create_backend(gloo("hycc/inner", 2 * len(devices)), gloo("hycc/reductions", 1),
+                               gloo("hycc/gathers", 1), gloo("hycc/p2p", 1))
 
 
 if BACKEND.upper() not in dist.Backend._plugins:
