@@ -1,14 +1,15 @@
 // The hycc c10d backend: what torch.distributed calls for a process group created with backend
-// "hycc" (docs/torch.md). Three gloo backends on the same ranks sit under it: `inner` takes, on
+// "hycc" (docs/torch.md). Four gloo backends on the same ranks sit under it: `inner` takes, on
 // the caller's thread, every call hycc does not compress (other reductions, integer types,
-// gather, scatter, object collectives, point to point); two wires carry hycc's own traffic, one
-// per lane (call_lane.h): reductions (allreduce, reduce_scatter_tensor) and gathers
-// (all_gather_into_tensor, all_gather, broadcast, all_to_all_single). For the calls hycc takes
-// (on float32/bf16/f16 CPU tensors) the policy decides on the caller's thread where its rules
-// alone decide: a call it leaves uncompressed is the inner backend's at once, as on gloo. The
-// others go to their lane in the order they were made, where the policy runs them (hycc's
-// collectives on a Communicator over the lane's wire). Each returns a Work whose future
-// completes, or fails with hycc's message, when the call is done.
+// gather, scatter, object collectives, uncompressed point to point); two wires carry hycc's own
+// collectives, one per lane (call_lane.h): reductions (allreduce, reduce_scatter_tensor) and
+// gathers (all_gather_into_tensor, all_gather, broadcast, all_to_all_single); the fourth its
+// compressed point to point (p2p.h). For the calls hycc takes (on float32/bf16/f16 CPU tensors)
+// the policy decides on the caller's thread where its rules alone decide: a call it leaves
+// uncompressed is the inner backend's at once, as on gloo. The others go to their lane in the
+// order they were made, where the policy runs them (hycc's collectives on a Communicator over the
+// lane's wire), their gradient state keyed by their place in the step (step_keys.h). Each
+// returns a Work whose future completes, or fails with hycc's message, when the call is done.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
