@@ -20,6 +20,7 @@
 #include "policy/comm_names.h"
 #include "policy/engine_calls.h"
 #include "torch/p2p.h"
+#include "torch/tensors.h"
 #include "torch/torch_group.h"
 
 namespace hycc::torch_backend {
@@ -56,29 +57,6 @@ class HyccWork final : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
-
-std::optional<DType> hycc_dtype(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat:
-      return DType::kF32;
-    case at::kBFloat16:
-      return DType::kBF16;
-    case at::kHalf:
-      return DType::kF16;
-    default:
-      return std::nullopt;
-  }
-}
-
-// Whether hycc runs calls on `t`: a dense contiguous CPU tensor of a float type hycc codes.
-bool hycc_takes(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() &&
-         hycc_dtype(t).has_value();
-}
-
-TensorView view_of(const at::Tensor& t) {
-  return {*hycc_dtype(t), static_cast<size_t>(t.numel()), t.data_ptr()};
-}
 
 // hycc's reduction for a c10d one (PREMUL_SUM: a sum after the scaling), or none.
 std::optional<ReduceOp> hycc_reduction(const c10d::ReduceOp& op) {
@@ -614,18 +592,21 @@ WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
 }
 
 WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
-  if (tensors.size() != 1 || !p2p_decision(tensors[0])) return inner_->recv(tensors, src, tag);
+  const std::optional<PolicyDecision> d =
+      tensors.size() == 1 ? p2p_decision(tensors[0]) : std::nullopt;
+  if (!d) return inner_->recv(tensors, src, tag);
   auto pending = std::make_shared<PendingRecv>(post_recv(*p2p_, src, tag));
   auto work = c10::make_intrusive<HyccWork>(getRank(), c10d::OpType::RECV, tensors);
-  receiver(src, tag).push([wire = p2p_, pending, work, t = tensors[0]]() mutable {
-    std::exception_ptr error;
-    try {
-      finish_recv(*wire, *pending, t);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    work->complete(error);
-  });
+  receiver(src, tag).push(
+      [wire = p2p_, pending, work, codec = d->options.codec, t = tensors[0]]() mutable {
+        std::exception_ptr error;
+        try {
+          finish_recv(*wire, *pending, codec, t);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        work->complete(error);
+      });
   return work;
 }
 WorkPtr HyccBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hycc/error.h"
+#include "torch/tensors.h"
 
 namespace hycc::torch_backend {
 namespace {
@@ -16,20 +17,6 @@ using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
 at::Tensor byte_tensor(size_t bytes) {
   return at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
-}
-
-TensorView tensor_view(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat:
-      return {DType::kF32, static_cast<size_t>(t.numel()), t.data_ptr()};
-    case at::kBFloat16:
-      return {DType::kBF16, static_cast<size_t>(t.numel()), t.data_ptr()};
-    case at::kHalf:
-      return {DType::kF16, static_cast<size_t>(t.numel()), t.data_ptr()};
-    default:
-      throw InvalidArgument(
-          tagged("torch", "point to point of ", t.scalar_type(), " tensors is not compressed"));
-  }
 }
 
 // A compressed send: its size and its stream in flight on the wire; complete once both are.
@@ -70,7 +57,7 @@ class SendWork final : public c10d::Work {
 
 WorkPtr send_compressed(c10d::Backend& wire, const at::Tensor& t, const CodecConfig& codec, int dst,
                         int tag, size_t* stream_bytes) {
-  const TensorView in = tensor_view(t);
+  const TensorView in = view_of(t);
   at::Tensor stream = byte_tensor(max_compressed_bytes(codec, in.dtype, in.count));
   const size_t n =
       compress(codec, in, std::span(static_cast<std::byte*>(stream.data_ptr()), stream.numel()));
@@ -96,17 +83,15 @@ PendingRecv post_recv(c10d::Backend& wire, int src, int tag) {
   return p;
 }
 
-void finish_recv(c10d::Backend& wire, PendingRecv& pending, at::Tensor& t) {
-  const TensorView out = tensor_view(t);
+void finish_recv(c10d::Backend& wire, PendingRecv& pending, const CodecConfig& codec,
+                 at::Tensor& t) {
+  const TensorView out = view_of(t);
   pending.size_work->wait();
   uint64_t bytes = 0;
   std::memcpy(&bytes, pending.size.data_ptr(), sizeof(bytes));
-  // The sender's stream: at most what its codec may write for this tensor (any codec).
-  const size_t limit = max_compressed_bytes(CodecConfig::parse("none"), out.dtype, out.count) * 2 +
-                       kStreamHeaderBytes;
-  if (bytes == 0 || bytes > limit) {
+  if (bytes == 0 || bytes > max_compressed_bytes(codec, out.dtype, out.count)) {
     throw CorruptStream(tagged("torch", "rank ", pending.src, " sent a stream of ", bytes,
-                               " bytes for a tensor of ", out.count, " elements"));
+                               " bytes for ", out.count, " elements in ", codec.spec()));
   }
   at::Tensor stream = byte_tensor(bytes);
   std::vector<at::Tensor> stream_list{stream};

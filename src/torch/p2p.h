@@ -18,8 +18,8 @@ namespace hycc::torch_backend {
 
 inline constexpr int kPayloadTag = 1 << 30;
 
-// Encodes `t` with `codec` and sends it to `dst` on `wire`; the Work completes in wait() (as
-// gloo's sends do). `*stream_bytes`: the stream's size.
+// Encodes `t` (a tensor hycc takes, tensors.h) with `codec` and sends it to `dst` on `wire`; the
+// Work completes in wait() (as gloo's sends do). `*stream_bytes`: the stream's size.
 c10::intrusive_ptr<c10d::Work> send_compressed(c10d::Backend& wire, const at::Tensor& t,
                                                const CodecConfig& codec, int dst, int tag,
                                                size_t* stream_bytes);
@@ -27,8 +27,8 @@ c10::intrusive_ptr<c10d::Work> send_compressed(c10d::Backend& wire, const at::Te
 // A receive of a stream from `src`: its size's receive is posted at once (on the caller's
 // thread, so that receives from one peer and tag match the sends in order), the rest runs on a
 // thread of the backend's for that peer and tag: finish_recv() waits for the size, receives the
-// payload and decodes it into `t` (contiguous, of the sender's dtype and count: CorruptStream or
-// InvalidArgument otherwise).
+// payload and decodes it into `t` (of the sender's dtype and count, and a stream no longer than
+// `codec`, the one both sides decided, writes: CorruptStream or InvalidArgument otherwise).
 struct PendingRecv {
   int src = 0;
   int tag = 0;
@@ -36,6 +36,7 @@ struct PendingRecv {
   c10::intrusive_ptr<c10d::Work> size_work;
 };
 PendingRecv post_recv(c10d::Backend& wire, int src, int tag);
-void finish_recv(c10d::Backend& wire, PendingRecv& pending, at::Tensor& t);
+void finish_recv(c10d::Backend& wire, PendingRecv& pending, const CodecConfig& codec,
+                 at::Tensor& t);
 
 }  // namespace hycc::torch_backend
