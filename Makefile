@@ -81,11 +81,15 @@ test-mpich: deps
 test-tsan: deps
 	tests/tsan/tsan_test.sh $(TSAN_BUILD) $(JOBS)
 
-# The main job: the hybrid-compression experiment (tools/experiment): baseline, naive and hybrid
-# trained for the same steps on 8 ranks (DP2 x TP2 x PP2), on the emulated cluster as root,
-# report in report/ (loss curves, throughput, compression statistics, commands).
+# The main job, a few minutes: a short live run of the hybrid-compression experiment
+# (tools/experiment: baseline, naive and hybrid trained for 60 steps on 8 ranks, DP2 x TP2 x PP2,
+# on the emulated cluster as root; report in report/: throughput, loss curves, bytes per
+# dimension, commands), then the committed study's results (`make study`, docs/study.md): the
+# losses over seeds with their intervals, which one short run cannot resolve.
 demo: build data
-	tools/experiment --out report
+	tools/experiment --out report --steps 60
+	@printf '\n== The committed study (make study; plots in docs/experiment/study/) ==\n\n'
+	@cat docs/experiment/study/README.md
 
 # The sensitivity study (tools/study): each dimension compressed alone at a ladder of
 # intensities, 3 seeds, on shared memory; resumable; report, heat map and intervals in study/.

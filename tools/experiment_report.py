@@ -12,6 +12,8 @@ import statistics
 import subprocess
 import sys
 
+from bytes_chart import write_bytes_chart
+
 
 def load_run(path):
     rows = []
@@ -185,6 +187,11 @@ def main():
         if r["final_val_loss"] is not None and base["final_val_loss"]:
             r["val_loss_gap"] = r["final_val_loss"] / base["final_val_loss"] - 1.0
     note = plot(a.out, names, a.grid, loss_range(all_rows))
+    bytes_note = write_bytes_chart(
+        f"{a.out}/bytes.png",
+        {r["policy"]: {d: e["wire_bytes"] / 1e6 / r["steps"] for d, e in r["compression"].items()}
+         for r in runs if r["compression"]},
+        "Bytes sent per step by each parallel dimension")
     with open(f"{a.out}/summary.json", "w") as f:
         json.dump({"network": a.network, "precision": a.precision, "shm_step_s": shm_step,
                    "fast_step_s": fast_step,
@@ -232,7 +239,12 @@ def main():
             f"| {r['policy']} | {r['tokens_per_s']:.0f} | {r['speedup']:.2f}x | {r['step_s']:.3f} | "
             f"{r['compute_s']:.3f} | {r['comm_s']:.3f} | {val} | {gap_text} |")
     md.append("\nTokens/s: median over the steps after the first tenth, without evaluation steps.")
-    md.append("\n## Compression statistics\n" + compression_table(runs))
+    md.append("\nOne seed: final losses of runs that differ in any way scatter by a few percent "
+              "here (the sensitivity study, docs/study.md, measures the gaps over seeds with "
+              "their confidence intervals; `make study`).")
+    md.append("\n## Compression statistics\n")
+    md.append("![bytes per dimension](bytes.png)\n" if bytes_note is None else f"({bytes_note})\n")
+    md.append(compression_table(runs))
     with open(f"{a.out}/commands.txt") as f:
         md.append("\n## Commands\n\nIn the order they ran, from the repository's root (paths "
                   "under it relative to it).\n\n```\n" + f.read().strip() + "\n```\n")

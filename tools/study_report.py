@@ -10,6 +10,8 @@ import shutil
 import statistics
 import subprocess
 
+from bytes_chart import write_bytes_chart
+
 # Two-sided 95% quantiles of Student's t by degrees of freedom.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
        9: 2.262, 10: 2.228, 15: 2.131, 20: 2.086, 30: 2.042}
@@ -180,15 +182,87 @@ plot "{dat}" using 1:2:(0.5):(0.5):($3 == $3 ? $3 : 1/0) with boxxyerror lc pale
     return None
 
 
-def write(args, losses, ratios, curves, zero_dims, applies):
+def mean_wire(wire):
+    """{policy: [{dimension: MB per step} per seed]} -> {policy: {dimension: mean MB per step}}."""
+    return {policy: {d: statistics.mean(s.get(d, 0.0) for s in seeds)
+                     for d in {d for s in seeds for d in s}}
+            for policy, seeds in wire.items()}
+
+
+def speedup_cells(args, throughput):
+    """{policy: {seeds, tokens_per_s, speedups, mean, ci95}} from study_throughput.collect."""
+    out = {}
+    for policy, per_seed in throughput.items():
+        speedups = [x for _, _, x in per_seed]
+        mean, half = interval(speedups)
+        out[policy] = {"seeds": [s for s, _, _ in per_seed],
+                       "tokens_per_s": [t for _, t, _ in per_seed], "speedups": speedups,
+                       "mean": mean, "ci95": half}
+    return out
+
+
+def claim_text(policies):
+    """The plain statement of naive against hybrid, from their verdicts, whichever way they go."""
+    by_name = {c["policy"]: c for c in policies}
+    naive, hybrid = by_name.get("naive"), by_name.get("hybrid")
+    if not naive or not hybrid or "mean_percent" not in naive or "mean_percent" not in hybrid \
+            or naive["ci95_percent"] is None or hybrid["ci95_percent"] is None:
+        return None
+
+    def where(c):
+        lo = c["mean_percent"] - c["ci95_percent"]
+        hi = c["mean_percent"] + c["ci95_percent"]
+        if lo > 0:
+            return f"lies above zero ({cell_text(c)}%): it hurts the loss"
+        if hi < 0:
+            return f"lies below zero ({cell_text(c)}%): it lowers the loss"
+        return f"contains zero ({cell_text(c)}%): no effect on the loss is resolved"
+
+    holds = where(naive).endswith("hurts the loss") and not where(hybrid).endswith(
+        "hurts the loss")
+    return (f"**Naive against hybrid.** Naive's interval {where(naive)}; hybrid's interval "
+            f"{where(hybrid)}. " +
+            ("The claim holds here: one lossy setting everywhere hurts, the hybrid policy does "
+             "not." if holds else
+             "These runs do not show the claim (naive hurts, hybrid does not)."))
+
+
+def throughput_lines(args, throughput, problem):
+    per_policy, network = throughput
+    if not per_policy:
+        return ["", f"Throughput: {problem or 'not measured'}."]
+    cells = speedup_cells(args, per_policy)
+    lines = ["", f"Throughput on {network}, {args.throughput_steps} steps per policy and seed "
+             "(tools/experiment, policies interleaved in rounds; median tokens/s after the "
+             "first tenth of the steps; speedup over the baseline of the same invocation, mean "
+             "± 95% interval over the seeds):", "",
+             "| policy | tokens/s per seed | speedup |", "|---|---|---|"]
+    for policy, c in cells.items():
+        tps = ", ".join(f"{t:.0f}" for t in c["tokens_per_s"])
+        half = f" ± {c['ci95']:.2f}" if c["ci95"] is not None else ""
+        lines.append(f"| {policy} | {tps} | {c['mean']:.2f}x{half} |")
+    return lines
+
+
+def write(args, losses, ratios, curves, wire, throughput, throughput_problem, zero_dims,
+          applies):
     table = cells(args, losses, ratios, zero_dims, applies)
     policies = policy_cells(args, losses)
     spread = spreads(args, losses)
     problem = heat_map(args.out, args, table, applies)
     curve_problem = loss_curves(args.out, args, curves) if args.policies else None
+    wire_mb = mean_wire(wire)
+    bytes_problem = write_bytes_chart(
+        os.path.join(args.out, "bytes.png"), wire_mb,
+        "Bytes sent per step by each parallel dimension, mean over seeds") \
+        if args.policies else None
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump({"steps": args.steps, "seeds": args.seeds, "baseline": spread,
-                   "cells": table, "policies": policies}, f, indent=1)
+                   "cells": table, "policies": policies, "wire_mb_per_step": wire_mb,
+                   "throughput": {"network": throughput[1],
+                                  "steps": args.throughput_steps,
+                                  "policies": speedup_cells(args, throughput[0])}}, f,
+                  indent=1)
     lines = ["# Sensitivity of each parallel dimension to compression", "",
              "The experiment's GPT (4 layers, hidden 256, bf16) trained for "
              f"{args.steps} steps on 8 ranks (DP2 x TP2 x PP2, shared memory), with one dimension's "
@@ -236,8 +310,16 @@ def write(args, losses, ratios, curves, zero_dims, applies):
             gaps = ", ".join(f"{g:+.2f}" for g in c["gaps_percent"]) or "-"
             lines.append(f"| {c['policy']} | {loss_text} | {gaps} | {cell_text(c)} | "
                          f"{verdict(c)} |")
+        claim = claim_text(policies)
+        if claim:
+            lines += ["", claim]
+        lines += throughput_lines(args, throughput, throughput_problem)
         lines.append("")
         lines.append(f"({curve_problem})" if curve_problem else "![loss curves](loss_curves.png)")
+        lines += ["", "Bytes each dimension sent per step (all ranks, mean over the seeds; "
+                  "`wire_mb_per_step` in summary.json):", ""]
+        lines.append(f"({bytes_problem})" if bytes_problem else
+                     "![bytes per dimension](bytes.png)")
     lines += ["", "Commands: `commands.txt` (every run, in the order they ran); policies: "
               "`policies/`.", ""]
     with open(os.path.join(args.out, "README.md"), "w") as f:

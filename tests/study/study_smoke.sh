@@ -11,7 +11,7 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 study() {
   "$root/tools/study" --build "$build" --out "$dir/study" --steps 2 --seeds 1,2 --dims tp \
-    --codecs "quant:bits=4;ef2+quant:bits=4" --policies hybrid -- --eval-sequences 8 >"$dir/log" 2>&1 ||
+    --codecs "quant:bits=4;ef2+quant:bits=4" --policies hybrid --throughput-steps 0 -- --eval-sequences 8 >"$dir/log" 2>&1 ||
     { tail -20 "$dir/log"; fail "tools/study failed"; }
 }
 study
@@ -32,9 +32,14 @@ assert 3.0 < cell["ratio"] < 3.3, cell  # quant:bits=4 on bf16 activations
 assert len(summary["baseline"]["zero0"]["losses"]) == 2, summary["baseline"]
 policies = {c["policy"]: c for c in summary["policies"]}
 assert set(policies) == {"hybrid"} and policies["hybrid"]["seeds"] == 2, policies
+wire = summary["wire_mb_per_step"]  # mean over the seeds of the baseline's and hybrid's bytes
+assert set(wire) == {"baseline", "hybrid"} and set(wire["baseline"]) == {"dp", "tp", "pp", "embedding"}
+assert wire["hybrid"]["dp"] < wire["baseline"]["dp"] / 2, wire
+assert summary["throughput"]["policies"] == {}, summary["throughput"]
 readme = open(f"{out}/README.md").read()
 for text in ("| tp |", "`quant:bits=4`", "Baseline, ZeRO 0", "commands.txt", "| hybrid |",
-             "loss_curves.png"):
+             "loss_curves.png", "Throughput: not measured (--throughput-steps 0)",
+             "![bytes per dimension](bytes.png)"):
     assert text in readme, f"README.md lacks {text!r}"
 PY
 [ "$(wc -l <"$dir/study/commands.txt")" -eq 6 ] || fail "commands.txt: $(cat "$dir/study/commands.txt")"
@@ -44,6 +49,13 @@ grep -q "^study: 6 runs, 6 done, 0 to go" "$dir/log" || fail "resume: $(head -2 
 head -n 1 "$dir/study/runs/tp-quant_bits_4-s1.jsonl" >"$dir/cut" && mv "$dir/cut" "$dir/study/runs/tp-quant_bits_4-s1.jsonl"
 study
 grep -q "^study: 6 runs, 5 done, 1 to go" "$dir/log" || fail "rerun: $(head -2 "$dir/log")"
+# Another training recipe in the same directory is refused: it would mix runs.
+if "$root/tools/study" --build "$build" --out "$dir/study" --steps 2 --seeds 1,2 --dims tp \
+  --codecs "quant:bits=4" --policies hybrid --throughput-steps 0 -- --eval-sequences 16 \
+  >"$dir/log" 2>&1; then
+  fail "another recipe accepted"
+fi
+grep -q "holds runs of another recipe" "$dir/log" || fail "$(cat "$dir/log")"
 if "$root/tools/study" --build "$build" --out "$dir/x" --seeds 1 >/dev/null 2>&1; then
   fail "one seed accepted"
 fi

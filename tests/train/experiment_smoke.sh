@@ -36,5 +36,12 @@ for text in ("| baseline |", "| hybrid |", "shared memory", "## Compression stat
     assert text in readme, f"README.md lacks {text!r}"
 assert "load average" in readme
 assert os.path.exists(f"{out}/commands.txt")
+# The bar chart of bytes per dimension, when gnuplot is there (scripts/setup-deps installs it).
+assert "![bytes per dimension](bytes.png)" in readme and os.path.getsize(f"{out}/bytes.png") > 0
+with open(f"{out}/bytes.dat") as f:
+    rows = [line.split() for line in f if not line.startswith("#")]
+assert {r[0] for r in rows} == {"dp", "tp", "pp", "embedding"}, rows
+dp = next(r for r in rows if r[0] == "dp")  # columns: baseline, hybrid
+assert 0 < float(dp[2]) < float(dp[1]) / 2, dp
 print("OK")
 PY
