@@ -227,7 +227,7 @@ def claim_text(policies):
              "These runs do not show the claim (naive hurts, hybrid does not)."))
 
 
-def throughput_lines(args, throughput, problem):
+def throughput_lines(args, throughput, problem, policies):
     per_policy, network = throughput
     if not per_policy:
         return ["", f"Throughput: {problem or 'not measured'}."]
@@ -236,11 +236,14 @@ def throughput_lines(args, throughput, problem):
              "(tools/experiment, policies interleaved in rounds; median tokens/s after the "
              "first tenth of the steps; speedup over the baseline of the same invocation, mean "
              "± 95% interval over the seeds):", "",
-             "| policy | tokens/s per seed | speedup |", "|---|---|---|"]
+             "| policy | tokens/s per seed | speedup | loss gap (%) |", "|---|---|---|---|"]
+    gaps = {c["policy"]: c for c in policies}
     for policy, c in cells.items():
         tps = ", ".join(f"{t:.0f}" for t in c["tokens_per_s"])
         half = f" ± {c['ci95']:.2f}" if c["ci95"] is not None else ""
-        lines.append(f"| {policy} | {tps} | {c['mean']:.2f}x{half} |")
+        gap = "0 (the reference)" if policy == "baseline" else \
+            cell_text(gaps[policy]) if policy in gaps else "-"
+        lines.append(f"| {policy} | {tps} | {c['mean']:.2f}x{half} | {gap} |")
     return lines
 
 
@@ -313,7 +316,7 @@ def write(args, losses, ratios, curves, wire, throughput, throughput_problem, ze
         claim = claim_text(policies)
         if claim:
             lines += ["", claim]
-        lines += throughput_lines(args, throughput, throughput_problem)
+        lines += throughput_lines(args, throughput, throughput_problem, policies)
         lines.append("")
         lines.append(f"({curve_problem})" if curve_problem else "![loss curves](loss_curves.png)")
         lines += ["", "Bytes each dimension sent per step (all ranks, mean over the seeds; "
