@@ -48,11 +48,14 @@ enum class DeviceTransport : uint8_t {
   // host emulation.
   kAuto = 0,
   // Payloads copied into pinned host memory and sent with MPI (any placement of ranks, several
-  // ranks on one GPU included).
+  // ranks on one GPU included); on a communicator over a group that is not MPI's
+  // (Communicator::over, a torch process group), copied to host memory and sent with the
+  // group's own transport.
   kStagedMpi = 1,
   // ncclSend/ncclRecv (libnccl.so.2 loaded at run time; one GPU per rank), payload sizes as
-  // small MPI messages. The NCCL communicator is made from the MPI communicator by the first
-  // collective that uses it; send/recv with kNccl need such a collective to have run on the
+  // small messages on the communicator's host transport (MPI, or the group's). The NCCL
+  // communicator is made from the communicator (MPI's or a group's) by the first collective
+  // that uses it; send/recv with kNccl need such a collective to have run on the
   // communicator first. Calls with kNccl must be made in the same order on the ranks they
   // involve (NCCL's messages carry no tag). With the host emulation: the same transport over an
   // MPI stand-in for NCCL (for tests).

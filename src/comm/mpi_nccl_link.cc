@@ -64,6 +64,8 @@ class MpiNcclLink final : public NcclLink {
     }
   }
 
+  bool needs_host_progress() const override { return true; }
+
   void abandon() override {
     if (!queue_.empty() && queue_.front().started) {
       for (MPI_Request& r : queue_.front().requests) {

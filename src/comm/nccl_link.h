@@ -49,6 +49,9 @@ class NcclLink {
   // Lets queued groups progress while the host waits for something else (the stand-in needs
   // it; NCCL progresses on its own).
   virtual void progress() = 0;
+  // Whether groups progress only while the host calls progress() (the stand-in): the host must
+  // then poll rather than block while it waits for anything else.
+  virtual bool needs_host_progress() const = 0;
   // After an error: stops what has not started and waits for what has, so that no memory is
   // freed under a transfer.
   virtual void abandon() = 0;
@@ -61,8 +64,8 @@ class NcclLink {
 enum class NcclOp : uint8_t { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall };
 
 // Queues `op` on `stream` on the NCCL communicator of `comm` (made first if `comm` has none,
-// collective over `comm`); returns without waiting. Every rank of `comm` makes the same call.
-// Unavailable without CUDA or libnccl.so.2.
+// collective over `comm`, an MPI communicator or one over a group); returns without waiting. Every
+// rank of `comm` makes the same call. Unavailable without CUDA or libnccl.so.2.
 void queue_nccl_collective(const Communicator& comm, DeviceStream stream, NcclOp op,
                            const void* send, void* recv, size_t count, int root);
 

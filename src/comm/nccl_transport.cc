@@ -2,9 +2,10 @@
 // stand-in with the host emulation.
 //
 // NCCL needs the exact size of a message at the receiver, which knows only an upper bound. So
-// every payload's size goes first as an 8-byte MPI message, sent as soon as the payload is
-// posted and received into a slot posted with the receive's announcement; the payload follows
-// through NCCL.
+// every payload's size goes first as an 8-byte message on the communicator's host transport (MPI,
+// or a group's: comm/group.h), sent as soon as the payload is posted and announced with the
+// receive; the payload follows through NCCL. Sizes from all peers complete in the order their
+// receives were announced, the order in which the groups take them.
 //
 // Payloads move in groups, one per round (transport.h): a rank's group of round g holds its send
 // of round g and its receive of round g, either of which may be absent. Groups are queued on the
@@ -27,10 +28,12 @@
 // receiving the payload held back with that very receive).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <utility>
 #include <vector>
 
+#include "comm/group.h"
 #include "comm/nccl_link.h"
 #include "comm/tags.h"
 #include "comm/transport.h"
@@ -40,27 +43,25 @@ namespace {
 
 class NcclTransport final : public Transport {
  public:
-  NcclTransport(DeviceOps& ops, std::unique_ptr<NcclLink> link, MPI_Comm comm, int tag)
-      : ops_(ops), link_(std::move(link)), comm_(comm), tag_(tag) {}
+  NcclTransport(DeviceOps& ops, std::unique_ptr<NcclLink> link, const Communicator& comm, int tag)
+      : ops_(ops),
+        link_(std::move(link)),
+        host_(device::host_ops()),
+        sizes_(host_transport(comm, host_, tag)) {}
 
-  ~NcclTransport() override {
-    // Only reached with transfers pending when an exception left the algorithm.
-    link_->abandon();
-    for (Recv& r : recvs_) {
-      if (r.size_request != MPI_REQUEST_NULL) {
-        MPI_Cancel(&r.size_request);
-        MPI_Wait(&r.size_request, MPI_STATUS_IGNORE);
-      }
-    }
-    for (SizeMessage& s : size_sends_) MPI_Wait(&s.request, MPI_STATUS_IGNORE);
-  }
+  // Only reached with transfers pending when an exception left the algorithm: the link first,
+  // then the sizes' transport (its own destructor settles its messages).
+  ~NcclTransport() override { link_->abandon(); }
 
   const char* name() const override { return "NCCL"; }
 
   void post_send(int peer, Payload&& payload, uint64_t round) override {
-    SizeMessage& size = size_sends_.emplace_back();
-    size.bytes = payload.size;
-    HYCC_CHECK_MPI(MPI_Isend(&size.bytes, 1, MPI_UINT64_T, peer, tag_, comm_, &size.request));
+    Payload size;
+    size.memory = allocate_payload(host_, sizeof(uint64_t));
+    size.size = sizeof(uint64_t);
+    const uint64_t bytes = payload.size;
+    std::memcpy(size.data(), &bytes, sizeof bytes);
+    sizes_->post_send(peer, std::move(size), round);
     unsent_.push_back({peer, std::move(payload), round, 0});
     queue_groups(false);
   }
@@ -70,7 +71,7 @@ class NcclTransport final : public Transport {
     r.peer = peer;
     r.capacity = capacity;
     r.round = round;
-    HYCC_CHECK_MPI(MPI_Irecv(&r.size, 1, MPI_UINT64_T, peer, tag_, comm_, &r.size_request));
+    sizes_->post_recv(peer, sizeof(uint64_t), round);
     queue_groups(false);
   }
 
@@ -112,24 +113,11 @@ class NcclTransport final : public Transport {
       free.push_back(std::move(in_flight_.front().payload));
       in_flight_.pop_front();
     }
-    while (!size_sends_.empty()) {
-      int done = 0;
-      if (wait) {
-        HYCC_CHECK_MPI(MPI_Wait(&size_sends_.front().request, MPI_STATUS_IGNORE));
-        done = 1;
-      } else {
-        HYCC_CHECK_MPI(MPI_Test(&size_sends_.front().request, &done, MPI_STATUS_IGNORE));
-      }
-      if (!done) break;
-      size_sends_.pop_front();
-    }
+    std::vector<Payload> sizes;  // the size messages sent: dropped
+    sizes_->reclaim(sizes, wait);
   }
 
  private:
-  struct SizeMessage {
-    uint64_t bytes = 0;
-    MPI_Request request = MPI_REQUEST_NULL;
-  };
   struct Send {
     int peer;
     Payload payload;
@@ -141,16 +129,32 @@ class NcclTransport final : public Transport {
     size_t capacity = 0;
     uint64_t round = 0;
     uint64_t size = 0;  // from the size message
-    MPI_Request size_request = MPI_REQUEST_NULL;
+    bool size_known = false;
     Payload payload;    // where its group receives it
     uint64_t mark = 0;  // of its group, once queued
   };
 
-  bool size_arrived(Recv& r) {
-    if (r.size_request == MPI_REQUEST_NULL) return true;
-    int done = 0;
-    HYCC_CHECK_MPI(MPI_Test(&r.size_request, &done, MPI_STATUS_IGNORE));
-    return done != 0;
+  // Whether the size of `r`, the oldest receive whose size has not been taken, has arrived;
+  // takes it if so. With `wait`, waits for it: polling while the link needs the host to progress
+  // (the stand-in), otherwise in the host transport (which may not be able to tell arrival).
+  bool size_arrived(Recv& r, bool wait) {
+    if (r.size_known) return true;
+    if (!sizes_->recv_arrived()) {
+      if (!wait) return false;
+      if (link_->needs_host_progress()) {
+        while (!sizes_->recv_arrived()) link_->progress();
+      }
+    }
+    Payload size;
+    size.memory = allocate_payload(host_, sizeof(uint64_t));
+    sizes_->wait_recv(size);
+    if (size.size != sizeof(uint64_t)) {
+      throw CommError(
+          tagged("coll:nccl", "rank ", r.peer, " sent a size message of ", size.size, " bytes"));
+    }
+    std::memcpy(&r.size, size.data(), sizeof r.size);
+    r.size_known = true;
+    return true;
   }
 
   // Queues the groups whose content is known, in round order; stops at the first one that is
@@ -170,10 +174,7 @@ class NcclTransport final : public Transport {
       const bool no_recv =
           r != nullptr || in_groups_ < recvs_.size() || receives_announced_ || last_posted_;
       if (!no_send || !no_recv) return;
-      if (r != nullptr && !size_arrived(*r)) {
-        if (!wait_size) return;
-        while (!size_arrived(*r)) link_->progress();
-      }
+      if (r != nullptr && !size_arrived(*r, wait_size)) return;
       queue_group(s, r);
     }
   }
@@ -204,10 +205,9 @@ class NcclTransport final : public Transport {
 
   DeviceOps& ops_;
   std::unique_ptr<NcclLink> link_;
-  MPI_Comm comm_;
-  int tag_;
-  std::deque<SizeMessage> size_sends_;  // element addresses stay valid (deque)
-  std::deque<Recv> recvs_;              // announced, not yet waited for; [0, in_groups_) queued
+  DeviceOps& host_;                   // this thread's host memory, for the size messages
+  std::unique_ptr<Transport> sizes_;  // the payloads' sizes
+  std::deque<Recv> recvs_;            // announced, not yet waited for; [0, in_groups_) queued
   size_t in_groups_ = 0;
   std::deque<Send> unsent_;
   std::deque<Send> in_flight_;
@@ -221,10 +221,15 @@ class NcclTransport final : public Transport {
 std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
                                                const DeviceAlgorithmOptions& options, int tag,
                                                bool create) {
+  if (options.backend == DeviceBackend::kHostEmulation && !comm.is_mpi()) {
+    throw InvalidArgument(tagged("coll:nccl", "the host emulation's NCCL stand-in runs on MPI ",
+                                 "communicators only, not on ", comm.group()->describe(),
+                                 ": use DeviceTransport::kStagedMpi (staged over the group)"));
+  }
   std::unique_ptr<NcclLink> link = options.backend == DeviceBackend::kHostEmulation
                                        ? make_mpi_nccl_link(comm.mpi())
                                        : make_cuda_nccl_link(comm, options.stream, create);
-  return std::make_unique<NcclTransport>(ops, std::move(link), comm.mpi(), tag);
+  return std::make_unique<NcclTransport>(ops, std::move(link), comm, tag);
 }
 
 }  // namespace hycc::comm

@@ -16,7 +16,7 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
   }
   std::unique_ptr<Transport> inner = t == DeviceTransport::kNccl
                                          ? make_nccl_transport(comm, ops, options, tag, collective)
-                                         : make_staged_mpi_transport(ops, comm.mpi(), tag);
+                                         : make_staged_transport(ops, comm, tag);
   return options.checksum ? with_checksums(ops, std::move(inner)) : std::move(inner);
 }
 

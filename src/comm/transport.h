@@ -8,8 +8,10 @@
 // - staged MPI (mpi_transport.cc): a send copies the payload into pinned host memory and
 //   starts MPI_Isend; receives are posted ahead (MPI_Irecv of the upper bound into pinned
 //   memory), the size comes from MPI_Get_count, and the bytes are copied to the device.
+// - staged over a group (group_staged_transport.cc): the same staging on a communicator that is
+//   not MPI's, over the group's own host transport.
 // - NCCL (nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds on a stream of
-//   their own, each payload's size first as an 8-byte MPI message.
+//   their own, each payload's size first as an 8-byte message on the host transport.
 #pragma once
 
 #include <mpi.h>
@@ -83,6 +85,11 @@ std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& o
                                           const DeviceAlgorithmOptions& options, int tag,
                                           bool collective);
 
+// Staged transfers on `comm`: staged MPI, or on a communicator over a group (comm/group.h) the
+// group's host transport with each payload copied between device and host memory
+// (group_staged_transport.cc).
+std::unique_ptr<Transport> make_staged_transport(DeviceOps& ops, const Communicator& comm, int tag);
+
 // MPI on `comm` with internal tag `tag`, payloads in host memory; receive buffers come from
 // `host` (host memory operations: make_host_emulated_ops()).
 std::unique_ptr<Transport> make_mpi_transport(DeviceOps& host, MPI_Comm comm, int tag);
@@ -92,7 +99,8 @@ std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm co
 
 // The NCCL transport (nccl_transport.cc): NCCL on the NCCL communicator of `comm`
 // (cuda/nccl_link.cc; Unavailable without CUDA or libnccl.so.2), or with the host emulation its
-// MPI stand-in (mpi_nccl_link.cc); payload sizes go as MPI messages on `comm` with `tag`.
+// MPI stand-in (mpi_nccl_link.cc; MPI communicators only); payload sizes go as 8-byte messages
+// on `comm`'s host transport (host_transport(): MPI, or the group's) with `tag`.
 // `create`: make the NCCL communicator if `comm` has none yet (collective over `comm`);
 // otherwise a missing one is an InvalidArgument.
 std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,

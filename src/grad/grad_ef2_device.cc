@@ -2,17 +2,16 @@
 // payloads, moved as words by the device collectives with codec none (an alltoall, then an
 // allgather: the bytes unchanged). Each block is one word with the payload's length, then the
 // payload, padded with zeros to the largest payload of any rank in that stage (agreed by one
-// MPI_Allreduce of a word, as the host agrees it), not to the codec's bound: quant's bound is
-// about 5x its fixed-rate payload. The same seeds and the same float32 operations in the same
-// order as the host method, so the same results and residuals. A reduce-scatter (shard_only)
-// stops after the server's sum, as on the host.
-#include <mpi.h>
-
+// small collective of a word, comm::combine, as the host agrees it), not to the codec's bound:
+// quant's bound is about 5x its fixed-rate payload. The same seeds and the same float32 operations
+// in the same order as the host method, so the same results and residuals. A reduce-scatter
+// (shard_only) stops after the server's sum, as on the host.
 #include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
 
+#include "comm/group.h"
 #include "grad/grad_device_state.h"
 #include "grad/method.h"
 
@@ -34,9 +33,9 @@ size_t encode_block(DeviceOps& ops, const CodecConfig& codec, ConstTensorView in
 // the length word and the payload. The ranks agreed on count and codec, so no honest payload
 // exceeds `capacity` (the slots' payload bytes, which blocks are copied from).
 size_t agreed_block(const Communicator& comm, size_t mine, size_t capacity) {
-  auto largest = static_cast<uint64_t>(mine);
-  HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_UINT64_T, MPI_MAX, comm.mpi()));
-  if (largest > capacity) {
+  auto largest = static_cast<int64_t>(mine);
+  comm::combine(comm, std::span<int64_t>(&largest, 1), comm::Combine::kMax);
+  if (largest < 0 || static_cast<uint64_t>(largest) > capacity) {
     throw CorruptStream(tagged("grad:device", "ef2: a rank announced a payload of ", largest,
                                " bytes, but a chunk codes into ", capacity, " bytes at most"));
   }

@@ -12,57 +12,14 @@
 #include "comm/call_check.h"
 #include "comm/group.h"
 #include "comm/tags.h"
+#include "mpi_backed_group.h"
 
 namespace hycc {
 namespace {
 
 using test::Buffer;
+using test::MpiBackedGroup;
 using test::world;
-
-class MpiBackedGroup final : public comm::Group {
- public:
-  MpiBackedGroup() { MPI_Comm_dup(MPI_COMM_WORLD, &comm_); }
-  ~MpiBackedGroup() override { MPI_Comm_free(&comm_); }
-
-  int rank() const override { return world().rank(); }
-  int size() const override { return world().size(); }
-  std::string describe() const override { return "test group"; }
-  int64_t tag_upper_bound() const override { return 32767; }
-  std::unique_ptr<comm::Transport> host_transport(comm::DeviceOps& host, int tag) override {
-    ++transports;
-    return comm::make_mpi_transport(host, comm_, tag);
-  }
-  void combine(std::span<int64_t> v, comm::Combine how) override {
-    ++combines;
-    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT64_T, op(how), comm_);
-  }
-  void combine(std::span<double> v, comm::Combine how) override {
-    ++combines;
-    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, op(how), comm_);
-  }
-  void barrier() override { MPI_Barrier(comm_); }
-  // The native path: float32 sums only (what the tests below send it).
-  void allreduce(ConstTensorView send, TensorView recv, ReduceOp op) override {
-    ++natives;
-    ASSERT_EQ(send.dtype, DType::kF32);
-    ASSERT_EQ(op, ReduceOp::kSum);
-    const void* from = send.data == recv.data ? MPI_IN_PLACE : send.data;
-    MPI_Allreduce(from, recv.data, static_cast<int>(send.count), MPI_FLOAT, MPI_SUM, comm_);
-  }
-  void reduce_scatter(ConstTensorView, TensorView, ReduceOp) override { unexpected(); }
-  void allgather(ConstTensorView, TensorView) override { unexpected(); }
-  void broadcast(TensorView, int) override { unexpected(); }
-  void alltoall(ConstTensorView, TensorView) override { unexpected(); }
-
-  std::atomic<int> transports{0}, combines{0}, natives{0};
-
- private:
-  static MPI_Op op(comm::Combine how) {
-    return how == comm::Combine::kMin ? MPI_MIN : how == comm::Combine::kMax ? MPI_MAX : MPI_SUM;
-  }
-  static void unexpected() { ADD_FAILURE() << "a native call the test does not make"; }
-  MPI_Comm comm_ = MPI_COMM_NULL;
-};
 
 struct Groups {
   std::shared_ptr<MpiBackedGroup> group = std::make_shared<MpiBackedGroup>();

@@ -3,10 +3,11 @@
 //
 // libnccl.so.2 is loaded at run time (dlopen), not linked: it is over 200 MB, most users of
 // hycc's CUDA build never need it, and a machine without it still runs everything over staged
-// MPI. The NCCL communicator is made from the MPI communicator (rank 0's ncclGetUniqueId,
-// MPI_Bcast, ncclCommInitRank) and kept as an MPI attribute of it, with the link stream its
-// groups are queued on (non-blocking, created with it); both are destroyed when the MPI
-// communicator is freed. Marks are CUDA events recorded on the link stream (recycled); a group
+// MPI. The NCCL communicator is made from the communicator (rank 0's ncclGetUniqueId, passed to
+// the others by comm::combine, ncclCommInitRank) and kept with it (an MPI attribute, or an
+// attribute of the group of a communicator over one, comm/group.h), with the link stream its
+// groups are queued on (non-blocking, created with it); both are destroyed with the
+// communicator. Marks are CUDA events recorded on the link stream (recycled); a group
 // waits for the compute stream's work queued before it (an event), and the compute stream waits
 // for a mark with cudaStreamWaitEvent, so the host waits only where it needs memory back.
 #include <cuda_runtime.h>
@@ -14,6 +15,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -23,6 +25,7 @@
 
 #include "codec/cuda/device_util.cuh"
 #include "comm/comm_attribute.h"
+#include "comm/group.h"
 #include "comm/nccl_link.h"
 #include "comm/tags.h"
 #include "comm/transport.h"
@@ -91,7 +94,7 @@ void check_nccl(ncclResult_t r, const char* call) {
   }
 }
 
-// What hycc keeps with an MPI communicator for NCCL (comm_attribute: destroyed with it).
+// What hycc keeps with a communicator for NCCL (comm_attribute: destroyed with it).
 struct NcclState {
   int usable = -1;  // nccl_usable's answer, -1 before it was asked
   ncclComm_t comm = nullptr;
@@ -106,7 +109,7 @@ struct NcclState {
   }
 };
 
-NcclState& state_of(MPI_Comm comm) {
+NcclState& state_of(const Communicator& comm) {
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
   return comm_attribute<NcclState>(comm);
@@ -185,6 +188,7 @@ class CudaNcclLink final : public NcclLink {
   }
 
   void progress() override {}
+  bool needs_host_progress() const override { return false; }
 
   void abandon() override { cudaStreamSynchronize(link_); }
 
@@ -212,12 +216,15 @@ class CudaNcclLink final : public NcclLink {
 }  // namespace
 
 bool nccl_usable(const Communicator& comm) {
-  NcclState& state = state_of(comm.mpi());
+  NcclState& state = state_of(comm);
   if (state.usable < 0) {
-    const uint64_t mine[2] = {nccl_api().missing.empty() && device_count() > 0 ? 1u : 0u,
-                              gpu_identity()};
-    std::vector<uint64_t> all(2 * static_cast<size_t>(comm.size()));
-    HYCC_CHECK_MPI(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm.mpi()));
+    // Every rank's (can load NCCL and has a device, its GPU's identity), gathered by a sum.
+    std::vector<int64_t> all(2 * static_cast<size_t>(comm.size()), 0);
+    const size_t at = 2 * static_cast<size_t>(comm.rank());
+    all[at] = nccl_api().missing.empty() && device_count() > 0 ? 1 : 0;
+    const uint64_t identity = gpu_identity();
+    std::memcpy(&all[at + 1], &identity, sizeof identity);
+    combine(comm, all, Combine::kSum);
     bool usable = true;
     for (size_t i = 0; i < all.size(); i += 2) {
       usable = usable && all[i] == 1;
@@ -231,23 +238,31 @@ bool nccl_usable(const Communicator& comm) {
 // The NCCL state of `comm` with its NCCL communicator, made first when `create` (see
 // make_cuda_nccl_link).
 static NcclState& nccl_state(const Communicator& comm, bool create) {
-  NcclState& state = state_of(comm.mpi());
+  NcclState& state = state_of(comm);
   if (state.comm == nullptr) {
     if (!create) {
       throw InvalidArgument(tagged("coll:nccl", "the communicator has no NCCL communicator yet: ",
                                    "run a device collective with the NCCL transport on it first"));
     }
     // Every rank must be able to take part before any of them enters ncclCommInitRank.
-    int ok = nccl_api().missing.empty() ? 1 : 0;
-    HYCC_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm.mpi()));
-    if (!ok) {
+    int64_t ok = nccl_api().missing.empty() ? 1 : 0;
+    combine(comm, std::span<int64_t>(&ok, 1), Combine::kMin);
+    if (ok == 0) {
       throw Unavailable(tagged("coll:nccl", nccl_api().missing.empty()
                                                 ? std::string("another rank cannot load NCCL")
                                                 : nccl_api().missing));
     }
+    // Rank 0's id, passed on as a sum with zeros from the others.
+    static_assert(sizeof(ncclUniqueId) % sizeof(int64_t) == 0);
+    std::array<int64_t, sizeof(ncclUniqueId) / sizeof(int64_t)> words{};
+    if (comm.rank() == 0) {
+      ncclUniqueId mine{};
+      check_nccl(nccl_api().get_unique_id(&mine), "ncclGetUniqueId");
+      std::memcpy(words.data(), &mine, sizeof mine);
+    }
+    combine(comm, words, Combine::kSum);
     ncclUniqueId id{};
-    if (comm.rank() == 0) check_nccl(nccl_api().get_unique_id(&id), "ncclGetUniqueId");
-    HYCC_CHECK_MPI(MPI_Bcast(&id, static_cast<int>(sizeof(id)), MPI_BYTE, 0, comm.mpi()));
+    std::memcpy(&id, words.data(), sizeof id);
     check_nccl(nccl_api().comm_init_rank(&state.comm, comm.size(), id, comm.rank()),
                "ncclCommInitRank");
     HYCC_CUDA_CHECK(cudaStreamCreateWithFlags(&state.link, cudaStreamNonBlocking));
