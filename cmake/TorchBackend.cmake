@@ -45,6 +45,14 @@ if(HYCC_HAVE_TORCH)
   # inside, its symbols hidden.
   target_link_libraries(hycc_torch PRIVATE hycc hycc_warnings c10 torch torch_cpu torch_python)
   target_link_options(hycc_torch PRIVATE -Wl,--exclude-libs,ALL)
+  # CUDA tensors: where torch is a CUDA build and hycc has its device code (not the emulator's,
+  # which cannot share a process with torch's CUDA runtime).
+  if(HYCC_TORCH_CUDA AND HYCC_HAVE_CUDA AND NOT HYCC_CUDA_EMULATION)
+    target_compile_definitions(hycc_torch PRIVATE HYCC_TORCH_CUDA=1)
+    target_include_directories(hycc_torch SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+    target_link_libraries(hycc_torch PRIVATE c10_cuda)
+    message(STATUS "PyTorch backend: CUDA tensors through hycc's device collectives")
+  endif()
 else()
   message(STATUS "PyTorch backend: not built (${hycc_torch_why})")
 endif()

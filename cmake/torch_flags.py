@@ -24,6 +24,10 @@ lines = {
     "HYCC_TORCH_PYTHON_INCLUDE": sysconfig.get_paths()["include"],
     "HYCC_TORCH_EXT_SUFFIX": sysconfig.get_config_var("EXT_SUFFIX"),
 }
+# Whether this torch runs CUDA tensors (a CUDA build: c10_cuda beside its libraries).
+has_c10_cuda = any((pathlib.Path(d) / "libc10_cuda.so").exists()
+                   for d in cpp_extension.library_paths())
+lines["HYCC_TORCH_CUDA"] = int(torch.version.cuda is not None and has_c10_cuda)
 # The pybind11 ABI tags torch's own extensions are built with, where this torch names them.
 abi_flags = getattr(cpp_extension, "_get_pybind11_abi_build_flags", lambda: [])()
 lines["HYCC_TORCH_DEFINITIONS"] = cmake_list(f.removeprefix("-D") for f in abi_flags)

@@ -14,11 +14,13 @@
 
 #include "common/xxh3.h"
 #include "hycc/collectives.h"
+#include "hycc/collectives_device.h"
 #include "hycc/error.h"
 #include "hycc/policy.h"
 #include "hycc/policy_engine.h"
 #include "policy/comm_names.h"
 #include "policy/engine_calls.h"
+#include "torch/cuda_order.h"
 #include "torch/p2p.h"
 #include "torch/tensors.h"
 #include "torch/torch_group.h"
@@ -38,7 +40,7 @@ class HyccWork final : public c10d::Work {
       : Work(rank, type),
         outputs_(std::move(outputs)),
         future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()))) {}
+            c10::ListType::create(c10::TensorType::get()), devices_of(outputs_))) {}
 
   // The future first: a waiter woken by finish() may read it at once.
   void complete(std::exception_ptr error) {
@@ -51,6 +53,16 @@ class HyccWork final : public c10d::Work {
   }
 
   std::vector<at::Tensor> result() override { return outputs_; }
+  // A future holding CUDA tensors must name their devices.
+  static std::vector<c10::Device> devices_of(const std::vector<at::Tensor>& outputs) {
+    std::vector<c10::Device> d;
+    for (const at::Tensor& t : outputs) {
+      if (t.is_cuda() && std::find(d.begin(), d.end(), t.device()) == d.end()) {
+        d.push_back(t.device());
+      }
+    }
+    return d;
+  }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
  private:
@@ -93,6 +105,34 @@ CollectiveOptions policy_options(const std::optional<PolicyDecision>& decision, 
   o.decision = decision ? &*decision : nullptr;
   o.key = key;
   return o;
+}
+
+// The options of a device collective on a lane's stream (cuda_order.h); as policy_options.
+DeviceCollectiveOptions device_options(const std::optional<PolicyDecision>& decision, uint64_t key,
+                                       DeviceStream stream) {
+  DeviceCollectiveOptions o;
+  o.policy = &engine();
+  o.decision = decision ? &*decision : nullptr;
+  o.key = key;
+  o.stream = stream;
+  o.backend = DeviceBackend::kCuda;
+  return o;
+}
+
+// The caller's mark for a call on `t` that goes to a lane: for a CUDA tensor; none for a CPU one.
+std::shared_ptr<CudaOrder> cuda_order(const at::Tensor& t) {
+  return t.is_cuda() ? std::make_shared<CudaOrder>(t) : nullptr;
+}
+
+// The first tensor of a call's list (its device picks the inner backend), or none.
+const at::Tensor& first(const std::vector<at::Tensor>& tensors) {
+  static const at::Tensor none;
+  return tensors.empty() ? none : tensors[0];
+}
+
+// Whether two tensors of one call are alike where hycc needs them to be: element type and device.
+bool alike(const at::Tensor& a, const at::Tensor& b) {
+  return a.scalar_type() == b.scalar_type() && a.device() == b.device();
 }
 
 // A group's identity for its step keys: the order in which this process made its hycc groups,
@@ -181,9 +221,11 @@ std::string dimension_from_description(const std::string& description) {
 HyccBackend::HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
                          c10::intrusive_ptr<c10d::Backend> reductions_wire,
                          c10::intrusive_ptr<c10d::Backend> gathers_wire,
-                         c10::intrusive_ptr<c10d::Backend> p2p_wire)
+                         c10::intrusive_ptr<c10d::Backend> p2p_wire,
+                         c10::intrusive_ptr<c10d::Backend> cuda_inner)
     : Backend(inner->getRank(), inner->getSize()),
       inner_(std::move(inner)),
+      cuda_inner_(std::move(cuda_inner)),
       keys_(group_identity(inner_->getSize())) {
   description_overrides();  // a bad HYCC_TORCH_DIMENSIONS fails init_process_group
   lanes_[kReductions] = std::make_unique<CallLane>(std::move(reductions_wire));
@@ -216,6 +258,7 @@ void HyccBackend::shutdown() {
   }
   stop_lanes();  // the calls made so far run first
   inner_->shutdown();
+  if (cuda_inner_) cuda_inner_->shutdown();
   for (auto& lane : lanes_) lane->wire()->shutdown();
 }
 
@@ -339,15 +382,43 @@ WorkPtr HyccBackend::direct(Operation op, const PolicyDecision& decision, size_t
   return done;
 }
 
+const c10::intrusive_ptr<c10d::Backend>& HyccBackend::inner_for(const at::Tensor& t) const {
+  if (!t.defined() || !t.is_cuda()) return inner_;
+  if (!cuda_inner_) {
+    throw InvalidArgument(tagged("torch", "a CUDA tensor on group '", getGroupDesc(),
+                                 "', which has no NCCL backend under it (made where ",
+                                 "torch.cuda.is_available() was false, or by a hycc backend ",
+                                 "built without CUDA)"));
+  }
+  return cuda_inner_;
+}
+
+WorkPtr HyccBackend::cuda_direct(Operation op, const PolicyDecision& decision, size_t bytes,
+                                 WorkPtr work) {
+  CollectiveStats call;
+  call.algorithm = Algorithm::kNative;
+  call.message_bytes = call.raw_bytes = call.wire_bytes = bytes;
+  policy::EngineCalls::record(engine(), communicator(op), op, decision, call);
+  return work;
+}
+
 // ---- the calls hycc runs ------------------------------------------------------------------------
+//
+// Each runs on its lane as the host collective (CPU tensors) or, under a CudaScope, as the
+// device collective on the lane's stream (CUDA tensors, `order` set). A CUDA call hycc leaves
+// goes to NCCL as the caller made it (NCCL reduces AVG and PREMUL_SUM itself).
 
 WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
                                const c10d::AllreduceOptions& opts) {
   const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || !op) {
-    return inner_->allreduce(tensors, opts);
+    return inner_for(first(tensors))->allreduce(tensors, opts);
   }
   const Routing r = route(Operation::kAllreduce, tensors[0].nbytes(), tensors[0]);
+  if (!r.compresses && tensors[0].is_cuda()) {
+    return cuda_direct(Operation::kAllreduce, *r.decision, tensors[0].nbytes(),
+                       inner_for(tensors[0])->allreduce(tensors, opts));
+  }
   if (!r.compresses) {
     at::Tensor t = tensors[0];
     premultiply(opts.reduceOp, t);
@@ -360,22 +431,34 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
   }
   return enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
                  [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision,
-                  key = gradient_key(Operation::kAllreduce, tensors[0])]() mutable {
+                  key = gradient_key(Operation::kAllreduce, tensors[0]),
+                  order = cuda_order(tensors[0])]() mutable {
+                   const Communicator& comm = communicator(Operation::kAllreduce);
+                   if (!order) {
+                     premultiply(reduce, t);
+                     const TensorView v = view_of(t);
+                     return hycc::allreduce(comm, v, v, op, policy_options(decision, key));
+                   }
+                   const CudaScope scope(*order);
                    premultiply(reduce, t);
                    const TensorView v = view_of(t);
-                   hycc::allreduce(communicator(Operation::kAllreduce), v, v, op,
-                                   policy_options(decision, key));
+                   allreduce_device(comm, v, v, op, device_options(decision, key, scope.stream()));
+                   scope.finish();
                  });
 }
 
 WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                           const c10d::ReduceScatterOptions& opts) {
   const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
-  if (!hycc_takes(output) || !hycc_takes(input) || !op ||
-      output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize()) {
-    return inner_->_reduce_scatter_base(output, input, opts);
+  if (!hycc_takes(output) || !hycc_takes(input) || !op || !alike(output, input) ||
+      input.numel() != output.numel() * getSize()) {
+    return inner_for(input)->_reduce_scatter_base(output, input, opts);
   }
   const Routing r = route(Operation::kReduceScatter, input.nbytes(), input);
+  if (!r.compresses && input.is_cuda()) {
+    return cuda_direct(Operation::kReduceScatter, *r.decision, input.nbytes(),
+                       inner_for(input)->_reduce_scatter_base(output, input, opts));
+  }
   if (!r.compresses) {
     at::Tensor send = input;
     if (opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) {
@@ -389,35 +472,55 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
     return direct(Operation::kReduceScatter, *r.decision, input.nbytes(),
                   inner_->_reduce_scatter_base(output, send, sum), {output}, std::move(after));
   }
-  return enqueue(Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-                 [this, out = output, in = input, reduce = opts.reduceOp, op = *op,
-                  decision = r.decision, key = gradient_key(Operation::kReduceScatter, input)] {
-                   at::Tensor send = in;
-                   if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
-                     send = in.clone();  // the caller's input stays as it is
-                     premultiply(reduce, send);
-                   }
-                   hycc::reduce_scatter(communicator(Operation::kReduceScatter), view_of(send),
-                                        view_of(out), op, policy_options(decision, key));
-                 });
+  return enqueue(
+      Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+      [this, out = output, in = input, reduce = opts.reduceOp, op = *op, decision = r.decision,
+       key = gradient_key(Operation::kReduceScatter, input), order = cuda_order(input)] {
+        const Communicator& comm = communicator(Operation::kReduceScatter);
+        std::optional<CudaScope> scope;
+        if (order) scope.emplace(*order);
+        at::Tensor send = in;
+        if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
+          send = in.clone();  // the caller's input stays as it is
+          premultiply(reduce, send);
+        }
+        if (!scope) {
+          return hycc::reduce_scatter(comm, view_of(send), view_of(out), op,
+                                      policy_options(decision, key));
+        }
+        reduce_scatter_device(comm, view_of(send), view_of(out), op,
+                              device_options(decision, key, scope->stream()));
+        scope->finish();
+      });
 }
 
 WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                      const c10d::AllgatherOptions& opts) {
-  if (!hycc_takes(output) || !hycc_takes(input) || output.scalar_type() != input.scalar_type() ||
+  if (!hycc_takes(output) || !hycc_takes(input) || !alike(output, input) ||
       output.numel() != input.numel() * getSize()) {
-    return inner_->_allgather_base(output, input, opts);
+    return inner_for(input)->_allgather_base(output, input, opts);
   }
   const Routing r = route(Operation::kAllgather, output.nbytes(), output);
+  if (!r.compresses && input.is_cuda()) {
+    return cuda_direct(Operation::kAllgather, *r.decision, output.nbytes(),
+                       inner_for(input)->_allgather_base(output, input, opts));
+  }
   if (!r.compresses) {
     return direct(Operation::kAllgather, *r.decision, output.nbytes(),
                   inner_->_allgather_base(output, input, opts), {output});
   }
-  return enqueue(Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
-                 [this, out = output, in = input, decision = r.decision] {
-                   hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(out),
-                                   policy_options(decision));
-                 });
+  return enqueue(
+      Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
+      [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
+        const Communicator& comm = communicator(Operation::kAllgather);
+        if (!order) {
+          return hycc::allgather(comm, view_of(in), view_of(out), policy_options(decision));
+        }
+        const CudaScope scope(*order);
+        allgather_device(comm, view_of(in), view_of(out),
+                         device_options(decision, 0, scope.stream()));
+        scope.finish();
+      });
 }
 
 WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -426,44 +529,69 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   const bool same = inputs.size() == 1 && outputs.size() == 1 &&
                     static_cast<int>(outputs[0].size()) == getSize() && hycc_takes(inputs[0]) &&
                     std::all_of(outputs[0].begin(), outputs[0].end(), [&](const at::Tensor& o) {
-                      return hycc_takes(o) && o.scalar_type() == inputs[0].scalar_type() &&
-                             o.numel() == inputs[0].numel();
+                      return hycc_takes(o) && alike(o, inputs[0]) && o.numel() == inputs[0].numel();
                     });
-  if (!same) return inner_->allgather(outputs, inputs, opts);
-  const Routing r = route(Operation::kAllgather, inputs[0].nbytes() * outputs[0].size(), inputs[0]);
+  if (!same) {
+    return inner_for(first(inputs))->allgather(outputs, inputs, opts);
+  }
+  const size_t bytes = inputs[0].nbytes() * outputs[0].size();
+  const Routing r = route(Operation::kAllgather, bytes, inputs[0]);
+  if (!r.compresses && inputs[0].is_cuda()) {
+    return cuda_direct(Operation::kAllgather, *r.decision, bytes,
+                       inner_for(inputs[0])->allgather(outputs, inputs, opts));
+  }
   if (!r.compresses) {
-    return direct(Operation::kAllgather, *r.decision, inputs[0].nbytes() * outputs[0].size(),
+    return direct(Operation::kAllgather, *r.decision, bytes,
                   inner_->allgather(outputs, inputs, opts), outputs[0]);
   }
   return enqueue(Operation::kAllgather, c10d::OpType::ALLGATHER, outputs[0],
-                 [this, outs = outputs[0], in = inputs[0], decision = r.decision] {
+                 [this, outs = outputs[0], in = inputs[0], decision = r.decision,
+                  order = cuda_order(inputs[0])] {
+                   const Communicator& comm = communicator(Operation::kAllgather);
+                   std::optional<CudaScope> scope;
+                   if (order) scope.emplace(*order);
                    at::Tensor flat =
                        at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
-                   hycc::allgather(communicator(Operation::kAllgather), view_of(in), view_of(flat),
-                                   policy_options(decision));
+                   if (scope) {
+                     allgather_device(comm, view_of(in), view_of(flat),
+                                      device_options(decision, 0, scope->stream()));
+                   } else {
+                     hycc::allgather(comm, view_of(in), view_of(flat), policy_options(decision));
+                   }
                    for (size_t j = 0; j < outs.size(); ++j) {
                      outs[j].view({-1}).copy_(
                          flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
                    }
+                   if (scope) scope->finish();
                  });
 }
 
 WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
                                const c10d::BroadcastOptions& opts) {
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || opts.rootTensor != 0) {
-    return inner_->broadcast(tensors, opts);
+    return inner_for(first(tensors))->broadcast(tensors, opts);
   }
   const Routing r = route(Operation::kBroadcast, tensors[0].nbytes(), tensors[0]);
+  if (!r.compresses && tensors[0].is_cuda()) {
+    return cuda_direct(Operation::kBroadcast, *r.decision, tensors[0].nbytes(),
+                       inner_for(tensors[0])->broadcast(tensors, opts));
+  }
   if (!r.compresses) {
     return direct(Operation::kBroadcast, *r.decision, tensors[0].nbytes(),
                   inner_->broadcast(tensors, opts), tensors);
   }
-  return enqueue(
-      Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
-      [this, t = tensors[0], root = static_cast<int>(opts.rootRank), decision = r.decision] {
-        hycc::broadcast(communicator(Operation::kBroadcast), view_of(t), root,
-                        policy_options(decision));
-      });
+  return enqueue(Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
+                 [this, t = tensors[0], root = static_cast<int>(opts.rootRank),
+                  decision = r.decision, order = cuda_order(tensors[0])] {
+                   const Communicator& comm = communicator(Operation::kBroadcast);
+                   if (!order) {
+                     return hycc::broadcast(comm, view_of(t), root, policy_options(decision));
+                   }
+                   const CudaScope scope(*order);
+                   broadcast_device(comm, view_of(t), root,
+                                    device_options(decision, 0, scope.stream()));
+                   scope.finish();
+                 });
 }
 
 WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -471,21 +599,31 @@ WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                    std::vector<int64_t>& input_split_sizes,
                                    const c10d::AllToAllOptions& opts) {
   if (!output_split_sizes.empty() || !input_split_sizes.empty() || !hycc_takes(output) ||
-      !hycc_takes(input) || output.scalar_type() != input.scalar_type() ||
-      output.numel() != input.numel() || input.numel() % getSize() != 0) {
-    return inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
+      !hycc_takes(input) || !alike(output, input) || output.numel() != input.numel() ||
+      input.numel() % getSize() != 0) {
+    return inner_for(input)->alltoall_base(output, input, output_split_sizes, input_split_sizes,
+                                           opts);
   }
   const Routing r = route(Operation::kAlltoall, input.nbytes(), input);
   if (!r.compresses) {
-    return direct(Operation::kAlltoall, *r.decision, input.nbytes(),
-                  inner_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts),
-                  {output});
+    WorkPtr work =
+        inner_for(input)->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
+    if (input.is_cuda())
+      return cuda_direct(Operation::kAlltoall, *r.decision, input.nbytes(), work);
+    return direct(Operation::kAlltoall, *r.decision, input.nbytes(), work, {output});
   }
-  return enqueue(Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
-                 [this, out = output, in = input, decision = r.decision] {
-                   hycc::alltoall(communicator(Operation::kAlltoall), view_of(in), view_of(out),
-                                  policy_options(decision));
-                 });
+  return enqueue(
+      Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
+      [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
+        const Communicator& comm = communicator(Operation::kAlltoall);
+        if (!order) {
+          return hycc::alltoall(comm, view_of(in), view_of(out), policy_options(decision));
+        }
+        const CudaScope scope(*order);
+        alltoall_device(comm, view_of(in), view_of(out),
+                        device_options(decision, 0, scope.stream()));
+        scope.finish();
+      });
 }
 
 WorkPtr HyccBackend::barrier(const c10d::BarrierOptions& opts) {
@@ -514,49 +652,51 @@ WorkPtr HyccBackend::barrier(const c10d::BarrierOptions& opts) {
 
 WorkPtr HyccBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                          const c10d::AllreduceCoalescedOptions& opts) {
-  return inner_->allreduce_coalesced(tensors, opts);
+  return inner_for(first(tensors))->allreduce_coalesced(tensors, opts);
 }
 WorkPtr HyccBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
-  return inner_->reduce(tensors, opts);
+  return inner_for(first(tensors))->reduce(tensors, opts);
 }
 WorkPtr HyccBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                          std::vector<at::Tensor>& inputs,
                                          const c10d::AllgatherOptions& opts) {
-  return inner_->allgather_coalesced(outputs, inputs, opts);
+  return inner_for(first(inputs))->allgather_coalesced(outputs, inputs, opts);
 }
 WorkPtr HyccBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllgatherOptions& opts) {
-  return inner_->allgather_into_tensor_coalesced(outputs, inputs, opts);
+  return inner_for(first(inputs))->allgather_into_tensor_coalesced(outputs, inputs, opts);
 }
 WorkPtr HyccBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                             std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  return inner_->gather(outputs, inputs, opts);
+  return inner_for(first(inputs))->gather(outputs, inputs, opts);
 }
 WorkPtr HyccBackend::scatter(std::vector<at::Tensor>& outputs,
                              std::vector<std::vector<at::Tensor>>& inputs,
                              const c10d::ScatterOptions& opts) {
-  return inner_->scatter(outputs, inputs, opts);
+  return inner_for(first(outputs))->scatter(outputs, inputs, opts);
 }
 WorkPtr HyccBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                     std::vector<std::vector<at::Tensor>>& inputs,
                                     const c10d::ReduceScatterOptions& opts) {
-  return inner_->reduce_scatter(outputs, inputs, opts);
+  return inner_for(first(outputs))->reduce_scatter(outputs, inputs, opts);
 }
 WorkPtr HyccBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::ReduceScatterOptions& opts) {
-  return inner_->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+  return inner_for(first(inputs))->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
 }
 WorkPtr HyccBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                               const c10d::AllToAllOptions& opts) {
-  return inner_->alltoall(outputs, inputs, opts);
+  return inner_for(first(inputs))->alltoall(outputs, inputs, opts);
 }
 
 // ---- point to point (p2p.h) ---------------------------------------------------------------------
 
 std::optional<PolicyDecision> HyccBackend::p2p_decision(const at::Tensor& t) {
-  if (!hycc_takes(t) || getSize() < 2 || t.numel() == 0) return std::nullopt;
+  // CUDA tensors go to NCCL as they are (hycc compresses their collectives, not yet their
+  // point to point).
+  if (!hycc_takes(t) || t.is_cuda() || getSize() < 2 || t.numel() == 0) return std::nullopt;
   const Communicator& comm = communicator(Operation::kSendRecv);
   // A send never communicates to decide (PolicyEngine::choose): both sides decide alike.
   PolicyDecision d = engine().choose(comm, Operation::kSendRecv, t.nbytes(), *hycc_dtype(t));
@@ -576,7 +716,7 @@ CallLane& HyccBackend::receiver(int src, int tag) {
 WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   const std::optional<PolicyDecision> d =
       tensors.size() == 1 ? p2p_decision(tensors[0]) : std::nullopt;
-  if (!d) return inner_->send(tensors, dst, tag);
+  if (!d) return inner_for(first(tensors))->send(tensors, dst, tag);
   const Communicator& comm = communicator(Operation::kSendRecv);
   const auto start = std::chrono::steady_clock::now();
   size_t stream_bytes = 0;
@@ -594,7 +734,7 @@ WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
 WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   const std::optional<PolicyDecision> d =
       tensors.size() == 1 ? p2p_decision(tensors[0]) : std::nullopt;
-  if (!d) return inner_->recv(tensors, src, tag);
+  if (!d) return inner_for(first(tensors))->recv(tensors, src, tag);
   auto pending = std::make_shared<PendingRecv>(post_recv(*p2p_, src, tag));
   auto work = c10::make_intrusive<HyccWork>(getRank(), c10d::OpType::RECV, tensors);
   receiver(src, tag).push(
@@ -610,7 +750,7 @@ WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   return work;
 }
 WorkPtr HyccBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
-  return inner_->recvAnysource(tensors, tag);
+  return inner_for(first(tensors))->recvAnysource(tensors, tag);
 }
 
 }  // namespace hycc::torch_backend

@@ -10,6 +10,12 @@
 // order they were made, where the policy runs them (hycc's collectives on a Communicator over the
 // lane's wire), their gradient state keyed by their place in the step (step_keys.h). Each
 // returns a Work whose future completes, or fails with hycc's message, when the call is done.
+//
+// CUDA tensors (docs/torch.md, "CUDA tensors"): a fifth backend, NCCL on the same ranks, takes
+// the calls on them hycc leaves, as gloo takes the CPU ones; the calls hycc compresses go to the
+// same lanes, where hycc's device collectives run them on a stream of the lane ordered after the
+// caller's current stream (cuda_order.h), over NCCL between the ranks (payload sizes and the
+// small collectives on the lane's gloo wire) or staged over gloo where NCCL cannot run.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -41,10 +47,12 @@ std::string dimension_from_description(const std::string& description);
 
 class HyccBackend final : public c10d::Backend {
  public:
+  // `cuda_inner`: NCCL for CUDA tensors, or null where the process has no GPU.
   HyccBackend(c10::intrusive_ptr<c10d::Backend> inner,
               c10::intrusive_ptr<c10d::Backend> reductions_wire,
               c10::intrusive_ptr<c10d::Backend> gathers_wire,
-              c10::intrusive_ptr<c10d::Backend> p2p_wire);
+              c10::intrusive_ptr<c10d::Backend> p2p_wire,
+              c10::intrusive_ptr<c10d::Backend> cuda_inner = {});
   ~HyccBackend() override;
 
   const std::string getBackendName() const override { return "hycc"; }
@@ -137,6 +145,13 @@ class HyccBackend final : public c10d::Backend {
                                         std::vector<at::Tensor> outputs,
                                         std::function<void()> after = {});
   void stop_lanes();
+  // The backend that takes a call on `t` hycc leaves: gloo for a CPU tensor, NCCL for a CUDA one
+  // (InvalidArgument if the group has none).
+  const c10::intrusive_ptr<c10d::Backend>& inner_for(const at::Tensor& t) const;
+  // A CUDA call hycc leaves, `work` of the NCCL backend, recorded in the engine's statistics
+  // when it is made (its time is NCCL's, on the caller's stream).
+  c10::intrusive_ptr<c10d::Work> cuda_direct(Operation op, const PolicyDecision& decision,
+                                             size_t bytes, c10::intrusive_ptr<c10d::Work> work);
   // The codec of a point-to-point call on `t` when the policy compresses the group's sendrecv of
   // its size and dtype (both sides decide alike from their tensor); none otherwise.
   std::optional<PolicyDecision> p2p_decision(const at::Tensor& t);
@@ -144,6 +159,7 @@ class HyccBackend final : public c10d::Backend {
   CallLane& receiver(int src, int tag);
 
   c10::intrusive_ptr<c10d::Backend> inner_;
+  c10::intrusive_ptr<c10d::Backend> cuda_inner_;  // null without a GPU
   StepKeys keys_;
   std::array<std::unique_ptr<CallLane>, 2> lanes_;
   std::unique_ptr<CallLane> waiter_;       // completes direct() Works whose gloo Work has no future

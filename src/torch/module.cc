@@ -5,6 +5,7 @@
 #include "hycc/error.h"
 #include "hycc/policy_engine.h"
 #include "torch/backend.h"
+#include "torch/cuda_order.h"
 #include "torch/step_keys.h"
 
 namespace {
@@ -30,11 +31,18 @@ PYBIND11_MODULE(_hycc_torch, m) {
   m.def(
       "create_backend",
       [](const BackendPtr& inner, const BackendPtr& reductions, const BackendPtr& gathers,
-         const BackendPtr& p2p) -> BackendPtr {
-        return c10::make_intrusive<HyccBackend>(inner, reductions, gathers, p2p);
+         const BackendPtr& p2p, const pybind11::object& cuda_inner) -> BackendPtr {
+        return c10::make_intrusive<HyccBackend>(
+            inner, reductions, gathers, p2p,
+            cuda_inner.is_none() ? BackendPtr() : cuda_inner.cast<BackendPtr>());
       },
-      "A hycc backend over an inner backend (the calls hycc leaves) and three wire backends "
-      "(hycc's own traffic: reductions, gathers, point to point) on the same ranks");
+      pybind11::arg("inner"), pybind11::arg("reductions"), pybind11::arg("gathers"),
+      pybind11::arg("p2p"), pybind11::arg("cuda_inner") = pybind11::none(),
+      "A hycc backend over an inner backend (the CPU calls hycc leaves), three wire backends "
+      "(hycc's own traffic: reductions, gathers, point to point) and optionally an NCCL backend "
+      "(the CUDA calls hycc leaves) on the same ranks");
+  m.def("cuda_built", &hycc::torch_backend::cuda_built,
+        "Whether this build of the backend runs CUDA tensors");
   m.def(
       "set_dimension",
       [](const BackendPtr& backend, const std::string& dimension) {

@@ -1,5 +1,6 @@
 // How the torch backend sees a torch tensor: the hycc dtype of its element type, whether hycc
-// runs calls on it, and its memory as a TensorView (backend.cc, p2p.cc).
+// runs calls on it, and its memory as a TensorView (backend.cc, p2p.cc): host memory for a CPU
+// tensor, device memory for a CUDA one.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -24,10 +25,11 @@ inline std::optional<DType> hycc_dtype(const at::Tensor& t) {
   }
 }
 
-// Whether hycc runs calls on `t`: a dense contiguous CPU tensor of a float type hycc codes.
+// Whether hycc runs calls on `t`: a dense contiguous CPU or CUDA tensor of a float type hycc
+// codes.
 inline bool hycc_takes(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() &&
-         hycc_dtype(t).has_value();
+  return t.defined() && (t.device().is_cpu() || t.device().is_cuda()) &&
+         t.layout() == at::kStrided && t.is_contiguous() && hycc_dtype(t).has_value();
 }
 
 // `t`'s memory; `t` is one hycc takes.

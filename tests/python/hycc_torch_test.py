@@ -6,7 +6,9 @@ trains to gloo's losses exactly. With a compressing policy (naive, hybrid) the r
 same on every rank, compressed (not gloo's bits) and within the codec's error, and DDP trains to
 gloo's loss within a stated tolerance. Under both: what hycc leaves to gloo (MAX, integers,
 uneven all_to_all, gather, objects, point to point) is gloo's; the dimension of a group comes
-from its description or set_dimension; bad input raises on every rank, no hang.
+from its description or set_dimension; bad input raises on every rank, no hang. A
+"cpu:hycc,cuda:hycc" group is one hycc backend for both devices; where each rank has a GPU of its
+own, every operation runs on CUDA tensors too, against an NCCL group.
 Prints "hycc torch: OK" on rank 0 when every check passed; exit status 1 otherwise.
 Usage: HYCC_POLICY=baseline torchrun --standalone --nproc-per-node N hycc_torch_test.py
 """
@@ -36,13 +38,14 @@ def expect(cond, what):
 
 
 def same_on_every_rank(t):
+    t = t.cpu()
     first = t.clone()
     dist.broadcast(first, 0, group=gloo)
     return bool(torch.equal(first, t))
 
 
 def relative_error(got, want):
-    want = want.double()
+    got, want = got.cpu(), want.cpu().double()
     return float((got.double() - want).norm() / max(float(want.norm()), 1e-30))
 
 
@@ -69,61 +72,85 @@ def data(count, dtype, salt=0):
 
 
 # ---- the operations hycc takes ------------------------------------------------------------------
-for dtype in DTYPES:
-    for count in COUNTS:
-        name = f"{dtype} x {count}"
-        x = data(count, dtype)
-        for op, label in [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.AVG, "avg"),
-                          (dist.ReduceOp.PREMUL_SUM, "premul")]:
-            got, want = x.clone(), x.clone()
-            if op == dist.ReduceOp.PREMUL_SUM:
-                dist.all_reduce(got, op=dist._make_nccl_premul_sum(0.5))
-                want.mul_(0.5)
-                dist.all_reduce(want, group=gloo)
-            else:
-                dist.all_reduce(got, op=op)
-                dist.all_reduce(want, group=gloo)  # gloo has no AVG: the sum, divided
-                if op == dist.ReduceOp.AVG:
-                    want.div_(size)
-            compare(f"all_reduce {label} {name}", got, want, BOUND)
+# On the default group (hycc) against `ref`, the same calls on gloo (CPU tensors) or NCCL
+# (CUDA tensors).
+def check_collectives(dev, ref):
+    for dtype in DTYPES:
+        for count in COUNTS:
+            name = f"{dev} {dtype} x {count}"
+            x = data(count, dtype).to(dev)
+            for op, label in [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.AVG, "avg"),
+                              (dist.ReduceOp.PREMUL_SUM, "premul")]:
+                got, want = x.clone(), x.clone()
+                if op == dist.ReduceOp.PREMUL_SUM:
+                    dist.all_reduce(got, op=dist._make_nccl_premul_sum(0.5))
+                    want.mul_(0.5)
+                    dist.all_reduce(want, group=ref)
+                else:
+                    dist.all_reduce(got, op=op)
+                    dist.all_reduce(want, group=ref)  # gloo has no AVG: the sum, divided
+                    if op == dist.ReduceOp.AVG:
+                        want.div_(size)
+                compare(f"all_reduce {label} {name}", got, want, BOUND)
+                if count > 0:
+                    expect(same_on_every_rank(got), f"all_reduce {label} {name}: ranks differ")
+                if not EXACT and count >= 300007 and size > 1:
+                    expect(not torch.equal(got, want), f"all_reduce {label} {name}: not compressed")
+
+            full = data(count * size, dtype, 1).to(dev)
+            got, want = torch.empty(count, dtype=dtype, device=dev), torch.empty(count, dtype=dtype, device=dev)
+            dist.reduce_scatter_tensor(got, full)
+            dist.reduce_scatter_tensor(want, full, group=ref)
+            compare(f"reduce_scatter_tensor {name}", got, want, BOUND)
+
+            got, want = torch.empty(count * size, dtype=dtype, device=dev), torch.empty(count * size, dtype=dtype, device=dev)
+            dist.all_gather_into_tensor(got, x)
+            dist.all_gather_into_tensor(want, x, group=ref)
+            compare(f"all_gather_into_tensor {name}", got, want, 0.15)
             if count > 0:
-                expect(same_on_every_rank(got), f"all_reduce {label} {name}: ranks differ")
-            if not EXACT and count >= 300007 and size > 1:
-                expect(not torch.equal(got, want), f"all_reduce {label} {name}: not compressed")
+                expect(same_on_every_rank(got), f"all_gather_into_tensor {name}: ranks differ")
 
-        full = data(count * size, dtype, 1)
-        got, want = torch.empty(count, dtype=dtype), torch.empty(count, dtype=dtype)
-        dist.reduce_scatter_tensor(got, full)
-        dist.reduce_scatter_tensor(want, full, group=gloo)
-        compare(f"reduce_scatter_tensor {name}", got, want, BOUND)
+            got = [torch.empty(count, dtype=dtype, device=dev) for _ in range(size)]
+            want = [torch.empty(count, dtype=dtype, device=dev) for _ in range(size)]
+            dist.all_gather(got, x)
+            dist.all_gather(want, x, group=ref)
+            compare(f"all_gather list {name}", torch.cat(got), torch.cat(want), 0.15)
 
-        got, want = torch.empty(count * size, dtype=dtype), torch.empty(count * size, dtype=dtype)
-        dist.all_gather_into_tensor(got, x)
-        dist.all_gather_into_tensor(want, x, group=gloo)
-        compare(f"all_gather_into_tensor {name}", got, want, 0.15)
-        if count > 0:
-            expect(same_on_every_rank(got), f"all_gather_into_tensor {name}: ranks differ")
+            root = size - 1
+            got, want = x.clone(), x.clone()
+            dist.broadcast(got, root)
+            dist.broadcast(want, root, group=ref)
+            # A lossy broadcast leaves the root holding what the others decode (every rank the same
+            # bits, as everywhere in hycc); gloo's leaves the root's data as it was.
+            compare(f"broadcast {name}", got, want, 0.15)
+            if count > 0:
+                expect(same_on_every_rank(got), f"broadcast {name}: ranks differ")
 
-        got = [torch.empty(count, dtype=dtype) for _ in range(size)]
-        want = [torch.empty(count, dtype=dtype) for _ in range(size)]
-        dist.all_gather(got, x)
-        dist.all_gather(want, x, group=gloo)
-        compare(f"all_gather list {name}", torch.cat(got), torch.cat(want), 0.15)
+            got, want = torch.empty_like(full), torch.empty_like(full)
+            dist.all_to_all_single(got, full)
+            dist.all_to_all_single(want, full, group=ref)
+            compare(f"all_to_all_single {name}", got, want, 0.15)
 
-        root = size - 1
-        got, want = x.clone(), x.clone()
-        dist.broadcast(got, root)
-        dist.broadcast(want, root, group=gloo)
-        # A lossy broadcast leaves the root holding what the others decode (every rank the same
-        # bits, as everywhere in hycc); gloo's leaves the root's data as it was.
-        compare(f"broadcast {name}", got, want, 0.15)
-        if count > 0:
-            expect(same_on_every_rank(got), f"broadcast {name}: ranks differ")
 
-        got, want = torch.empty_like(full), torch.empty_like(full)
-        dist.all_to_all_single(got, full)
-        dist.all_to_all_single(want, full, group=gloo)
-        compare(f"all_to_all_single {name}", got, want, 0.15)
+check_collectives("cpu", gloo)
+# "cpu:hycc,cuda:hycc" makes one hycc backend for both devices; CUDA tensors run where each rank
+# has a GPU of its own (NCCL is the reference there, and the inner backend of what hycc leaves).
+both = dist.new_group(backend="cpu:hycc,cuda:hycc")
+expect(both._get_backend(torch.device("cpu")).name() == "hycc", "cpu:hycc: not hycc")
+expect(both._get_backend(torch.device("cuda")).name() == "hycc", "cuda:hycc: not hycc")
+t = data(1001, torch.float32, 9)
+want = t.clone()
+dist.all_reduce(t, group=both)
+dist.all_reduce(want, group=gloo)
+compare("all_reduce on cpu:hycc,cuda:hycc", t, want, BOUND)
+if torch.cuda.is_available() and torch.cuda.device_count() >= size:
+    torch.cuda.set_device(rank)
+    check_collectives("cuda", dist.new_group(backend="nccl"))
+    torch.cuda.synchronize()
+    if rank == 0:
+        print(f"hycc torch: CUDA tensors checked on {torch.cuda.get_device_name()}", flush=True)
+elif rank == 0:
+    print("hycc torch: CUDA tensors not checked (no GPU per rank here)", flush=True)
 
 # ---- what hycc leaves to gloo -------------------------------------------------------------------
 m = torch.tensor([float(rank), -float(rank)])

@@ -2,13 +2,14 @@
 
     import torch.distributed as dist
     import hycc.torch                      # registers the backend "hycc"
-    dist.init_process_group("hycc")        # or "cpu:hycc,cuda:nccl"; new_group(backend="hycc")
+    dist.init_process_group("hycc")        # or "cpu:hycc,cuda:hycc"; new_group(backend="hycc")
 
 Under the group, hycc compresses what its policy says (HYCC_POLICY: a preset such as hybrid, or
 a TOML file; baseline compresses nothing): allreduce (SUM, AVG, PREMUL_SUM),
 reduce_scatter_tensor, all_gather_into_tensor and list all_gather, broadcast and
-all_to_all_single with even splits, on float32, bfloat16 and float16 CPU tensors. Everything
-else goes to a gloo backend on the same ranks unchanged. Which parallel dimension a group carries
+all_to_all_single with even splits, on float32, bfloat16 and float16 CPU and CUDA tensors (CUDA:
+hycc's device collectives, over NCCL where each rank has a GPU of its own). Everything else goes
+unchanged to a gloo backend (CPU tensors) or an NCCL backend (CUDA tensors) on the same ranks. Which parallel dimension a group carries
 (dp, tp, pp, zero, embedding) comes from its description (Megatron-core's group names,
 DeviceMesh dimension names; the default group is dp) or from set_dimension().
 """
@@ -90,11 +91,22 @@ def _create(store, rank, size, timeout):
         return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, options)
 
     return _ext.create_backend(gloo("hycc/inner", 2 * len(devices)), gloo("hycc/reductions", 1),
-                               gloo("hycc/gathers", 1), gloo("hycc/p2p", 1))
+                               gloo("hycc/gathers", 1), gloo("hycc/p2p", 1),
+                               _nccl(store, rank, size, timeout))
+
+
+def _nccl(store, rank, size, timeout):
+    """NCCL for the CUDA calls hycc leaves, where this process has a GPU (torch makes one backend
+    for both devices of "hycc" and "cpu:hycc,cuda:hycc"); None otherwise."""
+    if not (_ext.cuda_built() and torch.cuda.is_available() and dist.is_nccl_available()):
+        return None
+    options = dist.ProcessGroupNCCL.Options()
+    options._timeout = timeout
+    return dist.ProcessGroupNCCL(dist.PrefixStore("hycc/nccl", store), rank, size, options)
 
 
 if BACKEND.upper() not in dist.Backend._plugins:
-    dist.Backend.register_backend(BACKEND, _create, devices=["cpu"])
+    dist.Backend.register_backend(BACKEND, _create, devices=["cpu", "cuda"])
 
 
 def _backend(group):
