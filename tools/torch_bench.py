@@ -5,13 +5,16 @@ tokens per second, the speedup over gloo, the final loss and the bytes each para
 put on the wire. Needs root (netemu) and the project's Python environment.
 
     tools/torch_bench.py                       # FSDP2 x TP, 4 hosts x 2 ranks, 200 Mbit/s
+    tools/torch_bench.py --parallel pp_fsdp    # 2 pipeline stages (GPipe) of FSDP2 x 4
     tools/torch_bench.py --parallel ddp --configs gloo,fp16,bf16,powersgd,hybrid
 
 Configurations: gloo (PyTorch's own backend), baseline, naive, hybrid, auto (the hycc backend
 under that policy: docs/torch.md, docs/policy.md) and, for --parallel ddp, gloo with PyTorch's
 DDP communication hooks fp16, bf16 and powersgd (rank 4), what a PyTorch user would pick today.
 FSDP2 shards over the hosts; tensor parallelism runs within a host (its ranks talk over shared
-memory, as the GPUs of a node do over NVLink). Each configuration is a run of its own (a hycc
+memory, as the GPUs of a node do over NVLink). pp_fsdp: torch.distributed.pipelining's GPipe
+schedule over 2 stages (the first half of the hosts, the second half), each stage FSDP2-sharded
+over its ranks; the activations between the stages are the pp dimension. Each configuration is a run of its own (a hycc
 policy is one per process). Writes DIR/results.json, DIR/README.md and, with gnuplot,
 DIR/tokens_per_s.png.
 """
@@ -32,7 +35,7 @@ POLICIES = ("baseline", "naive", "hybrid", "auto")
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parallel", choices=("fsdp_tp", "ddp"), default="fsdp_tp")
+    p.add_argument("--parallel", choices=("fsdp_tp", "pp_fsdp", "ddp"), default="fsdp_tp")
     p.add_argument("--configs", default="gloo,baseline,naive,hybrid,auto",
                    help="comma list of gloo, baseline, naive, hybrid, auto and (ddp) fp16, "
                         "bf16, powersgd; default %(default)s")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One configuration of tools/torch_bench.py's training benchmark, on every rank: a GPT-style
 model written with PyTorch's own parallel APIs (FSDP2 over the hosts x DTensor tensor
-parallelism within a host, or DistributedDataParallel), trained on synthetic token sequences
+parallelism within a host; a torch.distributed.pipelining schedule of FSDP2 stages; or
+DistributedDataParallel), trained on synthetic token sequences
 with a learnable rule, on the backend given (gloo, or hycc under HYCC_POLICY), optionally with a
 PyTorch DDP communication hook. Launched by mpirun (tools/netemu run): the ranks learn their
 rank from Open MPI's environment and rank 0's address on the emulated link through mpi4py.
@@ -30,7 +31,9 @@ HOOKS = ("none", "fp16", "bf16", "powersgd")
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", choices=("gloo", "hycc"), required=True)
-    p.add_argument("--parallel", choices=("fsdp_tp", "ddp"), default="fsdp_tp")
+    p.add_argument("--parallel", choices=("fsdp_tp", "pp_fsdp", "ddp"), default="fsdp_tp")
+    p.add_argument("--pp", type=int, default=2, help="pipeline stages (pp_fsdp)")
+    p.add_argument("--microbatches", type=int, default=4, help="per step (pp_fsdp)")
     p.add_argument("--hook", choices=HOOKS, default="none", help="DDP communication hook (ddp)")
     p.add_argument("--tp", type=int, default=0,
                    help="tensor-parallel ranks (default: the ranks of one emulated host)")
@@ -110,6 +113,50 @@ def batches(a, dp_rank):
         yield t[:, :-1], t[:, 1:]
 
 
+class Stage(nn.Module):
+    """Stage `index` of `count` of the GPT: its share of the blocks, the embedding before the
+    first, the final norm and head after the last."""
+
+    def __init__(self, gpt, index, count):
+        super().__init__()
+        per = len(gpt.blocks) // count
+        self.blocks = nn.ModuleList(gpt.blocks[index * per:(index + 1) * per])
+        self.first, self.last = index == 0, index == count - 1
+        if self.first:
+            self.embed, self.pos = gpt.embed, gpt.pos
+        if self.last:
+            self.norm, self.head = gpt.norm, gpt.head
+
+    def forward(self, x):
+        if self.first:
+            x = self.embed(x) + self.pos
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.norm(x)) if self.last else x
+
+
+def build_pipeline(a, world, rank):
+    """pp_fsdp: `a.pp` stages, each FSDP2-sharded over its data-parallel ranks; the stages talk
+    over the mesh's pp groups (GPipe schedule, `a.microbatches` per step)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+    mesh = init_device_mesh("cpu", (a.pp, world // a.pp), mesh_dim_names=("pp", "dp"))
+    index = mesh["pp"].get_local_rank()
+    torch.manual_seed(0)  # the same model on every rank; each stage keeps its part
+    stage = Stage(GPT(a), index, a.pp)
+    for b in stage.blocks:
+        fully_shard(b, mesh=mesh["dp"])
+    fully_shard(stage, mesh=mesh["dp"])
+    pipe = PipelineStage(stage, index, a.pp, torch.device("cpu"), group=mesh["pp"].get_group())
+
+    def loss_fn(logits, y):
+        return nn.functional.cross_entropy(logits.reshape(-1, a.vocab), y.reshape(-1))
+
+    schedule = ScheduleGPipe(pipe, n_microbatches=a.microbatches, loss_fn=loss_fn)
+    return stage, schedule, index, mesh["dp"].get_local_rank(), world // a.pp
+
+
 def build(a, world, rank):
     torch.manual_seed(0)
     model = GPT(a)
@@ -147,6 +194,9 @@ def main():
     a.tp = a.tp or per_host
     if a.parallel == "fsdp_tp" and (world % a.tp or a.heads % a.tp):
         sys.exit(f"--tp {a.tp}: must divide the ranks ({world}) and the heads ({a.heads})")
+    if a.parallel == "pp_fsdp" and (world % a.pp or a.layers % a.pp or a.batch % a.microbatches):
+        sys.exit(f"--pp {a.pp}: must divide the ranks ({world}) and the layers ({a.layers}), and "
+                 f"--microbatches {a.microbatches} the batch ({a.batch})")
     emulated = "NETEMU_HOSTS" in os.environ and interface_address("eth0") is not None
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0" if emulated else "lo")
     master = comm.bcast(interface_address("eth0") if emulated else "127.0.0.1", root=0)
@@ -165,29 +215,48 @@ def main():
     else:
         dist.init_process_group(a.backend)
 
-    model, dp_rank, dp_size = build(a, world, rank)
+    schedule, last_stage = None, True
+    if a.parallel == "pp_fsdp":
+        model, schedule, index, dp_rank, dp_size = build_pipeline(a, world, rank)
+        last_stage = index == a.pp - 1
+    else:
+        model, dp_rank, dp_size = build(a, world, rank)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     data = batches(a, dp_rank)
     times, losses = [], []
+    reporters = comm.allreduce(int(last_stage), op=MPI.SUM)  # ranks whose loss counts
     for step in range(a.warmup + a.steps):
         x, y = next(data)
         comm.Barrier()
         start = time.perf_counter()
-        logits = model(x)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, a.vocab), y.reshape(-1))
         opt.zero_grad()
-        loss.backward()
+        if schedule is not None:  # the first stage feeds the tokens, the last the targets
+            parts = []
+            if index == 0:
+                schedule.step(x)
+            else:
+                schedule.step(target=y, losses=parts)
+            loss = torch.stack(parts).mean() if last_stage else torch.zeros(())
+        else:
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits.reshape(-1, a.vocab), y.reshape(-1))
+            loss.backward()
         opt.step()
         elapsed = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
-        losses.append(comm.allreduce(float(loss.detach()), op=MPI.SUM) / world)
+        mine = float(loss.detach()) if last_stage else 0.0
+        losses.append(comm.allreduce(mine, op=MPI.SUM) / reporters)
         if step >= a.warmup:
             times.append(elapsed)
+    params = sum(p.numel() for p in model.parameters())  # a DTensor counts its whole size
+    if schedule is not None:  # a stage's: add the stages up, once per stage
+        params = comm.allreduce(params if dp_rank == 0 else 0, op=MPI.SUM)
     times.sort()
     step_s = times[len(times) // 2]
     result = {"backend": a.backend, "parallel": a.parallel, "hook": a.hook, "ranks": world,
               "dp": dp_size, "tp": a.tp if a.parallel == "fsdp_tp" else 1,
+              "pp": a.pp if a.parallel == "pp_fsdp" else 1,
               "tokens_per_s": dp_size * a.batch * a.seq / step_s, "step_s": step_s,
-              "losses": losses, "params": sum(p.numel() for p in model.parameters())}
+              "losses": losses, "params": params}
     if a.backend == "hycc":
         result["policy"] = ht.policy_name()
         dims = {}
