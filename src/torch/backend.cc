@@ -693,17 +693,18 @@ WorkPtr HyccBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::
 
 // ---- point to point (p2p.h) ---------------------------------------------------------------------
 
-std::optional<PolicyDecision> HyccBackend::p2p_decision(const at::Tensor& t) {
-  // CUDA tensors go to NCCL as they are (hycc compresses their collectives, not yet their
-  // point to point).
-  if (!hycc_takes(t) || t.is_cuda() || getSize() < 2 || t.numel() == 0) return std::nullopt;
+HyccBackend::Routing HyccBackend::p2p_route(const at::Tensor& t) {
+  if (!hycc_takes(t) || getSize() < 2 || t.numel() == 0) return {std::nullopt, false};
   const Communicator& comm = communicator(Operation::kSendRecv);
   // A send never communicates to decide (PolicyEngine::choose): both sides decide alike.
   PolicyDecision d = engine().choose(comm, Operation::kSendRecv, t.nbytes(), *hycc_dtype(t));
   const CodecConfig codec = d.gradient ? d.gradient_codec : d.options.codec;
-  if (t.nbytes() < d.threshold_bytes || codec.id() == CodecId::kNone) return std::nullopt;
+  // CUDA tensors go to NCCL as they are (hycc compresses their collectives, not yet their
+  // point to point).
+  const bool compresses =
+      !t.is_cuda() && t.nbytes() >= d.threshold_bytes && codec.id() != CodecId::kNone;
   d.options.codec = codec;
-  return d;
+  return {std::move(d), compresses};
 }
 
 CallLane& HyccBackend::receiver(int src, int tag) {
@@ -714,31 +715,40 @@ CallLane& HyccBackend::receiver(int src, int tag) {
 }
 
 WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
-  const std::optional<PolicyDecision> d =
-      tensors.size() == 1 ? p2p_decision(tensors[0]) : std::nullopt;
-  if (!d) return inner_for(first(tensors))->send(tensors, dst, tag);
+  const Routing r = tensors.size() == 1 ? p2p_route(tensors[0]) : Routing{std::nullopt, false};
+  if (!r.compresses) {
+    WorkPtr work = inner_for(first(tensors))->send(tensors, dst, tag);
+    if (r.decision) {  // a send hycc takes, left uncompressed: recorded as the native calls are
+      CollectiveStats call;
+      call.algorithm = Algorithm::kNative;
+      call.message_bytes = call.raw_bytes = call.wire_bytes = tensors[0].nbytes();
+      const Communicator& comm = communicator(Operation::kSendRecv);
+      policy::EngineCalls::record(engine(), comm, Operation::kSendRecv, *r.decision, call);
+    }
+    return work;
+  }
+  const PolicyDecision& d = *r.decision;
   const Communicator& comm = communicator(Operation::kSendRecv);
   const auto start = std::chrono::steady_clock::now();
   size_t stream_bytes = 0;
-  WorkPtr work = send_compressed(*p2p_, tensors[0], d->options.codec, dst, tag, &stream_bytes);
+  WorkPtr work = send_compressed(*p2p_, tensors[0], d.options.codec, dst, tag, &stream_bytes);
   CollectiveStats call;
   call.compressed = true;
   call.message_bytes = call.raw_bytes = tensors[0].nbytes();
   call.wire_bytes = stream_bytes;
   call.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  policy::EngineCalls::log_decision(engine(), comm, Operation::kSendRecv, call.message_bytes, *d);
-  policy::EngineCalls::record(engine(), comm, Operation::kSendRecv, *d, call);
+  policy::EngineCalls::log_decision(engine(), comm, Operation::kSendRecv, call.message_bytes, d);
+  policy::EngineCalls::record(engine(), comm, Operation::kSendRecv, d, call);
   return work;
 }
 
 WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
-  const std::optional<PolicyDecision> d =
-      tensors.size() == 1 ? p2p_decision(tensors[0]) : std::nullopt;
-  if (!d) return inner_for(first(tensors))->recv(tensors, src, tag);
+  const Routing r = tensors.size() == 1 ? p2p_route(tensors[0]) : Routing{std::nullopt, false};
+  if (!r.compresses) return inner_for(first(tensors))->recv(tensors, src, tag);
   auto pending = std::make_shared<PendingRecv>(post_recv(*p2p_, src, tag));
   auto work = c10::make_intrusive<HyccWork>(getRank(), c10d::OpType::RECV, tensors);
   receiver(src, tag).push(
-      [wire = p2p_, pending, work, codec = d->options.codec, t = tensors[0]]() mutable {
+      [wire = p2p_, pending, work, codec = r.decision->options.codec, t = tensors[0]]() mutable {
         std::exception_ptr error;
         try {
           finish_recv(*wire, *pending, codec, t);

@@ -152,9 +152,10 @@ class HyccBackend final : public c10d::Backend {
   // when it is made (its time is NCCL's, on the caller's stream).
   c10::intrusive_ptr<c10d::Work> cuda_direct(Operation op, const PolicyDecision& decision,
                                              size_t bytes, c10::intrusive_ptr<c10d::Work> work);
-  // The codec of a point-to-point call on `t` when the policy compresses the group's sendrecv of
-  // its size and dtype (both sides decide alike from their tensor); none otherwise.
-  std::optional<PolicyDecision> p2p_decision(const at::Tensor& t);
+  // The policy's decision for a point-to-point call on `t` (none for a tensor hycc does not
+  // take), its codec the one a compressed call sends with; both sides decide alike from their
+  // tensor. A send left uncompressed is recorded as a native call.
+  Routing p2p_route(const at::Tensor& t);
   // The thread that finishes the compressed receives from `src` with `tag`, in their order.
   CallLane& receiver(int src, int tag);
 
