@@ -8,9 +8,9 @@ put on the wire. Needs root (netemu) and the project's Python environment.
     tools/torch_bench.py --parallel pp_fsdp    # 2 pipeline stages (GPipe) of FSDP2 x 4
     tools/torch_bench.py --parallel ddp --configs gloo,fp16,bf16,powersgd,hybrid
 
-Configurations: gloo (PyTorch's own backend), baseline, naive, hybrid, auto (the hycc backend
-under that policy: docs/torch.md, docs/policy.md) and, for --parallel ddp, gloo with PyTorch's
-DDP communication hooks fp16, bf16 and powersgd (rank 4), what a PyTorch user would pick today.
+Configurations: gloo (PyTorch's own backend), baseline, naive, hybrid, auto or a policy TOML
+file (the hycc backend under that policy: docs/torch.md, docs/policy.md) and, for --parallel
+ddp, gloo with PyTorch's DDP communication hooks fp16, bf16 and powersgd (rank 4), what a PyTorch user would pick today.
 FSDP2 shards over the hosts; tensor parallelism runs within a host (its ranks talk over shared
 memory, as the GPUs of a node do over NVLink). pp_fsdp: torch.distributed.pipelining's GPipe
 schedule over 2 stages (the first half of the hosts, the second half), each stage FSDP2-sharded
@@ -37,8 +37,9 @@ def parse_args():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--parallel", choices=("fsdp_tp", "pp_fsdp", "ddp"), default="fsdp_tp")
     p.add_argument("--configs", default="gloo,baseline,naive,hybrid,auto",
-                   help="comma list of gloo, baseline, naive, hybrid, auto and (ddp) fp16, "
-                        "bf16, powersgd; default %(default)s")
+                   help="comma list of gloo, baseline, naive, hybrid, auto, a policy TOML file "
+                        "(the hycc backend under it) and (ddp) fp16, bf16, powersgd; default "
+                        "%(default)s")
     p.add_argument("--hosts", type=int, default=4)
     p.add_argument("--ranks-per-host", type=int, default=2)
     p.add_argument("--rate", default="200mbit", help="each host's link (tc syntax)")
@@ -52,7 +53,10 @@ def parse_args():
     a = p.parse_args()
     a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for c in a.configs:
-        if c not in ("gloo",) + POLICIES + PEERS:
+        if c.endswith(".toml"):
+            if not os.path.isfile(c):
+                p.error(f"--configs: no policy file '{c}'")
+        elif c not in ("gloo",) + POLICIES + PEERS:
             p.error(f"--configs: unknown configuration '{c}'")
         if c in PEERS and a.parallel != "ddp":
             p.error(f"--configs: '{c}' is a DDP communication hook: use --parallel ddp")
@@ -61,12 +65,18 @@ def parse_args():
     return a
 
 
+def is_policy(config):
+    """Whether `config` runs the hycc backend: a preset or a policy file."""
+    return config in POLICIES or config.endswith(".toml")
+
+
 def command(a, config):
-    backend = "hycc" if config in POLICIES else "gloo"
+    backend = "hycc" if is_policy(config) else "gloo"
     cmd = [str(ROOT / "tools" / "netemu"), "run", "-q", "--hosts", str(a.hosts),
            "--ranks-per-host", str(a.ranks_per_host), "--rate", a.rate]
     if backend == "hycc":
-        cmd += ["--env", f"HYCC_POLICY={config}"]
+        policy = os.path.abspath(config) if config.endswith(".toml") else config
+        cmd += ["--env", f"HYCC_POLICY={policy}"]
         if os.environ.get("HYCC_TORCH_EXTENSION"):
             cmd += ["--env", "HYCC_TORCH_EXTENSION"]
     cmd += ["--", a.python, str(ROOT / "tools" / "torch_train_bench.py"), "--backend", backend,
@@ -96,6 +106,8 @@ def label(r):
         return "gloo"
     if r["config"] in PEERS:
         return f"gloo + DDP {r['config']} hook"
+    if r["config"].endswith(".toml"):
+        return f"hycc {pathlib.Path(r['config']).stem} (policy file)"
     return f"hycc {r['config']}"
 
 
