@@ -17,56 +17,40 @@
 namespace hycc::test {
 namespace {
 
-enum class Call { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall };
-
-const char* call_name(Call c) {
-  switch (c) {
-    case Call::kAllreduce:
-      return "allreduce";
-    case Call::kReduceScatter:
-      return "reduce_scatter";
-    case Call::kAllgather:
-      return "allgather";
-    case Call::kBroadcast:
-      return "broadcast";
-    case Call::kAlltoall:
-      return "alltoall";
-  }
-  return "?";
-}
-
 // `call` on `comm` of this rank's `x` (n elements; alltoall: n rounded down to a multiple of the
 // size), on the device; the result, back on the host.
-Buffer run_call(Call call, const Communicator& comm, const Buffer& x,
+Buffer run_call(Operation call, const Communicator& comm, const Buffer& x,
                 const DeviceCollectiveOptions& o) {
   const int p = comm.size(), r = comm.rank();
   const DType d = x.dtype();
   const size_t n = x.count();
   OnDevice in(x);
   switch (call) {
-    case Call::kAllreduce:
+    case Operation::kAllreduce:
       allreduce_device(comm, in.view(), in.view(), ReduceOp::kAverage, o);
       return in.to_host();
-    case Call::kReduceScatter: {
+    case Operation::kReduceScatter: {
       OnDevice out(Buffer(d, chunk_range(n, p, r).count));
       reduce_scatter_device(comm, in.view(), out.view(), ReduceOp::kSum, o);
       return out.to_host();
     }
-    case Call::kAllgather: {
+    case Operation::kAllgather: {
       OnDevice out(Buffer(d, n * static_cast<size_t>(p)));
       allgather_device(comm, in.view(), out.view(), o);
       return out.to_host();
     }
-    case Call::kBroadcast:
+    case Operation::kBroadcast:
       broadcast_device(comm, in.view(), p - 1, o);
       return in.to_host();
-    case Call::kAlltoall: {
+    case Operation::kAlltoall: {
       const size_t even = n / static_cast<size_t>(p) * static_cast<size_t>(p);
       const TensorView send{d, even, in.view().data};
       OnDevice out(Buffer(d, even));
       alltoall_device(comm, send, out.view(), o);
       return out.to_host();
     }
+    case Operation::kSendRecv:
+      break;
   }
   return Buffer(d, 0);
 }
@@ -80,8 +64,9 @@ TEST(GpuNcclGroup, CollectivesEqualTheMpiCommunicators) {
   const Communicator over = Communicator::over(group, "dp");
   EXPECT_TRUE(comm::nccl_usable(over));
   const int combines = group->combines;
-  for (const Call call : {Call::kAllreduce, Call::kReduceScatter, Call::kAllgather,
-                          Call::kBroadcast, Call::kAlltoall}) {
+  for (const Operation call :
+       {Operation::kAllreduce, Operation::kReduceScatter, Operation::kAllgather,
+        Operation::kBroadcast, Operation::kAlltoall}) {
     for (const std::string spec : {"none", "quant:bits=4"}) {
       for (const DeviceTransport t : {DeviceTransport::kNccl, DeviceTransport::kAuto}) {
         for (const size_t threshold : {size_t{0}, size_t{1} << 30}) {
@@ -98,7 +83,7 @@ TEST(GpuNcclGroup, CollectivesEqualTheMpiCommunicators) {
           const int transports = group->transports;
           const Buffer via_group = run_call(call, over, x, o);
           const Buffer via_mpi = run_call(call, world, x, o);
-          const std::string what = std::string(call_name(call)) + " " + spec +
+          const std::string what = std::string(operation_name(call)) + " " + spec +
                                    (t == DeviceTransport::kNccl ? " nccl" : " auto") +
                                    (native ? " native" : "");
           EXPECT_TRUE(via_group.bits_equal(via_mpi)) << what;
