@@ -44,6 +44,7 @@ from torch import nn  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import hycc.torch as ht  # noqa: E402
+from rank_checks import RankChecks  # noqa: E402
 
 torch.set_num_threads(1)
 if DEVICE == "cuda":
@@ -51,28 +52,13 @@ if DEVICE == "cuda":
 dist.init_process_group("hycc")
 rank, size = dist.get_rank(), dist.get_world_size()
 gloo = dist.new_group(backend="gloo")
-failures = 0
 BOUND = 0.05  # quant:bits=8 and ef2+quant:bits=6, relative L2, a reduction of 2 ranks
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc torch cuda: rank {rank}: FAILED: {what}", file=sys.stderr, flush=True)
-
-
-def same_on_every_rank(t):
-    t = t.cpu()
-    first = t.clone()
-    dist.broadcast(first, 0, group=gloo)
-    return bool(torch.equal(first, t))
+checks = RankChecks("hycc torch cuda", gloo)
+expect, same_on_every_rank = checks.expect, checks.same_on_every_rank
 
 
 def close(what, got, want):
-    got, want = got.cpu().double(), want.cpu().double()
-    err = float((got - want).norm() / max(float(want.norm()), 1e-30))
-    expect(err <= BOUND, f"{what}: relative error {err:.3g} > {BOUND}")
+    checks.within(what, got, want, BOUND)
 
 
 def data(count, dtype, salt=0):
@@ -185,10 +171,6 @@ if own_gpus:
     expect(losses[-1] < losses[0], f"DDP did not learn: {losses}")
     expect(same_on_every_rank(next(model.parameters()).detach()), "DDP: parameters differ")
 
-total = torch.tensor([failures])
-dist.all_reduce(total, group=gloo)
+status = checks.verdict("OK")
 dist.destroy_process_group()
-if rank == 0:
-    print("hycc torch cuda: OK" if int(total) == 0 else f"hycc torch cuda: {int(total)} FAILED",
-          flush=True)
-sys.exit(0 if int(total) == 0 else 1)
+sys.exit(status)

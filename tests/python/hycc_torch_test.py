@@ -20,6 +20,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import hycc.torch as ht  # noqa: E402
+from rank_checks import RankChecks  # noqa: E402
 
 POLICY = os.environ.get("HYCC_POLICY", "baseline")
 EXACT = POLICY == "baseline"
@@ -27,26 +28,8 @@ torch.set_num_threads(1)
 dist.init_process_group("hycc")
 rank, size = dist.get_rank(), dist.get_world_size()
 gloo = dist.new_group(backend="gloo")
-failures = 0
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"hycc torch: rank {rank}: FAILED: {what}", file=sys.stderr, flush=True)
-
-
-def same_on_every_rank(t):
-    t = t.cpu()
-    first = t.clone()
-    dist.broadcast(first, 0, group=gloo)
-    return bool(torch.equal(first, t))
-
-
-def relative_error(got, want):
-    got, want = got.cpu(), want.cpu().double()
-    return float((got.double() - want).norm() / max(float(want.norm()), 1e-30))
+checks = RankChecks("hycc torch", gloo)
+expect, same_on_every_rank = checks.expect, checks.same_on_every_rank
 
 
 def compare(what, got, want, bound):
@@ -55,8 +38,7 @@ def compare(what, got, want, bound):
     if EXACT:
         expect(torch.equal(got, want), f"{what}: not gloo's bits")
     elif got.numel() > 0:
-        err = relative_error(got, want)
-        expect(err <= bound, f"{what}: relative error {err:.3g} > {bound}")
+        checks.within(what, got, want, bound)
 
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -322,10 +304,6 @@ if rank == 0:
     print(f"DDP losses (policy {ht.policy_name()}): hycc first {hycc_losses[0]:.5f} last "
           f"{hycc_losses[-1]:.5f}; gloo last {gloo_losses[-1]:.5f}", flush=True)
 
-total = torch.tensor([failures])
-dist.all_reduce(total, group=gloo)
-if rank == 0:
-    print(f"hycc torch: OK (policy {ht.policy_name()}, {size} ranks)" if int(total) == 0
-          else f"hycc torch: {int(total)} checks FAILED", flush=True)
+status = checks.verdict(f"OK (policy {ht.policy_name()}, {size} ranks)")
 dist.destroy_process_group()
-sys.exit(0 if int(total) == 0 else 1)
+sys.exit(status)
