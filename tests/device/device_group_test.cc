@@ -11,12 +11,6 @@
 namespace hycc::test {
 namespace {
 
-struct DeviceGroups {
-  std::shared_ptr<MpiBackedGroup> group = std::make_shared<MpiBackedGroup>();
-  Communicator over = Communicator::over(group, "dp");
-  Communicator mpi = world().dup("dp");
-};
-
 DeviceCollectiveOptions emulated(const std::string& spec, DeviceTransport transport) {
   DeviceCollectiveOptions o;
   o.codec = CodecConfig::parse(spec);
@@ -30,7 +24,7 @@ DeviceCollectiveOptions emulated(const std::string& spec, DeviceTransport transp
 // Runs `call` on the group's communicator and on the MPI one, each on its own copy of `start`,
 // and expects the same bits; the group must have carried the call (a transport of its own).
 template <typename Call>
-void expect_group_matches_mpi(DeviceGroups& g, const Buffer& start, const std::string& what,
+void expect_group_matches_mpi(GroupBesideMpi& g, const Buffer& start, const std::string& what,
                               Call&& call) {
   Buffer via_group = clone(start), via_mpi = clone(start);
   const int transports = g.group->transports;
@@ -43,7 +37,7 @@ void expect_group_matches_mpi(DeviceGroups& g, const Buffer& start, const std::s
 }
 
 TEST(DeviceGroup, CollectivesMatchMpiBitForBit) {
-  DeviceGroups g;
+  GroupBesideMpi g;
   const int p = world().size(), r = world().rank();
   const size_t n = 30011;  // uneven chunks, several segments
   for (const std::string spec : {"none", "quant:bits=4", "bf16", "eb:abs=1e-3"}) {
@@ -87,7 +81,7 @@ TEST(DeviceGroup, CollectivesMatchMpiBitForBit) {
 // its small collectives (the agreed block size) run on the group; the same bits as on MPI, step
 // after step (the residuals carry over).
 TEST(DeviceGroup, GradientCompressorMatchesMpi) {
-  DeviceGroups g;
+  GroupBesideMpi g;
   PolicyEngine over_engine(Policy::preset("hybrid")), mpi_engine(Policy::preset("hybrid"));
   const size_t n = size_t{1} << 16;  // above hybrid's threshold
   for (uint64_t step = 0; step < 3; ++step) {
@@ -112,7 +106,7 @@ TEST(DeviceGroup, GradientCompressorMatchesMpi) {
 
 TEST(DeviceGroup, HostEmulatedNcclSaysItNeedsMpi) {
   if (world().size() < 2) GTEST_SKIP() << "one rank returns before any transport";
-  DeviceGroups g;
+  GroupBesideMpi g;
   Buffer b = make_input(DType::kF32, 1000, world().rank(), false);
   expect_outcome(Outcome::kInvalid, "nccl stand-in over a group", "MPI communicators", [&] {
     allreduce_device(g.over, b.view(), b.view(), ReduceOp::kSum,

@@ -18,14 +18,9 @@ namespace hycc {
 namespace {
 
 using test::Buffer;
+using test::GroupBesideMpi;
 using test::MpiBackedGroup;
 using test::world;
-
-struct Groups {
-  std::shared_ptr<MpiBackedGroup> group = std::make_shared<MpiBackedGroup>();
-  Communicator over = Communicator::over(group, "dp");
-  Communicator mpi = world().dup("dp");
-};
 
 CollectiveOptions compressed(const std::string& codec, Algorithm algorithm) {
   CollectiveOptions o;
@@ -37,7 +32,7 @@ CollectiveOptions compressed(const std::string& codec, Algorithm algorithm) {
 }
 
 TEST(Group, CommunicatorKnowsItIsNotMpi) {
-  Groups g;
+  GroupBesideMpi g;
   EXPECT_FALSE(g.over.is_mpi());
   EXPECT_EQ(g.over.group(), g.group.get());
   EXPECT_EQ(g.over.rank(), world().rank());
@@ -55,7 +50,7 @@ TEST(Group, CommunicatorKnowsItIsNotMpi) {
 }
 
 TEST(Group, AttributesLiveWithTheGroup) {
-  Groups g;
+  GroupBesideMpi g;
   comm::Group& group = *g.group;
   group.attribute<int>() = 7;
   EXPECT_EQ(group.attribute<int>(), 7);
@@ -63,14 +58,14 @@ TEST(Group, AttributesLiveWithTheGroup) {
 }
 
 TEST(Group, TagsFollowTheGroupsBound) {
-  Groups g;
+  GroupBesideMpi g;
   EXPECT_EQ(comm::max_user_tag(g.over), (32767 - (32767 / 2 + 1) - 7) / 8);
   EXPECT_THROW(comm::internal_tag(g.over, 5000, Operation::kAllreduce), InvalidArgument);
 }
 
 // Every algorithm and codec of allreduce over the group gives the MPI communicator's bits.
 TEST(Group, AllreduceMatchesMpiBitForBit) {
-  Groups g;
+  GroupBesideMpi g;
   const int r = world().rank();
   for (const Algorithm a : {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kAuto}) {
     for (const std::string codec : {"none", "quant:bits=8", "quant:bits=4", "bf16"}) {
@@ -98,7 +93,7 @@ TEST(Group, AllreduceMatchesMpiBitForBit) {
 }
 
 TEST(Group, OtherCollectivesMatchMpi) {
-  Groups g;
+  GroupBesideMpi g;
   const int p = world().size(), r = world().rank();
   const CollectiveOptions o = compressed("quant:bits=8", Algorithm::kAuto);
   const size_t n = 40000;
@@ -132,7 +127,7 @@ TEST(Group, OtherCollectivesMatchMpi) {
 }
 
 TEST(Group, NativePathIsTheGroups) {
-  Groups g;
+  GroupBesideMpi g;
   const Buffer in = test::make_input(DType::kF32, 100, world().rank(), true);
   Buffer a = in, b = in;
   CollectiveOptions o;  // codec none: native
@@ -144,7 +139,7 @@ TEST(Group, NativePathIsTheGroups) {
 
 TEST(Group, MismatchedArgumentsFailOnEveryRank) {
   if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
-  Groups g;
+  GroupBesideMpi g;
   const size_t count = world().rank() == 0 ? 1000 : 1001;
   Buffer b = test::make_input(DType::kF32, count, world().rank(), false);
   EXPECT_THROW(allreduce(g.over, b.view(), b.view(), ReduceOp::kSum,
@@ -153,7 +148,7 @@ TEST(Group, MismatchedArgumentsFailOnEveryRank) {
 }
 
 TEST(Group, MpiOnlyAlgorithmsSaySo) {
-  Groups g;
+  GroupBesideMpi g;
   Buffer b = test::make_input(DType::kF32, 1000, world().rank(), false);
   if (world().size() < 2) GTEST_SKIP() << "one rank returns before any algorithm";
   EXPECT_THROW(allreduce(g.over, b.view(), b.view(), ReduceOp::kSum,

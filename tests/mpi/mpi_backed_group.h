@@ -82,4 +82,12 @@ class MpiBackedGroup final : public comm::Group {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
+// A communicator over a test group and an MPI communicator of the same ranks, both named "dp":
+// a call on each must give the same result.
+struct GroupBesideMpi {
+  std::shared_ptr<MpiBackedGroup> group = std::make_shared<MpiBackedGroup>();
+  Communicator over = Communicator::over(group, "dp");
+  Communicator mpi = Communicator::world().dup("dp");
+};
+
 }  // namespace hycc::test
