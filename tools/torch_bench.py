@@ -45,6 +45,10 @@ def parse_args():
     p.add_argument("--rate", default="200mbit", help="each host's link (tc syntax)")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="runs of every configuration, in rounds (each round runs them all in "
+                        "turn); the table gives medians and, from 2 rounds, the range of the "
+                        "per-round speedups (default %(default)s)")
     p.add_argument("--python", default=os.path.expanduser(
         os.environ.get("HYCC_VENV", "~/.cache/hycc/venv") + "/bin/python"))
     p.add_argument("--out", default="torch-bench", help="output directory (default %(default)s)")
@@ -62,6 +66,8 @@ def parse_args():
             p.error(f"--configs: '{c}' is a DDP communication hook: use --parallel ddp")
     if "gloo" not in a.configs:
         a.configs.insert(0, "gloo")  # the reference of every ratio
+    if a.rounds < 1:
+        p.error("--rounds: at least 1")
     return a
 
 
@@ -86,9 +92,9 @@ def command(a, config):
     return cmd + a.model
 
 
-def run(a, config, i):
+def run(a, config, i, n):
     cmd = command(a, config)
-    print(f"[{i}/{len(a.configs)}] {config}: {' '.join(cmd)}", flush=True)
+    print(f"[{i}/{n}] {config}: {' '.join(cmd)}", flush=True)
     start = time.time()
     done = subprocess.run(cmd, capture_output=True, text=True)
     for line in done.stdout.splitlines():
@@ -111,31 +117,59 @@ def label(r):
     return f"hycc {r['config']}"
 
 
-def table(results):
-    gloo = results[0]["tokens_per_s"]
-    dims = sorted({d for r in results for d in r.get("bytes", {})})
-    head = ["configuration", "tokens/s", "x gloo", "final loss"] + [f"{d} MB (ratio)" for d in dims]
-    rows = [head, ["---"] * len(head)]
-    for r in results:
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def summarize(runs):
+    """One row per configuration, in the order they ran: the median tokens/s over the rounds,
+    the per-round speedups over that round's gloo, the first round's losses and bytes (the same
+    in every round: the runs are deterministic but for their timing)."""
+    gloo = {r["round"]: r["tokens_per_s"] for r in runs if r["config"] == "gloo"}
+    rows = {}
+    for r in runs:
+        row = rows.setdefault(r["config"], {**r, "speedups": [], "all_tokens_per_s": []})
+        row["all_tokens_per_s"].append(r["tokens_per_s"])
+        row["speedups"].append(r["tokens_per_s"] / gloo[r["round"]])
+    for row in rows.values():
+        row["tokens_per_s"] = median(row["all_tokens_per_s"])
+    return list(rows.values())
+
+
+def table(rows):
+    dims = sorted({d for r in rows for d in r.get("bytes", {})})
+    spread = len(rows[0]["speedups"]) > 1
+    head = (["configuration", "tokens/s", "x gloo"] + (["x gloo, range"] if spread else []) +
+            ["final loss"] + [f"{d} MB (ratio)" for d in dims])
+    out = [head, ["---"] * len(head)]
+    for r in rows:
         final = sum(r["losses"][-3:]) / len(r["losses"][-3:])
-        row = [label(r), f"{r['tokens_per_s']:.0f}", f"{r['tokens_per_s'] / gloo:.2f}",
-               f"{final:.4f}"]
+        row = [label(r), f"{r['tokens_per_s']:.0f}", f"{median(r['speedups']):.2f}"]
+        if spread:
+            row.append(f"{min(r['speedups']):.2f}-{max(r['speedups']):.2f}")
+        row.append(f"{final:.4f}")
         for d in dims:
             raw, wire = r.get("bytes", {}).get(d, [0, 0])
             row.append(f"{wire / 1e6:.1f} ({raw / wire:.2f}x)" if wire else "-")
-        rows.append(row)
-    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+        out.append(row)
+    return "\n".join("| " + " | ".join(row) + " |" for row in out)
 
 
 def plot(results, out):
     if shutil.which("gnuplot") is None:
         return "gnuplot is not installed: no plot"
     data = out / "tokens_per_s.dat"
-    data.write_text("".join(f'"{label(r)}" {r["tokens_per_s"]:.1f}\n' for r in results))
+    data.write_text("".join(f'"{label(r)}" {r["tokens_per_s"]:.1f} '
+                            f'{min(r["all_tokens_per_s"]):.1f} {max(r["all_tokens_per_s"]):.1f}\n'
+                            for r in results))
+    # Bars: the median over the rounds; whiskers (2 rounds or more): the slowest and fastest.
+    whiskers = f', "{data}" using 0:2:3:4 with yerrorbars lc "black"' if len(
+        results[0]["all_tokens_per_s"]) > 1 else ""
     script = (f'set terminal pngcairo size 900,420\nset output "{out / "tokens_per_s.png"}"\n'
               'set style fill solid 0.6\nset boxwidth 0.6\nset ylabel "tokens/s"\n'
               'set xtics rotate by -20\nset grid y\nunset key\nset yrange [0:*]\n'
-              f'plot "{data}" using 0:2:xtic(1) with boxes\n')
+              f'plot "{data}" using 0:2:xtic(1) with boxes{whiskers}\n')
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
     data.unlink()
     return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()
@@ -147,15 +181,21 @@ def main():
         sys.exit("torch_bench: tools/netemu needs root")
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"torch_bench: {len(a.configs)} runs of {a.warmup + a.steps} steps, {a.parallel}, "
-          f"{a.hosts} hosts x {a.ranks_per_host} ranks at {a.rate}; about a minute each",
-          flush=True)
-    results = [run(a, c, i + 1) for i, c in enumerate(a.configs)]
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    n = len(a.configs) * a.rounds
+    print(f"torch_bench: {n} runs of {a.warmup + a.steps} steps ({a.rounds} rounds of "
+          f"{len(a.configs)}), {a.parallel}, {a.hosts} hosts x {a.ranks_per_host} ranks at "
+          f"{a.rate}; about a minute each", flush=True)
+    runs = []
+    for k in range(a.rounds):
+        for c in a.configs:
+            runs.append({**run(a, c, len(runs) + 1, n), "round": k + 1})
+    (out / "results.json").write_text(json.dumps(runs, indent=1) + "\n")
+    results = summarize(runs)
     first = results[0]
     text = (f"# PyTorch training on the emulated cluster\n\n{a.parallel}, {a.hosts} hosts x "
             f"{a.ranks_per_host} ranks, {a.rate} per host link, {first['params']} parameters, "
-            f"median of {a.steps} steps after {a.warmup}; command: "
+            f"median of {a.steps} steps after {a.warmup}"
+            f"{f', median of {a.rounds} rounds' if a.rounds > 1 else ''}; command: "
             f"`{' '.join(['tools/torch_bench.py'] + sys.argv[1:])}`\n\n{table(results)}\n")
     problem = plot(results, out)
     text += f"\n{problem}\n" if problem else "\n![tokens/s](tokens_per_s.png)\n"
