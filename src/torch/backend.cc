@@ -130,6 +130,24 @@ const at::Tensor& first(const std::vector<at::Tensor>& tensors) {
   return tensors.empty() ? none : tensors[0];
 }
 
+// Where a lane runs a call: on the host for a CPU tensor (no order), or for a CUDA one under a
+// CudaScope, on the lane's stream of its device.
+class Placed {
+ public:
+  explicit Placed(const std::shared_ptr<CudaOrder>& order) {
+    if (order) scope_.emplace(*order);
+  }
+  bool on_device() const { return scope_.has_value(); }
+  DeviceStream stream() const { return scope_->stream(); }
+  // The call's last step: on the device, waits for the lane's stream.
+  void finish() const {
+    if (scope_) scope_->finish();
+  }
+
+ private:
+  std::optional<CudaScope> scope_;
+};
+
 // Whether two tensors of one call are alike where hycc needs them to be: element type and device.
 bool alike(const at::Tensor& a, const at::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.device() == b.device();
@@ -434,16 +452,15 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
                   key = gradient_key(Operation::kAllreduce, tensors[0]),
                   order = cuda_order(tensors[0])]() mutable {
                    const Communicator& comm = communicator(Operation::kAllreduce);
-                   if (!order) {
-                     premultiply(reduce, t);
-                     const TensorView v = view_of(t);
-                     return hycc::allreduce(comm, v, v, op, policy_options(decision, key));
-                   }
-                   const CudaScope scope(*order);
+                   const Placed at(order);
                    premultiply(reduce, t);
                    const TensorView v = view_of(t);
-                   allreduce_device(comm, v, v, op, device_options(decision, key, scope.stream()));
-                   scope.finish();
+                   if (at.on_device()) {
+                     allreduce_device(comm, v, v, op, device_options(decision, key, at.stream()));
+                   } else {
+                     hycc::allreduce(comm, v, v, op, policy_options(decision, key));
+                   }
+                   at.finish();
                  });
 }
 
@@ -477,20 +494,20 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
       [this, out = output, in = input, reduce = opts.reduceOp, op = *op, decision = r.decision,
        key = gradient_key(Operation::kReduceScatter, input), order = cuda_order(input)] {
         const Communicator& comm = communicator(Operation::kReduceScatter);
-        std::optional<CudaScope> scope;
-        if (order) scope.emplace(*order);
+        const Placed at(order);
         at::Tensor send = in;
         if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
           send = in.clone();  // the caller's input stays as it is
           premultiply(reduce, send);
         }
-        if (!scope) {
-          return hycc::reduce_scatter(comm, view_of(send), view_of(out), op,
-                                      policy_options(decision, key));
+        if (at.on_device()) {
+          reduce_scatter_device(comm, view_of(send), view_of(out), op,
+                                device_options(decision, key, at.stream()));
+        } else {
+          hycc::reduce_scatter(comm, view_of(send), view_of(out), op,
+                               policy_options(decision, key));
         }
-        reduce_scatter_device(comm, view_of(send), view_of(out), op,
-                              device_options(decision, key, scope->stream()));
-        scope->finish();
+        at.finish();
       });
 }
 
@@ -513,13 +530,14 @@ WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
       Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
       [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
         const Communicator& comm = communicator(Operation::kAllgather);
-        if (!order) {
-          return hycc::allgather(comm, view_of(in), view_of(out), policy_options(decision));
+        const Placed at(order);
+        if (at.on_device()) {
+          allgather_device(comm, view_of(in), view_of(out),
+                           device_options(decision, 0, at.stream()));
+        } else {
+          hycc::allgather(comm, view_of(in), view_of(out), policy_options(decision));
         }
-        const CudaScope scope(*order);
-        allgather_device(comm, view_of(in), view_of(out),
-                         device_options(decision, 0, scope.stream()));
-        scope.finish();
+        at.finish();
       });
 }
 
@@ -548,13 +566,12 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                  [this, outs = outputs[0], in = inputs[0], decision = r.decision,
                   order = cuda_order(inputs[0])] {
                    const Communicator& comm = communicator(Operation::kAllgather);
-                   std::optional<CudaScope> scope;
-                   if (order) scope.emplace(*order);
+                   const Placed at(order);
                    at::Tensor flat =
                        at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
-                   if (scope) {
+                   if (at.on_device()) {
                      allgather_device(comm, view_of(in), view_of(flat),
-                                      device_options(decision, 0, scope->stream()));
+                                      device_options(decision, 0, at.stream()));
                    } else {
                      hycc::allgather(comm, view_of(in), view_of(flat), policy_options(decision));
                    }
@@ -562,7 +579,7 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                      outs[j].view({-1}).copy_(
                          flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
                    }
-                   if (scope) scope->finish();
+                   at.finish();
                  });
 }
 
@@ -584,13 +601,14 @@ WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
                  [this, t = tensors[0], root = static_cast<int>(opts.rootRank),
                   decision = r.decision, order = cuda_order(tensors[0])] {
                    const Communicator& comm = communicator(Operation::kBroadcast);
-                   if (!order) {
-                     return hycc::broadcast(comm, view_of(t), root, policy_options(decision));
+                   const Placed at(order);
+                   if (at.on_device()) {
+                     broadcast_device(comm, view_of(t), root,
+                                      device_options(decision, 0, at.stream()));
+                   } else {
+                     hycc::broadcast(comm, view_of(t), root, policy_options(decision));
                    }
-                   const CudaScope scope(*order);
-                   broadcast_device(comm, view_of(t), root,
-                                    device_options(decision, 0, scope.stream()));
-                   scope.finish();
+                   at.finish();
                  });
 }
 
@@ -616,13 +634,14 @@ WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
       Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
       [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
         const Communicator& comm = communicator(Operation::kAlltoall);
-        if (!order) {
-          return hycc::alltoall(comm, view_of(in), view_of(out), policy_options(decision));
+        const Placed at(order);
+        if (at.on_device()) {
+          alltoall_device(comm, view_of(in), view_of(out),
+                          device_options(decision, 0, at.stream()));
+        } else {
+          hycc::alltoall(comm, view_of(in), view_of(out), policy_options(decision));
         }
-        const CudaScope scope(*order);
-        alltoall_device(comm, view_of(in), view_of(out),
-                        device_options(decision, 0, scope.stream()));
-        scope.finish();
+        at.finish();
       });
 }
 
