@@ -15,7 +15,9 @@ FSDP2 shards over the hosts; tensor parallelism runs within a host (its ranks ta
 memory, as the GPUs of a node do over NVLink). pp_fsdp: torch.distributed.pipelining's GPipe
 schedule over 2 stages (the first half of the hosts, the second half), each stage FSDP2-sharded
 over its ranks; the activations between the stages are the pp dimension. Each configuration is a run of its own (a hycc
-policy is one per process). Writes DIR/results.json, DIR/README.md and, with gnuplot,
+policy is one per process). A configuration may name its own link rate after an @: with
+gloo@10gbit beside gloo, the table says what share of gloo's step its links take
+(1 - the ratio of their tokens/s), the condition under which compression can pay. Writes DIR/results.json, DIR/README.md and, with gnuplot,
 DIR/tokens_per_s.png.
 """
 import argparse
@@ -56,7 +58,10 @@ def parse_args():
                                             "after --, e.g. -- --hidden 512 --layers 4")
     a = p.parse_args()
     a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
-    for c in a.configs:
+    for config in a.configs:
+        c, _, rate = config.partition("@")
+        if "@" in config and not rate:
+            p.error(f"--configs: '{config}' names no rate after its @")
         if c.endswith(".toml"):
             if not os.path.isfile(c):
                 p.error(f"--configs: no policy file '{c}'")
@@ -76,10 +81,17 @@ def is_policy(config):
     return config in POLICIES or config.endswith(".toml")
 
 
+def split_rate(a, config):
+    """(the configuration without its @rate, the link rate it runs at)."""
+    c, _, rate = config.partition("@")
+    return c, rate or a.rate
+
+
 def command(a, config):
+    config, rate = split_rate(a, config)
     backend = "hycc" if is_policy(config) else "gloo"
     cmd = [str(ROOT / "tools" / "netemu"), "run", "-q", "--hosts", str(a.hosts),
-           "--ranks-per-host", str(a.ranks_per_host), "--rate", a.rate]
+           "--ranks-per-host", str(a.ranks_per_host), "--rate", rate]
     if backend == "hycc":
         policy = os.path.abspath(config) if config.endswith(".toml") else config
         cmd += ["--env", f"HYCC_POLICY={policy}"]
@@ -108,13 +120,24 @@ def run(a, config, i, n):
 
 
 def label(r):
-    if r["config"] == "gloo":
-        return "gloo"
-    if r["config"] in PEERS:
-        return f"gloo + DDP {r['config']} hook"
-    if r["config"].endswith(".toml"):
-        return f"hycc {pathlib.Path(r['config']).stem} (policy file)"
-    return f"hycc {r['config']}"
+    config, _, rate = r["config"].partition("@")
+    at = f", {rate} links" if rate else ""
+    if config == "gloo":
+        return "gloo" + at
+    if config in PEERS:
+        return f"gloo + DDP {config} hook{at}"
+    if config.endswith(".toml"):
+        return f"hycc {pathlib.Path(config).stem} (policy file){at}"
+    return f"hycc {config}{at}"
+
+
+def link_shares(rows):
+    """What share of gloo's step its links take, per gloo@RATE row: 1 - gloo's tokens/s over
+    theirs (the time a faster link saves, over the whole step)."""
+    gloo = next(r for r in rows if r["config"] == "gloo")
+    return [f"the {rate} links' gloo runs at {r['tokens_per_s']:.0f} tokens/s: the links take "
+            f"{100 * (1 - gloo['tokens_per_s'] / r['tokens_per_s']):.0f}% of gloo's step"
+            for r in rows for c, _, rate in [r["config"].partition("@")] if c == "gloo" and rate]
 
 
 def median(values):
@@ -166,7 +189,7 @@ def plot(results, out):
     # Bars: the median over the rounds; whiskers (2 rounds or more): the slowest and fastest.
     whiskers = f', "{data}" using 0:2:3:4 with yerrorbars lc "black"' if len(
         results[0]["all_tokens_per_s"]) > 1 else ""
-    script = (f'set terminal pngcairo size 900,420\nset output "{out / "tokens_per_s.png"}"\n'
+    script = (f'set terminal pngcairo noenhanced size 900,420\nset output "{out / "tokens_per_s.png"}"\n'
               'set style fill solid 0.6\nset boxwidth 0.6\nset ylabel "tokens/s"\n'
               'set xtics rotate by -20\nset grid y\nunset key\nset yrange [0:*]\n'
               f'plot "{data}" using 0:2:xtic(1) with boxes{whiskers}\n')
@@ -197,6 +220,8 @@ def main():
             f"median of {a.steps} steps after {a.warmup}"
             f"{f', median of {a.rounds} rounds' if a.rounds > 1 else ''}; command: "
             f"`{' '.join(['tools/torch_bench.py'] + sys.argv[1:])}`\n\n{table(results)}\n")
+    shares = link_shares(results)
+    text += "".join(f"\n{s[0].upper()}{s[1:]}.\n" for s in shares)
     problem = plot(results, out)
     text += f"\n{problem}\n" if problem else "\n![tokens/s](tokens_per_s.png)\n"
     (out / "README.md").write_text(text)

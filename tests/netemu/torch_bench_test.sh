@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/torch_bench.py end to end, small: FSDP2 x TP, then the pipeline of FSDP2 stages
 # (pp_fsdp), on 2 emulated hosts x 2 ranks, gloo and the hycc backend under baseline and hybrid,
-# 2 timed steps each; each table must hold the three runs, baseline gloo's losses, and the
-# pipeline's hybrid row a compressed pp column.
+# 2 timed steps each, and (fsdp_tp) gloo on faster links; each table must hold the runs,
+# baseline gloo's losses, fsdp_tp's the links' share of gloo's step, and the pipeline's hybrid
+# row a compressed pp column.
 #
 # usage: tests/netemu/torch_bench_test.sh PYTHON   (root; exits 77 otherwise)
 set -euo pipefail
@@ -17,20 +18,26 @@ PYTHON=${1:?usage: $0 PYTHON}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for parallel in fsdp_tp pp_fsdp; do
-  "$PYTHON" "$ROOT/tools/torch_bench.py" --parallel $parallel --configs gloo,baseline,hybrid \
+  configs=gloo,baseline,hybrid
+  [[ $parallel == fsdp_tp ]] && configs+=,gloo@1gbit
+  "$PYTHON" "$ROOT/tools/torch_bench.py" --parallel $parallel --configs $configs \
     --hosts 2 --ranks-per-host 2 --steps 2 --warmup 1 --python "$PYTHON" --out "$out/$parallel"
   table="$out/$parallel/README.md"
   rows=$(grep -cE '^\| (gloo|hycc baseline|hycc hybrid) \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \|' \
     "$table" || true)
   [[ $rows -eq 3 ]] || { echo "FAIL: $parallel: $rows of 3 rows in the table"; exit 1; }
   [[ -s "$out/$parallel/results.json" ]] || { echo "FAIL: $parallel: no results.json"; exit 1; }
-  "$PYTHON" - "$out/$parallel/results.json" <<'PY' || { echo "FAIL: $parallel: baseline"; exit 1; }
+  "$PYTHON" - "$out/$parallel/results.json" <<'PY' || { echo "FAIL: $parallel: losses not gloo's"; exit 1; }
 import json, sys
 r = {x["config"]: x for x in json.load(open(sys.argv[1]))}
-sys.exit(r["baseline"]["losses"] != r["gloo"]["losses"])
+sys.exit(any(x["losses"] != r["gloo"]["losses"] for x in r.values() if x["config"] != "hybrid"))
 PY
 done
+grep -qE '^\| gloo, 1gbit links \| [0-9]+ \|' "$out/fsdp_tp/README.md" ||
+  { echo "FAIL: fsdp_tp: no row of gloo on 1gbit links"; exit 1; }
+grep -qE '^The 1gbit links. gloo runs at [0-9]+ tokens/s: the links take -?[0-9]+% of gloo.s step' \
+  "$out/fsdp_tp/README.md" || { echo "FAIL: fsdp_tp: no share of the links"; exit 1; }
 grep -qE '^\| hycc hybrid \|.*\| [0-9.]+ \([0-9.]+x\) \|' "$out/pp_fsdp/README.md" ||
   { echo "FAIL: pp_fsdp: no compressed column in hybrid's row"; exit 1; }
 grep -q 'pp MB' "$out/pp_fsdp/README.md" || { echo "FAIL: pp_fsdp: no pp column"; exit 1; }
-echo "PASS: torch_bench, 3 configurations of fsdp_tp and of pp_fsdp"
+echo "PASS: torch_bench, 4 configurations of fsdp_tp and 3 of pp_fsdp"
