@@ -161,7 +161,11 @@ def build(a, world, rank):
     torch.manual_seed(0)
     model = GPT(a)
     if a.parallel == "ddp":
-        ddp = nn.parallel.DistributedDataParallel(model)  # 25 MB buckets: one here
+        # One bucket here (25 MB, named: by default DDP cuts a first bucket of 1 MB), for every
+        # configuration: PowerSGD's hook starts its second and third allreduces from completion
+        # callbacks, which on gloo interleave with the next bucket's first in an order that
+        # differs between ranks (gloo aborts: "Received data size doesn't match").
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
         if a.hook in ("fp16", "bf16"):
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
             ddp.register_comm_hook(None, getattr(default_hooks, f"{a.hook}_compress_hook"))
@@ -205,15 +209,7 @@ def main():
     torch.set_num_threads(1)
     if a.backend == "hycc":
         import hycc.torch as ht
-    if a.hook == "powersgd":
-        # PowerSGD's hook starts allreduces from completion callbacks; with gloo's default two
-        # threads they aborted here with mismatched sizes (gloo EnforceNotMet), with one they run.
-        opts = dist.ProcessGroupGloo._Options()
-        opts._devices = [dist.ProcessGroupGloo.create_default_device()]
-        opts._threads = 1
-        dist.init_process_group(a.backend, pg_options=opts)
-    else:
-        dist.init_process_group(a.backend)
+    dist.init_process_group(a.backend)
 
     schedule, last_stage = None, True
     if a.parallel == "pp_fsdp":
