@@ -14,11 +14,11 @@ ddp, gloo with PyTorch's DDP communication hooks fp16, bf16 and powersgd (rank 4
 FSDP2 shards over the hosts; tensor parallelism runs within a host (its ranks talk over shared
 memory, as the GPUs of a node do over NVLink). pp_fsdp: torch.distributed.pipelining's GPipe
 schedule over 2 stages (the first half of the hosts, the second half), each stage FSDP2-sharded
-over its ranks; the activations between the stages are the pp dimension. Each configuration is a run of its own (a hycc
-policy is one per process). A configuration may name its own link rate after an @: with
-gloo@10gbit beside gloo, the table says what share of gloo's step its links take
-(1 - the ratio of their tokens/s), the condition under which compression can pay. Writes DIR/results.json, DIR/README.md and, with gnuplot,
-DIR/tokens_per_s.png.
+over its ranks; the activations between the stages are the pp dimension. Each configuration is
+a run of its own (a hycc policy is one per process). A configuration may name its own link rate
+after an @: with gloo@10gbit beside gloo, the table says what share of gloo's step its links
+take (1 - the ratio of their tokens/s), the condition under which compression can pay. Writes
+DIR/results.json, DIR/README.md and, with gnuplot, DIR/tokens_per_s.png.
 """
 import argparse
 import json
@@ -59,7 +59,7 @@ def parse_args():
     a = p.parse_args()
     a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for config in a.configs:
-        c, _, rate = config.partition("@")
+        c, rate = split_rate(config)
         if "@" in config and not rate:
             p.error(f"--configs: '{config}' names no rate after its @")
         if c.endswith(".toml"):
@@ -81,14 +81,15 @@ def is_policy(config):
     return config in POLICIES or config.endswith(".toml")
 
 
-def split_rate(a, config):
-    """(the configuration without its @rate, the link rate it runs at)."""
+def split_rate(config):
+    """(the configuration without its @RATE, that rate or "" where it names none)."""
     c, _, rate = config.partition("@")
-    return c, rate or a.rate
+    return c, rate
 
 
 def command(a, config):
-    config, rate = split_rate(a, config)
+    config, rate = split_rate(config)
+    rate = rate or a.rate
     backend = "hycc" if is_policy(config) else "gloo"
     cmd = [str(ROOT / "tools" / "netemu"), "run", "-q", "--hosts", str(a.hosts),
            "--ranks-per-host", str(a.ranks_per_host), "--rate", rate]
@@ -120,7 +121,7 @@ def run(a, config, i, n):
 
 
 def label(r):
-    config, _, rate = r["config"].partition("@")
+    config, rate = split_rate(r["config"])
     at = f", {rate} links" if rate else ""
     if config == "gloo":
         return "gloo" + at
@@ -134,10 +135,14 @@ def label(r):
 def link_shares(rows):
     """What share of gloo's step its links take, per gloo@RATE row: 1 - gloo's tokens/s over
     theirs (the time a faster link saves, over the whole step)."""
-    gloo = next(r for r in rows if r["config"] == "gloo")
-    return [f"the {rate} links' gloo runs at {r['tokens_per_s']:.0f} tokens/s: the links take "
-            f"{100 * (1 - gloo['tokens_per_s'] / r['tokens_per_s']):.0f}% of gloo's step"
-            for r in rows for c, _, rate in [r["config"].partition("@")] if c == "gloo" and rate]
+    gloo = next(r for r in rows if r["config"] == "gloo")["tokens_per_s"]
+    shares = []
+    for r in rows:
+        config, rate = split_rate(r["config"])
+        if config == "gloo" and rate:
+            shares.append(f"the {rate} links' gloo runs at {r['tokens_per_s']:.0f} tokens/s: the "
+                          f"links take {100 * (1 - gloo / r['tokens_per_s']):.0f}% of gloo's step")
+    return shares
 
 
 def median(values):
@@ -189,7 +194,9 @@ def plot(results, out):
     # Bars: the median over the rounds; whiskers (2 rounds or more): the slowest and fastest.
     whiskers = f', "{data}" using 0:2:3:4 with yerrorbars lc "black"' if len(
         results[0]["all_tokens_per_s"]) > 1 else ""
-    script = (f'set terminal pngcairo noenhanced size 900,420\nset output "{out / "tokens_per_s.png"}"\n'
+    # noenhanced: a label's underscores are text, not gnuplot's subscripts.
+    script = (f'set terminal pngcairo noenhanced size 900,420\n'
+              f'set output "{out / "tokens_per_s.png"}"\n'
               'set style fill solid 0.6\nset boxwidth 0.6\nset ylabel "tokens/s"\n'
               'set xtics rotate by -20\nset grid y\nunset key\nset yrange [0:*]\n'
               f'plot "{data}" using 0:2:xtic(1) with boxes{whiskers}\n')
