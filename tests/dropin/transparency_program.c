@@ -5,7 +5,7 @@
  * Each rank writes PREFIX.rankN: one line per observation, numbered, naming the call, its
  * communicator, datatype, count and form, with
  *  - the error class the call returned (the communicators return errors: MPI_ERRORS_RETURN);
- *  - a hash (FNV-1a) of every byte of every buffer the call was given, the parts outside its
+ *  - a hash (XXH3) of every byte of every buffer the call was given, the parts outside its
  *    results included (guard bytes around them, the send buffer, the rest of an in-place
  *    buffer), read after the call completed;
  *  - for receives: the status's source, tag and count (MPI_Get_count), and whether it was
@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 enum { kComms = 4, kCounts = 4, kGuard = 3 }; /* kGuard: elements of guard on each side */
 static const long kCountsOf[kCounts] = {0, 1, 7, 300001};
@@ -53,11 +54,8 @@ static void note(const char* format, ...) {
   va_end(args);
 }
 
-static uint64_t hash(const void* p, size_t bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ ((const unsigned char*)p)[i]) * 1099511628211ull;
-  return h;
-}
+/* XXH3 (libxxhash): a byte-at-a-time hash took half the program's time. */
+static uint64_t hash(const void* p, size_t bytes) { return XXH3_64bits(p, bytes); }
 
 static size_t size_of(MPI_Datatype type) {
   int bytes = 0;
@@ -87,16 +85,22 @@ static Buffer make(MPI_Datatype type, long n) {
   return b;
 }
 
-/* Element i of the buffer: the small integer rank r gives with this salt. */
-static void set(Buffer* b, long i, int r, long salt) {
-  const int v = (int)((unsigned long)((long)r * 7 + i * 3 + salt) % 9u) - 4;
-  if (b->type == MPI_FLOAT) ((float*)b->data)[i] = (float)v;
-  if (b->type == MPI_INT) ((int*)b->data)[i] = v;
-  if (b->type == MPI_DOUBLE) ((double*)b->data)[i] = (double)v;
-}
-
+/* Elements from .. from + n - 1 of the buffer: element from + i is the small integer
+ * (7r + 3(from + i) + salt + i) mod 9 - 4, whose residue steps by 4 from one element to the next
+ * (one pass per buffer, no division per element: filling took a fifth of the program's time). */
 static void fill(Buffer* b, long from, long n, int r, long salt) {
-  for (long i = 0; i < n; ++i) set(b, from + i, r, salt + i);
+  unsigned residue =
+      (unsigned)(((unsigned long)r * 7 + (unsigned long)from * 3 + (unsigned long)salt) % 9u);
+  for (long i = 0; i < n; ++i) {
+    const int v = (int)residue - 4;
+    if (b->type == MPI_FLOAT)
+      ((float*)b->data)[from + i] = (float)v;
+    else if (b->type == MPI_INT)
+      ((int*)b->data)[from + i] = v;
+    else
+      ((double*)b->data)[from + i] = (double)v;
+    residue = residue + 4 >= 9 ? residue + 4 - 9 : residue + 4;
+  }
 }
 
 static Buffer filled(MPI_Datatype type, long n, int r, long salt) {
