@@ -24,8 +24,8 @@ data: deps
 
 # The Python environment of the Python tests (PyTorch 2, numpy, mpi4py; python/requirements.lock)
 # in ${HYCC_VENV:-~/.cache/hycc/venv}; idempotent, reused by every clone on the machine. `make test`
-# makes it before it configures the build, which then builds the PyTorch backend against its torch
-# (its first install is mostly download and unpacking, about 4 minutes).
+# makes it while its Release build compiles (scripts/build-with-python), then builds the PyTorch
+# backend against its torch (its first install is mostly download and unpacking, about 4 minutes).
 python: deps
 	@scripts/setup-python
 
@@ -49,23 +49,41 @@ install: build
 # The sanitizer build compiles the CUDA sources for the CPU emulator (tests/cuda_emu), so the GPU
 # tests run there too, kernels included. It compiles at -O1 with line tables only (-g1: file and
 # line in the reports): half the compile time of -O2 -g, for tests about a fifth slower.
+# Each phase's time goes to $(PHASES) (scripts/timed); each suite ends with its slowest tests and
+# its total, and `make test` with the time of every phase (scripts/test-report; the budget:
+# CONTRIBUTING.md, "Test time budget").
 test: test-release test-sanitize test-mpich
+	@scripts/test-report phases $(PHASES)
 
-# The Python environment first: the build makes the PyTorch backend when it has torch.
-test-release: python build data
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+PHASES ?= $(BUILD)/make-test-phases.tsv
+TIMED = scripts/timed $(PHASES)
+# A ctest run that writes its JUnit file and then reports its slowest tests, passed or not.
+# $(call run_suite,BUILD_DIR,NAME,CTEST_ARGS)
+define run_suite
+status=0; ctest --test-dir $(1) --output-on-failure -j $(JOBS) \
+  --output-junit $(abspath $(1))/ctest-junit.xml $(3) || status=$$?; \
+scripts/test-report suite $(1)/ctest-junit.xml --name "$(2)"; exit $$status
+endef
 
+# The Release build with the Python environment made beside it (scripts/build-with-python: the
+# install is mostly download and unpacking, the build compiling), then configured again for the
+# PyTorch backend once the environment is there.
+test-release: deps
+	@rm -f $(PHASES)
+	@$(TIMED) "Release build (and Python environment)" scripts/build-with-python $(BUILD) $(JOBS) $(CMAKE_ARGS)
+	@$(TIMED) "training text" scripts/fetch-data
+	@$(TIMED) "Release suite" sh -c '$(call run_suite,$(BUILD),Release suite,)'
+
+SANITIZE_TARGETS = hycc_unit_tests hycc_mpi_tests hycc_device_coll_tests hycc-train hycc-sim \
+  hycc-policy hycc-bench hycc_cuda_emu_tests hycc_gpu_tests hycc_gpu_coll_tests \
+  dropin_device_emu_program capi_program fuzz_stream_replay fuzz_codec_replay fuzz_state_replay \
+  fuzz_text_replay fuzz_peer_replay
 test-sanitize: deps data
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYCC_SANITIZE=ON \
-	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF \
-	  -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hycc_unit_tests hycc_mpi_tests \
-	  hycc_device_coll_tests hycc-train hycc-sim hycc-policy hycc-bench hycc_cuda_emu_tests \
-	  hycc_gpu_tests \
-	  hycc_gpu_coll_tests dropin_device_emu_program capi_program fuzz_stream_replay \
-	  fuzz_codec_replay fuzz_state_replay \
-	  fuzz_text_replay fuzz_peer_replay
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E 'Exhaustive|netemu|bench_|experiment|study'
+	@$(TIMED) "sanitizer configure" cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DHYCC_SANITIZE=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DHYCC_WERROR=ON \
+	  -DHYCC_WITH_CUDA=OFF -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
+	@$(TIMED) "sanitizer build" cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(SANITIZE_TARGETS)
+	@$(TIMED) "sanitizer suite" sh -c '$(call run_suite,$(ASAN_BUILD),Sanitizer suite,-E "Exhaustive|netemu|bench_|experiment|study")'
 
 # The library and the drop-in library built against MPICH instead of Open MPI, and the drop-in
 # test programs (C, Fortran mpif.h and mpi_f08, MPI 4's large-count calls and MPI_Isendrecv,
@@ -73,7 +91,7 @@ test-sanitize: deps data
 # (tests/mpich/mpich_test.sh; docs/dropin.md, "MPI implementations"). MPICH_FULL=1 adds hycc's
 # MPI test suite at 1 to 4 ranks (about 6 more minutes).
 test-mpich: deps
-	tests/mpich/mpich_test.sh $(MPICH_BUILD) $(JOBS) $(if $(MPICH_FULL),--full)
+	@$(TIMED) "MPICH stage" tests/mpich/mpich_test.sh $(MPICH_BUILD) $(JOBS) $(if $(MPICH_FULL),--full)
 
 # The drop-in library's threads (the program's, the progress thread, the communicators'
 # workers) under ThreadSanitizer, 4 ranks on Open MPI (tests/tsan/tsan_test.sh; docs/dropin.md,
