@@ -1,10 +1,71 @@
 """What the torch backend's multi-run tests share (hycc_torch_parallel_test.py,
 hycc_torch_state_test.py, hycc_torch_deepspeed_test.py): a check that counts its failures, and a
-torchrun launch of a training script whose rank 0 prints one "RESULT {json}" line."""
+launch of a training script on local ranks whose rank 0 prints one "RESULT {json}" line.
+
+The launch gives each rank the environment torchrun gives its workers (RANK, LOCAL_RANK,
+WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT; rank 0 hosts the store) but
+starts no launcher process of its own: torchrun's imports torch once more per run, 2 s of CPU on
+these machines, a fifth of these tests' time. The single-run tests (hycc_torch_test.py and
+hycc_torch_timeout_test.py) run under torchrun itself."""
 import json
 import os
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+
+TIMEOUT_S = 300
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(script, ranks, args, env):
+    """Runs `script ARGS` on `ranks` processes; returns (exit status, stdout, stderr), each
+    stream the ranks' in rank order. A rank that fails stops the others, as under torchrun."""
+    port = free_port()
+    procs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rank in range(ranks):
+            rank_env = {**env, "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
+                        "WORLD_SIZE": str(ranks), "LOCAL_WORLD_SIZE": str(ranks),
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+            out = open(os.path.join(tmp, f"{rank}.out"), "w+")
+            err = open(os.path.join(tmp, f"{rank}.err"), "w+")
+            procs.append((subprocess.Popen([sys.executable, script, *args], env=rank_env,
+                                           stdout=out, stderr=err), out, err))
+        deadline = time.monotonic() + TIMEOUT_S
+        status = 0
+        while any(p.poll() is None for p, _, _ in procs):
+            failed = [p.returncode for p, _, _ in procs if p.returncode not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                status = failed[0] if failed else -1
+                for p, _, _ in procs:
+                    if p.poll() is None:
+                        p.kill()
+                break
+            time.sleep(0.05)
+        for p, _, _ in procs:
+            p.wait()
+            if status == 0 and p.returncode != 0:
+                status = p.returncode
+        streams = []
+        for which in (1, 2):
+            text = ""
+            for rank, entry in enumerate(procs):
+                entry[which].seek(0)
+                body = entry[which].read()
+                entry[which].close()
+                text += body if which == 1 else "".join(f"[rank{rank}]: {line}\n"
+                                                        for line in body.splitlines())
+            streams.append(text)
+        if status == -1:
+            streams[1] += f"stopped after {TIMEOUT_S} s\n"
+    return status, streams[0], streams[1]
 
 
 class Checks:
@@ -18,17 +79,15 @@ class Checks:
             print(f"{self.name}: FAILED: {what}", file=sys.stderr, flush=True)
 
     def run(self, script, ranks, args, env, what):
-        """The RESULT of `script ARGS` under torchrun with `ranks` ranks and `env` added, or None
-        (a failure, with the run's output) when it printed none."""
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc-per-node={ranks}", script, *args]
-        done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1", **env},
-                              capture_output=True, text=True, timeout=300)
-        for line in done.stdout.splitlines():
+        """The RESULT of `script ARGS` on `ranks` ranks with `env` added, or None (a failure,
+        with the run's output) when it printed none."""
+        status, stdout, stderr = launch(script, ranks, args,
+                                        {**os.environ, "OMP_NUM_THREADS": "1", **env})
+        for line in stdout.splitlines():
             if line.startswith("RESULT "):
                 return json.loads(line[len("RESULT "):])
-        self.expect(False, f"{what} {env}: no result (exit {done.returncode})\n"
-                           f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        self.expect(False, f"{what} {env}: no result (exit {status})\n"
+                           f"{stdout[-2000:]}\n{stderr[-3000:]}")
         return None
 
     def finish(self):
