@@ -43,8 +43,8 @@ install: build
 
 # Every test: the Release suite, then the same suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer (without the exhaustive 2^32-pattern test, too slow there, and
-# without the emulated-cluster tests and the experiment's and study's smoke tests, which test
-# scripts and the network, not memory; at 4 and 8 ranks only the MPI suites whose code paths 3 ranks do not take,
+# without the emulated-cluster tests, the experiment's and study's smoke tests and hycc-bench's,
+# which test scripts, tools and the network, not memory (the build leaves hycc-bench out); at 4 and 8 ranks only the MPI suites whose code paths 3 ranks do not take,
 # the device collectives at 1 to 3 ranks, their large counts divided by 8; tests/CMakeLists.txt).
 # The sanitizer build compiles the CUDA sources for the CPU emulator (tests/cuda_emu), so the GPU
 # tests run there too, kernels included. It compiles at -O1 with line tables only (-g1: file and
@@ -68,14 +68,15 @@ endef
 # The Release build with the Python environment made beside it (scripts/build-with-python: the
 # install is mostly download and unpacking, the build compiling), then configured again for the
 # PyTorch backend once the environment is there.
-test-release: deps
+test-release:
 	@rm -f $(PHASES)
+	@$(TIMED) "Debian packages" scripts/setup-deps
 	@$(TIMED) "Release build (and Python environment)" scripts/build-with-python $(BUILD) $(JOBS) $(CMAKE_ARGS)
 	@$(TIMED) "training text" scripts/fetch-data
 	@$(TIMED) "Release suite" sh -c '$(call run_suite,$(BUILD),Release suite,)'
 
 SANITIZE_TARGETS = hycc_unit_tests hycc_mpi_tests hycc_device_coll_tests hycc-train hycc-sim \
-  hycc-policy hycc-bench hycc_cuda_emu_tests hycc_gpu_tests hycc_gpu_coll_tests \
+  hycc-policy hycc_cuda_emu_tests hycc_gpu_tests hycc_gpu_coll_tests \
   dropin_device_emu_program capi_program fuzz_stream_replay fuzz_codec_replay fuzz_state_replay \
   fuzz_text_replay fuzz_peer_replay
 test-sanitize: deps data
