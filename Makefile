@@ -44,8 +44,9 @@ install: build
 # Every test: the Release suite, then the same suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer (without the exhaustive 2^32-pattern test, too slow there, and
 # without the emulated-cluster tests, the experiment's and study's smoke tests and hycc-bench's,
-# which test scripts, tools and the network, not memory (the build leaves hycc-bench out); at 4 and 8 ranks only the MPI suites whose code paths 3 ranks do not take,
-# the device collectives at 1 to 3 ranks, their large counts divided by 8; tests/CMakeLists.txt).
+# which test scripts, tools and the network, not memory (the build leaves hycc-bench out); at 4
+# and 8 ranks only the MPI suites whose code paths 3 ranks do not take, the device collectives
+# at 1 to 3 ranks, their large counts divided by 8; tests/CMakeLists.txt).
 # The sanitizer build compiles the CUDA sources for the CPU emulator (tests/cuda_emu), so the GPU
 # tests run there too, kernels included. It compiles at -O1 with line tables only (-g1: file and
 # line in the reports): half the compile time of -O2 -g, for tests about a fifth slower.

@@ -28,44 +28,38 @@ def launch(script, ranks, args, env):
     """Runs `script ARGS` on `ranks` processes; returns (exit status, stdout, stderr), each
     stream the ranks' in rank order. A rank that fails stops the others, as under torchrun."""
     port = free_port()
-    procs = []
     with tempfile.TemporaryDirectory() as tmp:
+        logs, procs = [], []
         for rank in range(ranks):
             rank_env = {**env, "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
                         "WORLD_SIZE": str(ranks), "LOCAL_WORLD_SIZE": str(ranks),
                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-            out = open(os.path.join(tmp, f"{rank}.out"), "w+")
-            err = open(os.path.join(tmp, f"{rank}.err"), "w+")
-            procs.append((subprocess.Popen([sys.executable, script, *args], env=rank_env,
-                                           stdout=out, stderr=err), out, err))
+            out, err = (os.path.join(tmp, f"{rank}.{kind}") for kind in ("out", "err"))
+            logs.append((out, err))
+            with open(out, "w") as o, open(err, "w") as e:
+                procs.append(subprocess.Popen([sys.executable, script, *args], env=rank_env,
+                                              stdout=o, stderr=e))
         deadline = time.monotonic() + TIMEOUT_S
-        status = 0
-        while any(p.poll() is None for p, _, _ in procs):
-            failed = [p.returncode for p, _, _ in procs if p.returncode not in (None, 0)]
-            if failed or time.monotonic() > deadline:
-                status = failed[0] if failed else -1
-                for p, _, _ in procs:
+        failed, timed_out = [], False
+        # Every rank polled each time (a returncode is set only by poll()).
+        while None in [p.poll() for p in procs]:
+            failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
+            timed_out = time.monotonic() > deadline
+            if failed or timed_out:
+                for p in procs:
                     if p.poll() is None:
                         p.kill()
                 break
             time.sleep(0.05)
-        for p, _, _ in procs:
-            p.wait()
-            if status == 0 and p.returncode != 0:
-                status = p.returncode
-        streams = []
-        for which in (1, 2):
-            text = ""
-            for rank, entry in enumerate(procs):
-                entry[which].seek(0)
-                body = entry[which].read()
-                entry[which].close()
-                text += body if which == 1 else "".join(f"[rank{rank}]: {line}\n"
-                                                        for line in body.splitlines())
-            streams.append(text)
-        if status == -1:
-            streams[1] += f"stopped after {TIMEOUT_S} s\n"
-    return status, streams[0], streams[1]
+        codes = [p.wait() for p in procs]
+        # The first rank that failed, not one stopped because of it.
+        status = next(iter(failed), next((c for c in codes if c != 0), 0))
+        stdout = "".join(open(out).read() for out, _ in logs)
+        stderr = "".join(f"[rank{rank}]: {line}\n" for rank, (_, err) in enumerate(logs)
+                         for line in open(err).read().splitlines())
+    if timed_out:
+        stderr += f"stopped after {TIMEOUT_S} s\n"
+    return status, stdout, stderr
 
 
 class Checks:
