@@ -20,82 +20,17 @@
 #include "hycc/policy_engine.h"
 #include "policy/comm_names.h"
 #include "policy/engine_calls.h"
+#include "torch/call_args.h"
 #include "torch/cuda_order.h"
 #include "torch/p2p.h"
 #include "torch/tensors.h"
 #include "torch/torch_group.h"
+#include "torch/work.h"
 
 namespace hycc::torch_backend {
 namespace {
 
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
-
-// A call of the backend: completed (or failed, with hycc's exception) by its lane, or when the
-// inner backend's Work completes (direct()). wait()
-// rethrows the failure, as c10d's Work does, and honours its timeout; the future carries the
-// output tensors (what DDP's communication hooks read) or the failure.
-class HyccWork final : public c10d::Work {
- public:
-  HyccWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-      : Work(rank, type),
-        outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()), devices_of(outputs_))) {}
-
-  // The future first: a waiter woken by finish() may read it at once.
-  void complete(std::exception_ptr error) {
-    if (error) {
-      future_->setError(error);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-    finish(error);
-  }
-
-  std::vector<at::Tensor> result() override { return outputs_; }
-  // A future holding CUDA tensors must name their devices.
-  static std::vector<c10::Device> devices_of(const std::vector<at::Tensor>& outputs) {
-    std::vector<c10::Device> d;
-    for (const at::Tensor& t : outputs) {
-      if (t.is_cuda() && std::find(d.begin(), d.end(), t.device()) == d.end()) {
-        d.push_back(t.device());
-      }
-    }
-    return d;
-  }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
-// hycc's reduction for a c10d one (PREMUL_SUM: a sum after the scaling), or none.
-std::optional<ReduceOp> hycc_reduction(const c10d::ReduceOp& op) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM:
-    case c10d::ReduceOp::PREMUL_SUM:
-      return ReduceOp::kSum;
-    case c10d::ReduceOp::AVG:
-      return ReduceOp::kAverage;
-    default:
-      return std::nullopt;
-  }
-}
-
-// PREMUL_SUM's scaling of `t` (in place); nothing for other reductions.
-void premultiply(const c10d::ReduceOp& op, at::Tensor& t) {
-  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return;
-  const auto* factor = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
-  if (factor == nullptr) {
-    throw InvalidArgument(tagged("torch", "PREMUL_SUM without its factor"));
-  }
-  if (factor->tensor_factor.defined()) {
-    t.mul_(factor->tensor_factor);
-  } else {
-    t.mul_(factor->double_factor);
-  }
-}
 
 // `decision`: the one route() took on the caller's thread, if any; `key`: the call's gradient
 // state key (gradient_key(), 0 for the engine's buffer key).
@@ -119,17 +54,6 @@ DeviceCollectiveOptions device_options(const std::optional<PolicyDecision>& deci
   return o;
 }
 
-// The caller's mark for a call on `t` that goes to a lane: for a CUDA tensor; none for a CPU one.
-std::shared_ptr<CudaOrder> cuda_order(const at::Tensor& t) {
-  return t.is_cuda() ? std::make_shared<CudaOrder>(t) : nullptr;
-}
-
-// The first tensor of a call's list (its device picks the inner backend), or none.
-const at::Tensor& first(const std::vector<at::Tensor>& tensors) {
-  static const at::Tensor none;
-  return tensors.empty() ? none : tensors[0];
-}
-
 // Where a lane runs a call: on the host for a CPU tensor (no order), or for a CUDA one under a
 // CudaScope, on the lane's stream of its device.
 class Placed {
@@ -147,11 +71,6 @@ class Placed {
  private:
   std::optional<CudaScope> scope_;
 };
-
-// Whether two tensors of one call are alike where hycc needs them to be: element type and device.
-bool alike(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.device() == b.device();
-}
 
 // A group's identity for its step keys: the order in which this process made its hycc groups,
 // and the group's size (the same in every run of the program).
@@ -355,23 +274,25 @@ HyccBackend::Routing HyccBackend::route(Operation op, size_t bytes, const at::Te
   return r;
 }
 
-WorkPtr HyccBackend::direct(Operation op, const PolicyDecision& decision, size_t bytes,
-                            const WorkPtr& work, std::vector<at::Tensor> outputs,
-                            std::function<void()> after) {
+WorkPtr HyccBackend::direct(Operation op, std::vector<NativeCall> calls, const WorkPtr& work,
+                            std::vector<at::Tensor> outputs, std::function<void()> after) {
   auto done = c10::make_intrusive<HyccWork>(getRank(), work->retrieveOpType(), std::move(outputs));
   const Communicator* comm = &communicator(op);  // lives as long as the backend
   const auto start = std::chrono::steady_clock::now();
-  auto finish = [done, comm, op, decision, bytes, start,
+  auto finish = [done, comm, op, calls = std::move(calls), start,
                  after = std::move(after)](std::exception_ptr error) {
     if (!error) {
       try {
         if (after) after();
-        CollectiveStats call;
-        call.algorithm = Algorithm::kNative;
-        call.message_bytes = call.raw_bytes = call.wire_bytes = bytes;
-        call.seconds =
+        const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        policy::EngineCalls::record(engine(), *comm, op, decision, call);
+        for (const NativeCall& c : calls) {
+          CollectiveStats call;
+          call.algorithm = Algorithm::kNative;
+          call.message_bytes = call.raw_bytes = call.wire_bytes = c.bytes;
+          call.seconds = seconds / static_cast<double>(calls.size());
+          policy::EngineCalls::record(engine(), *comm, op, c.decision, call);
+        }
       } catch (...) {
         error = std::current_exception();
       }
@@ -411,12 +332,13 @@ const c10::intrusive_ptr<c10d::Backend>& HyccBackend::inner_for(const at::Tensor
   return cuda_inner_;
 }
 
-WorkPtr HyccBackend::cuda_direct(Operation op, const PolicyDecision& decision, size_t bytes,
-                                 WorkPtr work) {
-  CollectiveStats call;
-  call.algorithm = Algorithm::kNative;
-  call.message_bytes = call.raw_bytes = call.wire_bytes = bytes;
-  policy::EngineCalls::record(engine(), communicator(op), op, decision, call);
+WorkPtr HyccBackend::cuda_direct(Operation op, const std::vector<NativeCall>& calls, WorkPtr work) {
+  for (const NativeCall& c : calls) {
+    CollectiveStats call;
+    call.algorithm = Algorithm::kNative;
+    call.message_bytes = call.raw_bytes = call.wire_bytes = c.bytes;
+    policy::EngineCalls::record(engine(), communicator(op), op, c.decision, call);
+  }
   return work;
 }
 
@@ -430,12 +352,12 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
                                const c10d::AllreduceOptions& opts) {
   const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || !op) {
-    return inner_for(first(tensors))->allreduce(tensors, opts);
+    return made(inner_for(first(tensors))->allreduce(tensors, opts));
   }
   const Routing r = route(Operation::kAllreduce, tensors[0].nbytes(), tensors[0]);
   if (!r.compresses && tensors[0].is_cuda()) {
-    return cuda_direct(Operation::kAllreduce, *r.decision, tensors[0].nbytes(),
-                       inner_for(tensors[0])->allreduce(tensors, opts));
+    return made(cuda_direct(Operation::kAllreduce, {{*r.decision, tensors[0].nbytes()}},
+                            inner_for(tensors[0])->allreduce(tensors, opts)));
   }
   if (!r.compresses) {
     at::Tensor t = tensors[0];
@@ -444,24 +366,29 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
     sum.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
     std::function<void()> after;
     if (*op == ReduceOp::kAverage) after = [t, p = getSize()]() mutable { t.div_(p); };
-    return direct(Operation::kAllreduce, *r.decision, t.nbytes(), inner_->allreduce(tensors, sum),
-                  tensors, std::move(after));
+    return made(direct(Operation::kAllreduce, {{*r.decision, t.nbytes()}},
+                       inner_->allreduce(tensors, sum), tensors, std::move(after)));
   }
-  return enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
-                 [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision,
-                  key = gradient_key(Operation::kAllreduce, tensors[0]),
-                  order = cuda_order(tensors[0])]() mutable {
-                   const Communicator& comm = communicator(Operation::kAllreduce);
-                   const Placed at(order);
-                   premultiply(reduce, t);
-                   const TensorView v = view_of(t);
-                   if (at.on_device()) {
-                     allreduce_device(comm, v, v, op, device_options(decision, key, at.stream()));
-                   } else {
-                     hycc::allreduce(comm, v, v, op, policy_options(decision, key));
-                   }
-                   at.finish();
-                 });
+  return made(enqueue(
+      Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
+      [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision,
+       key = gradient_key(Operation::kAllreduce, tensors[0]),
+       order = cuda_order(tensors[0])] { run_allreduce(t, reduce, op, decision, key, order); }));
+}
+
+void HyccBackend::run_allreduce(at::Tensor t, const c10d::ReduceOp& reduce, ReduceOp op,
+                                const std::optional<PolicyDecision>& decision, uint64_t key,
+                                const std::shared_ptr<CudaOrder>& order) {
+  const Communicator& comm = communicator(Operation::kAllreduce);
+  const Placed at(order);
+  premultiply(reduce, t);
+  const TensorView v = view_of(t);
+  if (at.on_device()) {
+    allreduce_device(comm, v, v, op, device_options(decision, key, at.stream()));
+  } else {
+    hycc::allreduce(comm, v, v, op, policy_options(decision, key));
+  }
+  at.finish();
 }
 
 WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -469,12 +396,12 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
   const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
   if (!hycc_takes(output) || !hycc_takes(input) || !op || !alike(output, input) ||
       input.numel() != output.numel() * getSize()) {
-    return inner_for(input)->_reduce_scatter_base(output, input, opts);
+    return made(inner_for(input)->_reduce_scatter_base(output, input, opts));
   }
   const Routing r = route(Operation::kReduceScatter, input.nbytes(), input);
   if (!r.compresses && input.is_cuda()) {
-    return cuda_direct(Operation::kReduceScatter, *r.decision, input.nbytes(),
-                       inner_for(input)->_reduce_scatter_base(output, input, opts));
+    return made(cuda_direct(Operation::kReduceScatter, {{*r.decision, input.nbytes()}},
+                            inner_for(input)->_reduce_scatter_base(output, input, opts)));
   }
   if (!r.compresses) {
     at::Tensor send = input;
@@ -486,59 +413,69 @@ WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
     sum.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
     std::function<void()> after;
     if (*op == ReduceOp::kAverage) after = [out = output, p = getSize()]() mutable { out.div_(p); };
-    return direct(Operation::kReduceScatter, *r.decision, input.nbytes(),
-                  inner_->_reduce_scatter_base(output, send, sum), {output}, std::move(after));
+    return made(direct(Operation::kReduceScatter, {{*r.decision, input.nbytes()}},
+                       inner_->_reduce_scatter_base(output, send, sum), {output},
+                       std::move(after)));
   }
-  return enqueue(
+  return made(enqueue(
       Operation::kReduceScatter, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
       [this, out = output, in = input, reduce = opts.reduceOp, op = *op, decision = r.decision,
        key = gradient_key(Operation::kReduceScatter, input), order = cuda_order(input)] {
-        const Communicator& comm = communicator(Operation::kReduceScatter);
-        const Placed at(order);
-        at::Tensor send = in;
-        if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
-          send = in.clone();  // the caller's input stays as it is
-          premultiply(reduce, send);
-        }
-        if (at.on_device()) {
-          reduce_scatter_device(comm, view_of(send), view_of(out), op,
-                                device_options(decision, key, at.stream()));
-        } else {
-          hycc::reduce_scatter(comm, view_of(send), view_of(out), op,
-                               policy_options(decision, key));
-        }
-        at.finish();
-      });
+        run_reduce_scatter(out, in, reduce, op, decision, key, order);
+      }));
+}
+
+void HyccBackend::run_reduce_scatter(at::Tensor out, const at::Tensor& in,
+                                     const c10d::ReduceOp& reduce, ReduceOp op,
+                                     const std::optional<PolicyDecision>& decision, uint64_t key,
+                                     const std::shared_ptr<CudaOrder>& order) {
+  const Communicator& comm = communicator(Operation::kReduceScatter);
+  const Placed at(order);
+  at::Tensor send = in;
+  if (reduce.op_ == c10d::ReduceOp::PREMUL_SUM) {
+    send = in.clone();  // the caller's input stays as it is
+    premultiply(reduce, send);
+  }
+  if (at.on_device()) {
+    reduce_scatter_device(comm, view_of(send), view_of(out), op,
+                          device_options(decision, key, at.stream()));
+  } else {
+    hycc::reduce_scatter(comm, view_of(send), view_of(out), op, policy_options(decision, key));
+  }
+  at.finish();
 }
 
 WorkPtr HyccBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                      const c10d::AllgatherOptions& opts) {
   if (!hycc_takes(output) || !hycc_takes(input) || !alike(output, input) ||
       output.numel() != input.numel() * getSize()) {
-    return inner_for(input)->_allgather_base(output, input, opts);
+    return made(inner_for(input)->_allgather_base(output, input, opts));
   }
   const Routing r = route(Operation::kAllgather, output.nbytes(), output);
   if (!r.compresses && input.is_cuda()) {
-    return cuda_direct(Operation::kAllgather, *r.decision, output.nbytes(),
-                       inner_for(input)->_allgather_base(output, input, opts));
+    return made(cuda_direct(Operation::kAllgather, {{*r.decision, output.nbytes()}},
+                            inner_for(input)->_allgather_base(output, input, opts)));
   }
   if (!r.compresses) {
-    return direct(Operation::kAllgather, *r.decision, output.nbytes(),
-                  inner_->_allgather_base(output, input, opts), {output});
+    return made(direct(Operation::kAllgather, {{*r.decision, output.nbytes()}},
+                       inner_->_allgather_base(output, input, opts), {output}));
   }
-  return enqueue(
-      Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
-      [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
-        const Communicator& comm = communicator(Operation::kAllgather);
-        const Placed at(order);
-        if (at.on_device()) {
-          allgather_device(comm, view_of(in), view_of(out),
-                           device_options(decision, 0, at.stream()));
-        } else {
-          hycc::allgather(comm, view_of(in), view_of(out), policy_options(decision));
-        }
-        at.finish();
-      });
+  return made(enqueue(Operation::kAllgather, c10d::OpType::_ALLGATHER_BASE, {output},
+                      [this, out = output, in = input, decision = r.decision,
+                       order = cuda_order(input)] { run_allgather(out, in, decision, order); }));
+}
+
+void HyccBackend::run_allgather(at::Tensor out, const at::Tensor& in,
+                                const std::optional<PolicyDecision>& decision,
+                                const std::shared_ptr<CudaOrder>& order) {
+  const Communicator& comm = communicator(Operation::kAllgather);
+  const Placed at(order);
+  if (at.on_device()) {
+    allgather_device(comm, view_of(in), view_of(out), device_options(decision, 0, at.stream()));
+  } else {
+    hycc::allgather(comm, view_of(in), view_of(out), policy_options(decision));
+  }
+  at.finish();
 }
 
 WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -550,66 +487,66 @@ WorkPtr HyccBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                       return hycc_takes(o) && alike(o, inputs[0]) && o.numel() == inputs[0].numel();
                     });
   if (!same) {
-    return inner_for(first(inputs))->allgather(outputs, inputs, opts);
+    return made(inner_for(first(inputs))->allgather(outputs, inputs, opts));
   }
   const size_t bytes = inputs[0].nbytes() * outputs[0].size();
   const Routing r = route(Operation::kAllgather, bytes, inputs[0]);
   if (!r.compresses && inputs[0].is_cuda()) {
-    return cuda_direct(Operation::kAllgather, *r.decision, bytes,
-                       inner_for(inputs[0])->allgather(outputs, inputs, opts));
+    return made(cuda_direct(Operation::kAllgather, {{*r.decision, bytes}},
+                            inner_for(inputs[0])->allgather(outputs, inputs, opts)));
   }
   if (!r.compresses) {
-    return direct(Operation::kAllgather, *r.decision, bytes,
-                  inner_->allgather(outputs, inputs, opts), outputs[0]);
+    return made(direct(Operation::kAllgather, {{*r.decision, bytes}},
+                       inner_->allgather(outputs, inputs, opts), outputs[0]));
   }
-  return enqueue(Operation::kAllgather, c10d::OpType::ALLGATHER, outputs[0],
-                 [this, outs = outputs[0], in = inputs[0], decision = r.decision,
-                  order = cuda_order(inputs[0])] {
-                   const Communicator& comm = communicator(Operation::kAllgather);
-                   const Placed at(order);
-                   at::Tensor flat =
-                       at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
-                   if (at.on_device()) {
-                     allgather_device(comm, view_of(in), view_of(flat),
-                                      device_options(decision, 0, at.stream()));
-                   } else {
-                     hycc::allgather(comm, view_of(in), view_of(flat), policy_options(decision));
-                   }
-                   for (size_t j = 0; j < outs.size(); ++j) {
-                     outs[j].view({-1}).copy_(
-                         flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
-                   }
-                   at.finish();
-                 });
+  return made(enqueue(
+      Operation::kAllgather, c10d::OpType::ALLGATHER, outputs[0],
+      [this, outs = outputs[0], in = inputs[0], decision = r.decision,
+       order = cuda_order(inputs[0])] {
+        const Communicator& comm = communicator(Operation::kAllgather);
+        const Placed at(order);
+        at::Tensor flat = at::empty({in.numel() * static_cast<int64_t>(outs.size())}, in.options());
+        if (at.on_device()) {
+          allgather_device(comm, view_of(in), view_of(flat),
+                           device_options(decision, 0, at.stream()));
+        } else {
+          hycc::allgather(comm, view_of(in), view_of(flat), policy_options(decision));
+        }
+        for (size_t j = 0; j < outs.size(); ++j) {
+          outs[j].view({-1}).copy_(
+              flat.narrow(0, in.numel() * static_cast<int64_t>(j), in.numel()));
+        }
+        at.finish();
+      }));
 }
 
 WorkPtr HyccBackend::broadcast(std::vector<at::Tensor>& tensors,
                                const c10d::BroadcastOptions& opts) {
   if (tensors.size() != 1 || !hycc_takes(tensors[0]) || opts.rootTensor != 0) {
-    return inner_for(first(tensors))->broadcast(tensors, opts);
+    return made(inner_for(first(tensors))->broadcast(tensors, opts));
   }
   const Routing r = route(Operation::kBroadcast, tensors[0].nbytes(), tensors[0]);
   if (!r.compresses && tensors[0].is_cuda()) {
-    return cuda_direct(Operation::kBroadcast, *r.decision, tensors[0].nbytes(),
-                       inner_for(tensors[0])->broadcast(tensors, opts));
+    return made(cuda_direct(Operation::kBroadcast, {{*r.decision, tensors[0].nbytes()}},
+                            inner_for(tensors[0])->broadcast(tensors, opts)));
   }
   if (!r.compresses) {
-    return direct(Operation::kBroadcast, *r.decision, tensors[0].nbytes(),
-                  inner_->broadcast(tensors, opts), tensors);
+    return made(direct(Operation::kBroadcast, {{*r.decision, tensors[0].nbytes()}},
+                       inner_->broadcast(tensors, opts), tensors));
   }
-  return enqueue(Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
-                 [this, t = tensors[0], root = static_cast<int>(opts.rootRank),
-                  decision = r.decision, order = cuda_order(tensors[0])] {
-                   const Communicator& comm = communicator(Operation::kBroadcast);
-                   const Placed at(order);
-                   if (at.on_device()) {
-                     broadcast_device(comm, view_of(t), root,
-                                      device_options(decision, 0, at.stream()));
-                   } else {
-                     hycc::broadcast(comm, view_of(t), root, policy_options(decision));
-                   }
-                   at.finish();
-                 });
+  return made(enqueue(Operation::kBroadcast, c10d::OpType::BROADCAST, tensors,
+                      [this, t = tensors[0], root = static_cast<int>(opts.rootRank),
+                       decision = r.decision, order = cuda_order(tensors[0])] {
+                        const Communicator& comm = communicator(Operation::kBroadcast);
+                        const Placed at(order);
+                        if (at.on_device()) {
+                          broadcast_device(comm, view_of(t), root,
+                                           device_options(decision, 0, at.stream()));
+                        } else {
+                          hycc::broadcast(comm, view_of(t), root, policy_options(decision));
+                        }
+                        at.finish();
+                      }));
 }
 
 WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -619,30 +556,30 @@ WorkPtr HyccBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
   if (!output_split_sizes.empty() || !input_split_sizes.empty() || !hycc_takes(output) ||
       !hycc_takes(input) || !alike(output, input) || output.numel() != input.numel() ||
       input.numel() % getSize() != 0) {
-    return inner_for(input)->alltoall_base(output, input, output_split_sizes, input_split_sizes,
-                                           opts);
+    return made(inner_for(input)->alltoall_base(output, input, output_split_sizes,
+                                                input_split_sizes, opts));
   }
   const Routing r = route(Operation::kAlltoall, input.nbytes(), input);
   if (!r.compresses) {
     WorkPtr work =
         inner_for(input)->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
     if (input.is_cuda())
-      return cuda_direct(Operation::kAlltoall, *r.decision, input.nbytes(), work);
-    return direct(Operation::kAlltoall, *r.decision, input.nbytes(), work, {output});
+      return made(cuda_direct(Operation::kAlltoall, {{*r.decision, input.nbytes()}}, work));
+    return made(direct(Operation::kAlltoall, {{*r.decision, input.nbytes()}}, work, {output}));
   }
-  return enqueue(
-      Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
-      [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
-        const Communicator& comm = communicator(Operation::kAlltoall);
-        const Placed at(order);
-        if (at.on_device()) {
-          alltoall_device(comm, view_of(in), view_of(out),
-                          device_options(decision, 0, at.stream()));
-        } else {
-          hycc::alltoall(comm, view_of(in), view_of(out), policy_options(decision));
-        }
-        at.finish();
-      });
+  return made(
+      enqueue(Operation::kAlltoall, c10d::OpType::ALLTOALL_BASE, {output},
+              [this, out = output, in = input, decision = r.decision, order = cuda_order(input)] {
+                const Communicator& comm = communicator(Operation::kAlltoall);
+                const Placed at(order);
+                if (at.on_device()) {
+                  alltoall_device(comm, view_of(in), view_of(out),
+                                  device_options(decision, 0, at.stream()));
+                } else {
+                  hycc::alltoall(comm, view_of(in), view_of(out), policy_options(decision));
+                }
+                at.finish();
+              }));
 }
 
 WorkPtr HyccBackend::barrier(const c10d::BarrierOptions& opts) {
@@ -659,55 +596,41 @@ WorkPtr HyccBackend::barrier(const c10d::BarrierOptions& opts) {
       gathers_done->set_exception(std::current_exception());
     }
   });
-  return enqueue(Operation::kAllreduce, c10d::OpType::BARRIER, {},
-                 [wire = lanes_[kReductions]->wire(), gathers, inner] {
-                   wire->barrier()->wait();
-                   gathers.get();
-                   inner->wait();
-                 });
+  return made(enqueue(Operation::kAllreduce, c10d::OpType::BARRIER, {},
+                      [wire = lanes_[kReductions]->wire(), gathers, inner] {
+                        wire->barrier()->wait();
+                        gathers.get();
+                        inner->wait();
+                      }));
 }
 
 // ---- the calls left to the inner backend --------------------------------------------------------
 
-WorkPtr HyccBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                         const c10d::AllreduceCoalescedOptions& opts) {
-  return inner_for(first(tensors))->allreduce_coalesced(tensors, opts);
-}
 WorkPtr HyccBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
-  return inner_for(first(tensors))->reduce(tensors, opts);
+  return made(inner_for(first(tensors))->reduce(tensors, opts));
 }
 WorkPtr HyccBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                          std::vector<at::Tensor>& inputs,
                                          const c10d::AllgatherOptions& opts) {
-  return inner_for(first(inputs))->allgather_coalesced(outputs, inputs, opts);
-}
-WorkPtr HyccBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                     std::vector<at::Tensor>& inputs,
-                                                     const c10d::AllgatherOptions& opts) {
-  return inner_for(first(inputs))->allgather_into_tensor_coalesced(outputs, inputs, opts);
+  return made(inner_for(first(inputs))->allgather_coalesced(outputs, inputs, opts));
 }
 WorkPtr HyccBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                             std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  return inner_for(first(inputs))->gather(outputs, inputs, opts);
+  return made(inner_for(first(inputs))->gather(outputs, inputs, opts));
 }
 WorkPtr HyccBackend::scatter(std::vector<at::Tensor>& outputs,
                              std::vector<std::vector<at::Tensor>>& inputs,
                              const c10d::ScatterOptions& opts) {
-  return inner_for(first(outputs))->scatter(outputs, inputs, opts);
+  return made(inner_for(first(outputs))->scatter(outputs, inputs, opts));
 }
 WorkPtr HyccBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                     std::vector<std::vector<at::Tensor>>& inputs,
                                     const c10d::ReduceScatterOptions& opts) {
-  return inner_for(first(outputs))->reduce_scatter(outputs, inputs, opts);
-}
-WorkPtr HyccBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                     std::vector<at::Tensor>& inputs,
-                                                     const c10d::ReduceScatterOptions& opts) {
-  return inner_for(first(inputs))->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+  return made(inner_for(first(outputs))->reduce_scatter(outputs, inputs, opts));
 }
 WorkPtr HyccBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                               const c10d::AllToAllOptions& opts) {
-  return inner_for(first(inputs))->alltoall(outputs, inputs, opts);
+  return made(inner_for(first(inputs))->alltoall(outputs, inputs, opts));
 }
 
 // ---- point to point (p2p.h) ---------------------------------------------------------------------
@@ -744,13 +667,14 @@ WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
       const Communicator& comm = communicator(Operation::kSendRecv);
       policy::EngineCalls::record(engine(), comm, Operation::kSendRecv, *r.decision, call);
     }
-    return work;
+    return made(work);
   }
   const PolicyDecision& d = *r.decision;
   const Communicator& comm = communicator(Operation::kSendRecv);
   const auto start = std::chrono::steady_clock::now();
   size_t stream_bytes = 0;
-  WorkPtr work = send_compressed(*p2p_, tensors[0], d.options.codec, dst, tag, &stream_bytes);
+  WorkPtr work = send_compressed(*p2p_, tensors[0], d.options.codec, dst, tag,
+                                 p2p_order_->next_send(dst, tag), &stream_bytes);
   CollectiveStats call;
   call.compressed = true;
   call.message_bytes = call.raw_bytes = tensors[0].nbytes();
@@ -758,19 +682,33 @@ WorkPtr HyccBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   call.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   policy::EngineCalls::log_decision(engine(), comm, Operation::kSendRecv, call.message_bytes, d);
   policy::EngineCalls::record(engine(), comm, Operation::kSendRecv, d, call);
-  return work;
+  return made(work);
 }
 
 WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   const Routing r = tensors.size() == 1 ? p2p_route(tensors[0]) : Routing{std::nullopt, false};
-  if (!r.compresses) return inner_for(first(tensors))->recv(tensors, src, tag);
+  if (!r.compresses) return made(inner_for(first(tensors))->recv(tensors, src, tag));
+  return made(recv_compressed(tensors[0], r.decision->options.codec, src, tag));
+}
+
+WorkPtr HyccBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  const Routing r = tensors.size() == 1 ? p2p_route(tensors[0]) : Routing{std::nullopt, false};
+  if (!r.compresses) return made(inner_for(first(tensors))->recvAnysource(tensors, tag));
+  return made(recv_compressed(tensors[0], r.decision->options.codec, -1, tag));
+}
+
+WorkPtr HyccBackend::recv_compressed(const at::Tensor& t, const CodecConfig& codec, int src,
+                                     int tag) {
   auto pending = std::make_shared<PendingRecv>(post_recv(*p2p_, src, tag));
-  auto work = c10::make_intrusive<HyccWork>(getRank(), c10d::OpType::RECV, tensors);
+  auto work = c10::make_intrusive<HyccWork>(
+      getRank(), src < 0 ? c10d::OpType::RECVANYSOURCE : c10d::OpType::RECV,
+      std::vector<at::Tensor>{t});
   receiver(src, tag).push(
-      [wire = p2p_, pending, work, codec = r.decision->options.codec, t = tensors[0]]() mutable {
+      [wire = p2p_, order = p2p_order_, pending, work, codec, out = at::Tensor(t)]() mutable {
         std::exception_ptr error;
         try {
-          finish_recv(*wire, *pending, codec, t);
+          finish_recv(*wire, *order, *pending, codec, out);
+          work->set_source(pending->source);
         } catch (...) {
           error = std::current_exception();
         }
@@ -778,8 +716,12 @@ WorkPtr HyccBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
       });
   return work;
 }
-WorkPtr HyccBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
-  return inner_for(first(tensors))->recvAnysource(tensors, tag);
+
+void HyccBackend::setTimeout(std::chrono::milliseconds timeout) {
+  inner_->setTimeout(timeout);
+  if (cuda_inner_) cuda_inner_->setTimeout(timeout);
+  for (auto& lane : lanes_) lane->wire()->setTimeout(timeout);
+  p2p_->setTimeout(timeout);
 }
 
 }  // namespace hycc::torch_backend

@@ -33,10 +33,14 @@
 #include "hycc/comm.h"
 #include "hycc/policy.h"
 #include "torch/call_lane.h"
+#include "torch/p2p.h"
 #include "torch/step_keys.h"
 
 namespace hycc {
 class PolicyEngine;
+}
+namespace hycc::torch_backend {
+class CudaOrder;
 }
 
 namespace hycc::torch_backend {
@@ -83,17 +87,33 @@ class HyccBackend final : public c10d::Backend {
                                                const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
-  // The calls hycc leaves to the inner backend.
+  // Coalesced calls (coalesced.cc; torch's _coalescing_manager and functional collectives): each
+  // tensor under its own rule, as the same calls one by one would run, in one Work. The
+  // compressed ones run on their lane in the call's order; the others go to the inner backend's
+  // coalesced call together (gloo's bits, as a gloo group gives). Tensors of mixed element types
+  // or devices, or ones hycc does not take, make the whole call the inner backend's.
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
       std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  // _coalescing_manager(device=...): the calls between the two complete with endCoalescing's
+  // Work (each call still returns its own).
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  // dist.set_timeout: the timeout of every backend under this one (the calls made after it).
+  void setTimeout(std::chrono::milliseconds timeout) override;
+
+  // The calls hycc leaves to the inner backend.
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllgatherOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
-      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
@@ -103,9 +123,6 @@ class HyccBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
-      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
@@ -138,26 +155,51 @@ class HyccBackend final : public c10d::Backend {
   // (step_keys.h), after the states it makes stale are dropped. On the caller's thread, in the
   // program's order.
   uint64_t gradient_key(Operation op, const at::Tensor& t);
+  // A call (or a coalesced call's tensor) hycc leaves to the inner backend: its decision and
+  // size, for the engine's statistics.
+  struct NativeCall {
+    PolicyDecision decision;
+    size_t bytes = 0;
+  };
   // A Work that completes with `work` of the inner backend after `after` (AVG's division) ran,
-  // recording the call in the engine's statistics as the policy path records a native one.
-  c10::intrusive_ptr<c10d::Work> direct(Operation op, const PolicyDecision& decision, size_t bytes,
+  // recording `calls` in the engine's statistics as the policy path records native ones.
+  c10::intrusive_ptr<c10d::Work> direct(Operation op, std::vector<NativeCall> calls,
                                         const c10::intrusive_ptr<c10d::Work>& work,
                                         std::vector<at::Tensor> outputs,
                                         std::function<void()> after = {});
+  // The lane's part of the compressed calls (on the lane's thread): hycc's collective on the
+  // host, or for a CUDA tensor (`order` set) its device collective on the lane's stream.
+  // `reduce`: the caller's reduction (PREMUL_SUM's factor), `op` hycc's; `decision` and `key` as
+  // policy_options() takes them.
+  void run_allreduce(at::Tensor t, const c10d::ReduceOp& reduce, ReduceOp op,
+                     const std::optional<PolicyDecision>& decision, uint64_t key,
+                     const std::shared_ptr<CudaOrder>& order);
+  void run_reduce_scatter(at::Tensor out, const at::Tensor& in, const c10d::ReduceOp& reduce,
+                          ReduceOp op, const std::optional<PolicyDecision>& decision, uint64_t key,
+                          const std::shared_ptr<CudaOrder>& order);
+  void run_allgather(at::Tensor out, const at::Tensor& in,
+                     const std::optional<PolicyDecision>& decision,
+                     const std::shared_ptr<CudaOrder>& order);
+  // The Work of a call made between startCoalescing() and endCoalescing() joins the group's.
+  c10::intrusive_ptr<c10d::Work> made(c10::intrusive_ptr<c10d::Work> work);
   void stop_lanes();
   // The backend that takes a call on `t` hycc leaves: gloo for a CPU tensor, NCCL for a CUDA one
   // (InvalidArgument if the group has none).
   const c10::intrusive_ptr<c10d::Backend>& inner_for(const at::Tensor& t) const;
   // A CUDA call hycc leaves, `work` of the NCCL backend, recorded in the engine's statistics
   // when it is made (its time is NCCL's, on the caller's stream).
-  c10::intrusive_ptr<c10d::Work> cuda_direct(Operation op, const PolicyDecision& decision,
-                                             size_t bytes, c10::intrusive_ptr<c10d::Work> work);
+  c10::intrusive_ptr<c10d::Work> cuda_direct(Operation op, const std::vector<NativeCall>& calls,
+                                             c10::intrusive_ptr<c10d::Work> work);
   // The policy's decision for a point-to-point call on `t` (none for a tensor hycc does not
   // take), its codec the one a compressed call sends with; both sides decide alike from their
   // tensor. A send left uncompressed is recorded as a native call.
   Routing p2p_route(const at::Tensor& t);
-  // The thread that finishes the compressed receives from `src` with `tag`, in their order.
+  // The thread that finishes the compressed receives from `src` (-1: any source) with `tag`, in
+  // their order.
   CallLane& receiver(int src, int tag);
+  // A compressed receive from `src` (-1: any source) into `t` with `codec`.
+  c10::intrusive_ptr<c10d::Work> recv_compressed(const at::Tensor& t, const CodecConfig& codec,
+                                                 int src, int tag);
 
   c10::intrusive_ptr<c10d::Backend> inner_;
   c10::intrusive_ptr<c10d::Backend> cuda_inner_;  // null without a GPU
@@ -165,6 +207,7 @@ class HyccBackend final : public c10d::Backend {
   std::array<std::unique_ptr<CallLane>, 2> lanes_;
   std::unique_ptr<CallLane> waiter_;       // completes direct() Works whose gloo Work has no future
   c10::intrusive_ptr<c10d::Backend> p2p_;  // compressed point to point (p2p.h)
+  std::shared_ptr<P2pOrder> p2p_order_ = std::make_shared<P2pOrder>();
   std::map<std::pair<int, int>, std::unique_ptr<CallLane>> receivers_;  // under mutex_
   struct LaneComms {
     std::optional<Communicator> comm;
@@ -173,7 +216,9 @@ class HyccBackend final : public c10d::Backend {
   std::array<LaneComms, 2> comms_;
   std::string dimension_;
   bool dimension_set_ = false;
-  bool started_ = false;  // a lane's communicators exist
+  bool coalescing_ = false;                                // startCoalescing() to endCoalescing()
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;  // the calls made meanwhile
+  bool started_ = false;                                   // a lane's communicators exist
   mutable std::mutex mutex_;
 };
 

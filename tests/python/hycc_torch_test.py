@@ -192,6 +192,52 @@ if size > 1:
     expect(EXACT == (compressed == 0), f"compressed point to point under {POLICY}: {sendrecv}")
 dist.barrier()
 
+# Receives that name no source meet compressed sends (the source reported as gloo reports it),
+# also beside one that names its peer, and tags are kept apart. Rank 1 sends rank 0 two tensors
+# on tag 3, which rank 0 receives with one any-source and one rank-1 receive outstanding at once;
+# every other rank sends one on tag 5, received from any source all at once; the last rank sends
+# one more, which a blocking dist.recv without a source takes. Each tensor received must be one
+# its source sent, each taken once.
+if size > 1:
+    def stream_of(src, k):
+        return sent_by(100 * src + k, torch.float32)
+
+    def taken_from(src, buf, ks):
+        errors = {k: float((buf - stream_of(src, k)).norm() / stream_of(src, k).norm()) for k in ks}
+        best = min(errors, key=errors.get)
+        expect(errors[best] <= (0.0 if EXACT else 0.15),
+               f"a receive without a source: from rank {src}, errors {errors}")
+        return (src, best)
+
+    last = size - 1
+    if rank == 0:
+        taken = []
+        a, b = torch.empty(300007), torch.empty(300007)
+        wa, wb = dist.irecv(a, tag=3), dist.irecv(b, src=1, tag=3)
+        wa.wait()
+        wb.wait()
+        expect(wa._source_rank() == 1, f"any-source receive on tag 3: source {wa._source_rank()}")
+        taken += [taken_from(1, a, (0, 1)), taken_from(1, b, (0, 1))]
+        bufs = [torch.empty(300007) for _ in range(1, size)]
+        works = [dist.irecv(buf, tag=5) for buf in bufs]
+        for w, buf in zip(works, bufs):
+            w.wait()
+            taken.append(taken_from(w._source_rank(), buf, (2,)))
+        buf = torch.empty(300007)
+        src = dist.recv(buf)
+        taken.append(taken_from(src, buf, (3,)))
+        want = [(1, 0), (1, 1)] + [(r, 2) for r in range(1, size)] + [(last, 3)]
+        expect(sorted(taken) == sorted(want), f"receives without a source took {sorted(taken)}")
+    else:
+        reqs = [dist.isend(stream_of(rank, 2), 0, tag=5)]
+        if rank == 1:
+            reqs += [dist.isend(stream_of(1, k), 0, tag=3) for k in (0, 1)]
+        if rank == last:
+            reqs.append(dist.isend(stream_of(last, 3), 0))
+        for r in reqs:
+            r.wait()
+dist.barrier()
+
 # ---- asynchronous work --------------------------------------------------------------------------
 x = data(200000, torch.float32, 3)
 want = x.clone()
@@ -202,6 +248,103 @@ work.wait()
 expect(work.is_completed(), "work.is_completed() after wait()")
 expect(torch.equal(fut.value()[0], x), "the future's value is the reduced tensor")
 compare("async all_reduce", x, want, BOUND)
+
+
+# ---- coalesced calls ----------------------------------------------------------------------------
+# torch's _coalescing_manager makes one coalesced call of the calls inside it (Megatron-core's
+# DDP reduces its 8 buckets so). Against gloo's own coalesced calls: gloo's bits under baseline;
+# otherwise within the bound, every rank the same, and the same calls, compressed calls and
+# bytes on the wire in the statistics as the 8 calls one by one.
+def totals(operation):
+    entries = [e for e in ht.statistics()["entries"] if e["operation"] == operation]
+    return {k: sum(e[k] for e in entries) for k in ("calls", "compressed_calls", "wire_bytes")}
+
+
+def delta(before, after):
+    return {k: after[k] - before[k] for k in before}
+
+
+BUCKETS = [300007, 1001, 65536, 7, 131072, 300007, 4096, 1]
+
+
+def coalesced(group, call, tensors, async_ops=False, device=None):
+    with dist._coalescing_manager(group=group, device=device, async_ops=async_ops) as cm:
+        for args in tensors:
+            call(*args, group=group)
+    if async_ops:
+        cm.wait()
+
+
+def check_coalesced(name, operation, make, call, same=True):
+    """`make()`: the calls' argument tuples, the output first; `call(*args, group=)`; `same`:
+    whether every rank holds the same result."""
+    group = dist.group.WORLD
+    got, want, alone = make(), make(), make()
+    before = totals(operation)
+    coalesced(group, call, got, async_ops=True)
+    during = totals(operation)
+    coalesced(gloo, call, want)
+    for args in alone:
+        call(*args, group=group)
+    after = totals(operation)
+    for i, (g, w) in enumerate(zip(got, want)):
+        compare(f"coalesced {name} bucket {i}", g[0], w[0], BOUND)
+        if same and g[0].numel() > 0:
+            expect(same_on_every_rank(g[0]), f"coalesced {name} bucket {i}: ranks differ")
+    one_call, by_one = delta(before, during), delta(during, after)
+    expect(one_call == by_one, f"coalesced {name}: {one_call} in the statistics, the calls one "
+                               f"by one {by_one}")
+    expect(one_call["calls"] == len(BUCKETS), f"coalesced {name}: {one_call['calls']} calls")
+    if size > 1:
+        expect(EXACT == (one_call["compressed_calls"] == 0),
+               f"coalesced {name} under {POLICY}: {one_call['compressed_calls']} compressed")
+
+
+check_coalesced("all_reduce sum", "allreduce",
+                lambda: [(data(n, torch.float32, 20 + i),) for i, n in enumerate(BUCKETS)],
+                lambda t, group: dist.all_reduce(t, group=group))
+# AVG: gloo's reference is its sum, divided (as for the single call above).
+def all_reduce_avg(t, group):
+    dist.all_reduce(t, op=dist.ReduceOp.AVG if group is dist.group.WORLD else dist.ReduceOp.SUM,
+                    group=group)
+
+
+got = [(data(n, torch.bfloat16, 40 + i),) for i, n in enumerate(BUCKETS)]
+want = [(t.clone(),) for (t,) in got]
+coalesced(dist.group.WORLD, all_reduce_avg, got)
+coalesced(gloo, all_reduce_avg, want)
+for (w,) in want:
+    w.div_(size)
+for i, ((g,), (w,)) in enumerate(zip(got, want)):
+    compare(f"coalesced all_reduce avg bf16 bucket {i}", g, w, BOUND)
+check_coalesced("reduce_scatter_tensor", "reduce_scatter",
+                lambda: [(torch.empty(n), data(n * size, torch.float32, 60 + i))
+                           for i, n in enumerate(BUCKETS)],
+                lambda out, inp, group: dist.reduce_scatter_tensor(out, inp, group=group),
+                same=False)
+check_coalesced("all_gather_into_tensor", "allgather",
+                lambda: [(torch.empty(n * size), data(n, torch.float32, 80 + i))
+                           for i, n in enumerate(BUCKETS)],
+                lambda out, inp, group: dist.all_gather_into_tensor(out, inp, group=group))
+# _coalescing_manager(device=...): the group's startCoalescing/endCoalescing (gloo has neither).
+got = [data(n, torch.float32, 90 + i) for i, n in enumerate(BUCKETS[:3])]
+want = [t.clone() for t in got]
+coalesced(dist.group.WORLD, lambda t, group: dist.all_reduce(t, group=group), [(t,) for t in got],
+          device=torch.device("cpu"))
+coalesced(gloo, lambda t, group: dist.all_reduce(t, group=group), [(t,) for t in want])
+for i, (g, w) in enumerate(zip(got, want)):
+    compare(f"coalesced all_reduce with its device, bucket {i}", g, w, BOUND)
+# Mixed element types: gloo's error on every rank, at once; the group works on.
+try:
+    with dist._coalescing_manager():
+        dist.all_reduce(torch.ones(3))
+        dist.all_reduce(torch.ones(3, dtype=torch.float64))
+    expect(False, "coalesced all_reduce of float32 and float64: no error")
+except RuntimeError as e:
+    expect("same type" in str(e), f"coalesced all_reduce of mixed types: {e}")
+ok = torch.ones(5)
+dist.all_reduce(ok)
+expect(torch.equal(ok, torch.full((5,), float(size))), "an all_reduce after a failed coalesced one")
 
 # ---- dimensions ---------------------------------------------------------------------------------
 expect(ht.dimension() == "dp", f"the default group runs as dp, not '{ht.dimension()}'")

@@ -1,12 +1,15 @@
 """Timeouts of the hycc backend (run under torchrun with 2 ranks, HYCC_POLICY=naive): rank 1
-skips two calls rank 0 makes on groups made with a 4-second timeout. Rank 0's compressed call
+skips three calls rank 0 makes on groups with a 4-second timeout. Rank 0's compressed call
 (a 1 MiB allreduce, run by hycc on its lane) and its uncompressed one (1 KiB, below the
 threshold: gloo's own call) each raise RuntimeError naming the timeout, within the timeout and
-a margin, instead of waiting for rank 1. Rank 0 prints "hycc torch timeout: OK" when both did.
+a margin, instead of waiting for rank 1; so does a compressed call on a group made with a
+10-minute timeout and given 4 seconds afterwards (dist.set_timeout, as torchtitan sets it), with
+no warning that the backend ignored it. Rank 0 prints "hycc torch timeout: OK" when all did.
 """
 import os
 import sys
 import time
+import warnings
 from datetime import timedelta
 
 import torch
@@ -21,7 +24,13 @@ dist.init_process_group("hycc")
 rank = dist.get_rank()
 lane_group = dist.new_group(backend="hycc", timeout=timedelta(seconds=TIMEOUT))
 direct_group = dist.new_group(backend="hycc", timeout=timedelta(seconds=TIMEOUT))
+later_group = dist.new_group(backend="hycc", timeout=timedelta(minutes=10))
 failures = []
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dist.set_timeout(timedelta(seconds=TIMEOUT), later_group)
+for w in caught:
+    failures.append(f"dist.set_timeout warned: {w.message}")
 
 
 def times_out(what, tensor, group):
@@ -42,8 +51,9 @@ def times_out(what, tensor, group):
 if rank == 0:
     times_out("compressed allreduce", torch.randn(1 << 18), lane_group)
     times_out("uncompressed allreduce", torch.randn(256), direct_group)
+    times_out("compressed allreduce, timeout set later", torch.randn(1 << 18), later_group)
     print("hycc torch timeout: OK" if not failures else
           "hycc torch timeout: FAILED: " + "; ".join(failures), flush=True)
 else:
-    time.sleep(2 * TIMEOUT + 12)  # rank 0's two calls time out meanwhile
+    time.sleep(3 * TIMEOUT + 14)  # rank 0's three calls time out meanwhile
 sys.exit(1 if failures else 0)

@@ -1,0 +1,95 @@
+#include "torch/work.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "hycc/error.h"
+
+namespace hycc::torch_backend {
+namespace {
+
+// A future holding CUDA tensors must name their devices.
+std::vector<c10::Device> devices_of(const std::vector<at::Tensor>& outputs) {
+  std::vector<c10::Device> d;
+  for (const at::Tensor& t : outputs) {
+    if (t.is_cuda() && std::find(d.begin(), d.end(), t.device()) == d.end()) {
+      d.push_back(t.device());
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+HyccWork::HyccWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()), devices_of(outputs_))) {}
+
+void HyccWork::complete(std::exception_ptr error) {
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+  finish(error);
+}
+
+int HyccWork::sourceRank() const {
+  if (source_ < 0) {
+    throw InvalidArgument(
+        tagged("torch", "sourceRank() of a Work that is not a completed ", "any-source receive"));
+  }
+  return source_;
+}
+
+c10::intrusive_ptr<c10d::Work> all_of(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+                                      const std::vector<c10::intrusive_ptr<c10d::Work>>& parts,
+                                      CallLane& waiter) {
+  auto done = c10::make_intrusive<HyccWork>(rank, type, std::move(outputs));
+  if (parts.empty()) {
+    done->complete(nullptr);
+    return done;
+  }
+  struct Count {
+    std::mutex mutex;
+    size_t left = 0;
+    std::exception_ptr error;
+  };
+  auto count = std::make_shared<Count>();
+  count->left = parts.size();
+  auto ended = [done, count](std::exception_ptr error) {
+    {
+      const std::lock_guard<std::mutex> lock(count->mutex);
+      if (error && !count->error) count->error = error;
+      if (--count->left > 0) return;
+      error = count->error;
+    }
+    done->complete(error);
+  };
+  for (const auto& part : parts) {
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    try {
+      future = part->getFuture();
+    } catch (const std::exception&) {
+      waiter.push([part, ended] {
+        std::exception_ptr error;
+        try {
+          part->wait();
+        } catch (...) {
+          error = std::current_exception();
+        }
+        ended(error);
+      });
+      continue;
+    }
+    future->addCallback(
+        [ended](c10::ivalue::Future& f) { ended(f.hasError() ? f.exception_ptr() : nullptr); });
+  }
+  return done;
+}
+
+}  // namespace hycc::torch_backend
