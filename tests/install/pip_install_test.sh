@@ -6,7 +6,9 @@
 #   2. `import hycc` from another directory, with no HYCC_LIBRARY: the library it loads is the
 #      environment's, its version the package metadata's, and codecs round-trip (lossless ones
 #      bit for bit, quant within its bound, a damaged stream rejected);
-#   3. the tools start.
+#   3. the tools start;
+#   4. the entry point `import torch` calls (torch.backends: hycc) is declared and its module
+#      installed (docs/torch.md, "Autoload").
 # Usage: pip_install_test.sh SOURCE_DIR BASE_PYTHON [PIP_ARGS...]
 # Prints "pip install: OK" when every step passed.
 set -euo pipefail
@@ -68,4 +70,12 @@ for tool in hycc-train hycc-bench hycc-sim; do
   "$work/venv/bin/$tool" --help >"$work/$tool.out" 2>&1 || { cat "$work/$tool.out"; fail "$tool --help"; }
   grep -q "$tool" "$work/$tool.out" || fail "$tool --help does not name itself"
 done
+echo "== 4. the torch.backends entry point"
+[ -e "$site/_hycc_autoload/__init__.py" ] || fail "_hycc_autoload is not installed"
+(cd "$work" && "$py" - <<'PY') || fail "the torch.backends entry point"
+import importlib.metadata
+points = importlib.metadata.entry_points(group="torch.backends")
+assert [(p.name, p.value) for p in points] == [("hycc", "_hycc_autoload:register")], list(points)
+print("torch.backends: hycc = _hycc_autoload:register")
+PY
 echo "pip install: OK"
