@@ -299,6 +299,7 @@ WorkPtr HyccBackend::direct(Operation op, std::vector<NativeCall> calls, const W
     }
     done->complete(error);
   };
+  hold_inner_work(work);  // released once gloo's thread has let go of it (work.h)
   c10::intrusive_ptr<c10::ivalue::Future> future;
   try {
     future = work->getFuture();

@@ -7,6 +7,7 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -28,6 +29,13 @@ class CallLane {
   void push(std::function<void()> task);
   // Runs what is queued, then ends the thread (from the thread itself: lets it end alone).
   void stop();
+  // Waits until every lane of the process is idle (nothing queued, no task running or being
+  // destroyed), at most `timeout`; whether they all were. At the interpreter's exit (hycc.torch's
+  // atexit), before Python finalizes: a lane that drops the last reference to a tensor Python
+  // also holds takes the GIL to do so, and Python 3.11 ends a thread that asks for the GIL during
+  // finalization with pthread_exit, which inside a destructor is std::terminate ("terminate
+  // called without an active exception"; docs/torch.md, "Faults").
+  static bool quiesce(std::chrono::milliseconds timeout);
   bool running() const { return thread_.joinable(); }
   const c10::intrusive_ptr<c10d::Backend>& wire() const { return wire_; }
 
@@ -36,7 +44,9 @@ class CallLane {
   struct Queue {
     std::mutex mutex;
     std::condition_variable wake;
+    std::condition_variable idle;
     std::deque<std::function<void()>> tasks;
+    bool busy = false;  // a task runs or is being destroyed
     bool stopping = false;
   };
   static void loop(const std::shared_ptr<Queue>& queue);

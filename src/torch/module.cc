@@ -5,8 +5,10 @@
 #include "hycc/error.h"
 #include "hycc/policy_engine.h"
 #include "torch/backend.h"
+#include "torch/call_lane.h"
 #include "torch/cuda_order.h"
 #include "torch/step_keys.h"
+#include "torch/work.h"
 
 namespace {
 
@@ -41,6 +43,18 @@ PYBIND11_MODULE(_hycc_torch, m) {
       "A hycc backend over an inner backend (the CPU calls hycc leaves), three wire backends "
       "(hycc's own traffic: reductions, gathers, point to point) and optionally an NCCL backend "
       "(the CUDA calls hycc leaves) on the same ranks");
+  m.def(
+      "quiesce",
+      [](double seconds) {
+        const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        const bool lanes = hycc::torch_backend::CallLane::quiesce(timeout);
+        return hycc::torch_backend::release_inner_works(deadline) && lanes;
+      },
+      pybind11::arg("seconds"), pybind11::call_guard<pybind11::gil_scoped_release>(),
+      "Waits (at most `seconds`) until no hycc thread runs a call or holds its tensors and gloo's "
+      "threads have let go of the calls hycc left to gloo; whether all have (hycc.torch calls it "
+      "at the interpreter's exit)");
   m.def("cuda_built", &hycc::torch_backend::cuda_built,
         "Whether this build of the backend runs CUDA tensors");
   m.def(

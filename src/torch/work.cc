@@ -1,8 +1,10 @@
 #include "torch/work.h"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "hycc/error.h"
@@ -21,7 +23,53 @@ std::vector<c10::Device> devices_of(const std::vector<at::Tensor>& outputs) {
   return d;
 }
 
+// The Works hold_inner_work() holds; never destroyed (used at exit).
+struct HeldWorks {
+  std::mutex mutex;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+};
+HeldWorks& held() {
+  static auto* h = new HeldWorks();
+  return *h;
+}
+
+// Whether only the holder refers to `work` (its backend's threads have let go of it).
+bool released_by_backend(const c10::intrusive_ptr<c10d::Work>& work) {
+  return work.use_count() == 1;
+}
+
 }  // namespace
+
+void hold_inner_work(c10::intrusive_ptr<c10d::Work> work) {
+  std::vector<c10::intrusive_ptr<c10d::Work>> done;  // released after the lock, on this thread
+  HeldWorks& h = held();
+  const std::lock_guard<std::mutex> lock(h.mutex);
+  auto keep = std::partition(h.works.begin(), h.works.end(),
+                             [](const auto& w) { return !released_by_backend(w); });
+  std::move(keep, h.works.end(), std::back_inserter(done));
+  h.works.erase(keep, h.works.end());
+  h.works.push_back(std::move(work));
+}
+
+bool release_inner_works(std::chrono::steady_clock::time_point deadline) {
+  HeldWorks& h = held();
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  {
+    const std::lock_guard<std::mutex> lock(h.mutex);
+    works.swap(h.works);
+  }
+  bool all = true;
+  for (auto& w : works) {
+    while (!released_by_backend(w) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!released_by_backend(w)) {
+      w.release();  // still the backend's: left to it, never released here
+      all = false;
+    }
+  }
+  return all;  // the released ones go here, on the caller's thread
+}
 
 HyccWork::HyccWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
     : Work(rank, type),

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <exception>
 #include <vector>
 
@@ -41,5 +42,15 @@ class HyccWork final : public c10d::Work {
 c10::intrusive_ptr<c10d::Work> all_of(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
                                       const std::vector<c10::intrusive_ptr<c10d::Work>>& parts,
                                       CallLane& waiter);
+
+// The inner backend's Works of the calls hycc leaves to it (backend.cc, direct()): held until
+// the inner backend's own thread has let go of one, then released on a caller's thread (at a
+// later call) or at the interpreter's exit (release_inner_works), so that the last reference to
+// the tensors a Work holds is not dropped by gloo's worker thread while Python finalizes, which
+// aborts the process (call_lane.h, CallLane::quiesce; docs/torch.md, "Faults").
+void hold_inner_work(c10::intrusive_ptr<c10d::Work> work);
+// Waits until the inner backends' threads have let go of every Work held (at most until
+// `deadline`), releases those, and keeps the rest (the process is exiting); whether all were.
+bool release_inner_works(std::chrono::steady_clock::time_point deadline);
 
 }  // namespace hycc::torch_backend

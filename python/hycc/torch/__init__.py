@@ -13,6 +13,7 @@ unchanged to a gloo backend (CPU tensors) or an NCCL backend (CUDA tensors) on t
 (dp, tp, pp, zero, embedding) comes from its description (Megatron-core's group names,
 DeviceMesh dimension names; the default group is dp) or from set_dimension().
 """
+import atexit
 import importlib.machinery
 import json
 import importlib.util
@@ -107,6 +108,18 @@ def _nccl(store, rank, size, timeout):
 
 if BACKEND.upper() not in dist.Backend._plugins:
     dist.Backend.register_backend(BACKEND, _create, devices=["cpu", "cuda"])
+
+# Seconds the interpreter's exit waits for hycc's threads to finish the calls they run.
+_QUIESCE_S = 5.0
+
+
+@atexit.register
+def _quiesce():
+    """Before Python finalizes: hycc's threads finish their calls and drop the tensors they hold
+    (a thread that drops a tensor Python also holds takes the GIL, and Python 3.11 ends a thread
+    that asks for it during finalization in a way that aborts the process: docs/torch.md,
+    "Faults"). Immediate when no call is in flight; at most _QUIESCE_S otherwise."""
+    _ext.quiesce(_QUIESCE_S)
 
 
 def _backend(group):
