@@ -718,7 +718,18 @@ WorkPtr HyccBackend::recv_compressed(const at::Tensor& t, const CodecConfig& cod
   return work;
 }
 
+c10::intrusive_ptr<c10d::Backend::Options> HyccBackend::getBackendOptions() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!options_) {
+    options_ = c10::make_intrusive<Options>("hycc", inner_->getBackendOptions()->timeout);
+    options_->group_name = getGroupUid();
+    options_->group_desc = getGroupDesc();
+  }
+  return options_;
+}
+
 void HyccBackend::setTimeout(std::chrono::milliseconds timeout) {
+  getBackendOptions()->timeout = timeout;
   inner_->setTimeout(timeout);
   if (cuda_inner_) cuda_inner_->setTimeout(timeout);
   for (auto& lane : lanes_) lane->wire()->setTimeout(timeout);

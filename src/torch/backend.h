@@ -107,6 +107,9 @@ class HyccBackend final : public c10d::Backend {
 
   // dist.set_timeout: the timeout of every backend under this one (the calls made after it).
   void setTimeout(std::chrono::milliseconds timeout) override;
+  // The group's options as torch reads them (`group._get_backend(device).options`): the backend's
+  // name and its timeout.
+  c10::intrusive_ptr<Options> getBackendOptions() override;
 
   // The calls hycc leaves to the inner backend.
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
@@ -216,6 +219,7 @@ class HyccBackend final : public c10d::Backend {
   std::array<LaneComms, 2> comms_;
   std::string dimension_;
   bool dimension_set_ = false;
+  c10::intrusive_ptr<Options> options_;                    // under mutex_
   bool coalescing_ = false;                                // startCoalescing() to endCoalescing()
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;  // the calls made meanwhile
   bool started_ = false;                                   // a lane's communicators exist

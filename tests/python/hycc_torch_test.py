@@ -355,6 +355,10 @@ for desc, dim in [("default_pg", "dp"), ("TENSOR_MODEL_PARALLEL_GROUP", "tp"),
                   ("something else", "")]:
     got = ht.dimension_from_description(desc)
     expect(got == dim, f"description {desc!r}: '{got}', expected '{dim}'")
+options = dist.group.WORLD._get_backend(torch.device("cpu")).options
+expect(options.backend == "hycc" and options._timeout == gloo._get_backend(
+    torch.device("cpu")).options._timeout, f"the group's options: {options.backend}, "
+       f"{options._timeout}")
 tp = dist.new_group(backend="hycc", group_desc="TENSOR_MODEL_PARALLEL_GROUP")
 pp = dist.new_group(backend="hycc")
 ht.set_dimension(pp, "pp")

@@ -31,6 +31,9 @@ with warnings.catch_warnings(record=True) as caught:
     dist.set_timeout(timedelta(seconds=TIMEOUT), later_group)
 for w in caught:
     failures.append(f"dist.set_timeout warned: {w.message}")
+told = later_group._get_backend(torch.device("cpu")).options._timeout
+if told != timedelta(seconds=TIMEOUT):
+    failures.append(f"after dist.set_timeout the group's options say {told}")
 
 
 def times_out(what, tensor, group):
