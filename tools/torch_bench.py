@@ -11,6 +11,9 @@ put on the wire. Needs root (netemu) and the project's Python environment.
 Configurations: gloo (PyTorch's own backend), baseline, naive, hybrid, auto or a policy TOML
 file (the hycc backend under that policy: docs/torch.md, docs/policy.md) and, for --parallel
 ddp, gloo with PyTorch's DDP communication hooks fp16, bf16 and powersgd (rank 4), what a PyTorch user would pick today.
+With --parallel ddp a hycc configuration ending in +shapes (hybrid+shapes, FILE.toml+shapes)
+registers hycc.torch.register_ddp, which gives hycc the shapes of each bucket's tensors (a
+PowerSGD rule then compresses each matrix, as the powersgd hook does).
 FSDP2 shards over the hosts; tensor parallelism runs within a host (its ranks talk over shared
 memory, as the GPUs of a node do over NVLink). pp_fsdp: torch.distributed.pipelining's GPipe
 schedule over 2 stages (the first half of the hosts, the second half), each stage FSDP2-sharded
@@ -40,6 +43,7 @@ def parse_args():
     p.add_argument("--parallel", choices=("fsdp_tp", "pp_fsdp", "ddp"), default="fsdp_tp")
     p.add_argument("--configs", default="gloo,baseline,naive,hybrid,auto",
                    help="comma list of gloo, baseline, naive, hybrid, auto, a policy TOML file "
+                        "(a hycc one ending in +shapes: hycc.torch.register_ddp, ddp) "
                         "(the hycc backend under it) and (ddp) fp16, bf16, powersgd; default "
                         "%(default)s")
     p.add_argument("--hosts", type=int, default=4)
@@ -60,6 +64,9 @@ def parse_args():
     a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for config in a.configs:
         c, rate = split_rate(config)
+        c, shapes = split_shapes(c)
+        if shapes and (a.parallel != "ddp" or not is_policy(c)):
+            p.error(f"--configs: '{config}': {SHAPES} is for hycc configurations of --parallel ddp")
         if "@" in config and not rate:
             p.error(f"--configs: '{config}' names no rate after its @")
         if c.endswith(".toml"):
@@ -87,8 +94,17 @@ def split_rate(config):
     return c, rate
 
 
+SHAPES = "+shapes"  # a hycc configuration whose DDP buckets' shapes hycc learns (register_ddp)
+
+
+def split_shapes(config):
+    """(the configuration without its +shapes, whether it had it)."""
+    return (config[:-len(SHAPES)], True) if config.endswith(SHAPES) else (config, False)
+
+
 def command(a, config):
     config, rate = split_rate(config)
+    config, shapes = split_shapes(config)
     rate = rate or a.rate
     backend = "hycc" if is_policy(config) else "gloo"
     cmd = [str(ROOT / "tools" / "netemu"), "run", "-q", "--hosts", str(a.hosts),
@@ -102,6 +118,8 @@ def command(a, config):
             "--parallel", a.parallel, "--steps", str(a.steps), "--warmup", str(a.warmup)]
     if config in PEERS:
         cmd += ["--hook", config]
+    if shapes:
+        cmd += ["--hook", "hycc_shapes"]
     return cmd + a.model
 
 
@@ -122,7 +140,8 @@ def run(a, config, i, n):
 
 def label(r):
     config, rate = split_rate(r["config"])
-    at = f", {rate} links" if rate else ""
+    config, shapes = split_shapes(config)
+    at = (", DDP buckets' shapes" if shapes else "") + (f", {rate} links" if rate else "")
     if config == "gloo":
         return "gloo" + at
     if config in PEERS:

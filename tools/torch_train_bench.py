@@ -25,7 +25,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-HOOKS = ("none", "fp16", "bf16", "powersgd")
+HOOKS = ("none", "fp16", "bf16", "powersgd", "hycc_shapes")
 
 
 def parse_args():
@@ -169,6 +169,9 @@ def build(a, world, rank):
         if a.hook in ("fp16", "bf16"):
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
             ddp.register_comm_hook(None, getattr(default_hooks, f"{a.hook}_compress_hook"))
+        elif a.hook == "hycc_shapes":  # hycc learns the buckets' shapes (PowerSGD per matrix)
+            import hycc.torch as ht
+            ht.register_ddp(ddp)
         elif a.hook == "powersgd":
             from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
             state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=4,

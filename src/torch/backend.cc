@@ -356,6 +356,7 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
     return made(inner_for(first(tensors))->allreduce(tensors, opts));
   }
   const Routing r = route(Operation::kAllreduce, tensors[0].nbytes(), tensors[0]);
+  auto pieces = take_bucket_shapes(tensors[0]);
   if (!r.compresses && tensors[0].is_cuda()) {
     return made(cuda_direct(Operation::kAllreduce, {{*r.decision, tensors[0].nbytes()}},
                             inner_for(tensors[0])->allreduce(tensors, opts)));
@@ -370,16 +371,19 @@ WorkPtr HyccBackend::allreduce(std::vector<at::Tensor>& tensors,
     return made(direct(Operation::kAllreduce, {{*r.decision, t.nbytes()}},
                        inner_->allreduce(tensors, sum), tensors, std::move(after)));
   }
-  return made(enqueue(
-      Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
-      [this, t = tensors[0], reduce = opts.reduceOp, op = *op, decision = r.decision,
-       key = gradient_key(Operation::kAllreduce, tensors[0]),
-       order = cuda_order(tensors[0])] { run_allreduce(t, reduce, op, decision, key, order); }));
+  return made(enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE, tensors,
+                      [this, t = tensors[0], reduce = opts.reduceOp, op = *op,
+                       decision = r.decision, key = gradient_key(Operation::kAllreduce, tensors[0]),
+                       order = cuda_order(tensors[0]), pieces = std::move(pieces)] {
+                        run_allreduce(t, reduce, op, decision, key, order, pieces);
+                      }));
 }
 
-void HyccBackend::run_allreduce(at::Tensor t, const c10d::ReduceOp& reduce, ReduceOp op,
-                                const std::optional<PolicyDecision>& decision, uint64_t key,
-                                const std::shared_ptr<CudaOrder>& order) {
+void HyccBackend::run_allreduce(
+    at::Tensor t, const c10d::ReduceOp& reduce, ReduceOp op,
+    const std::optional<PolicyDecision>& decision, uint64_t key,
+    const std::shared_ptr<CudaOrder>& order,
+    const std::shared_ptr<const std::vector<std::vector<size_t>>>& pieces) {
   const Communicator& comm = communicator(Operation::kAllreduce);
   const Placed at(order);
   premultiply(reduce, t);
@@ -387,9 +391,39 @@ void HyccBackend::run_allreduce(at::Tensor t, const c10d::ReduceOp& reduce, Redu
   if (at.on_device()) {
     allreduce_device(comm, v, v, op, device_options(decision, key, at.stream()));
   } else {
-    hycc::allreduce(comm, v, v, op, policy_options(decision, key));
+    CollectiveOptions o = policy_options(decision, key);
+    if (pieces) o.pieces = *pieces;
+    hycc::allreduce(comm, v, v, op, o);
   }
   at.finish();
+}
+
+void HyccBackend::set_bucket_shapes(const at::Tensor& bucket,
+                                    std::vector<std::vector<size_t>> shapes) {
+  size_t elements = 0;
+  for (const auto& shape : shapes) {
+    size_t n = shape.empty() ? 0 : 1;
+    for (size_t d : shape) n *= d;
+    elements += n;
+  }
+  if (shapes.empty() || elements != static_cast<size_t>(bucket.numel())) {
+    throw InvalidArgument(tagged("torch", "bucket shapes of ", elements,
+                                 " elements for a bucket of ", bucket.numel()));
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  bucket_shapes_[{bucket.data_ptr(), bucket.numel()}] =
+      std::make_shared<const std::vector<std::vector<size_t>>>(std::move(shapes));
+}
+
+std::shared_ptr<const std::vector<std::vector<size_t>>> HyccBackend::take_bucket_shapes(
+    const at::Tensor& t) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (bucket_shapes_.empty()) return nullptr;
+  auto it = bucket_shapes_.find({t.data_ptr(), t.numel()});
+  if (it == bucket_shapes_.end()) return nullptr;
+  auto shapes = std::move(it->second);
+  bucket_shapes_.erase(it);
+  return shapes;
 }
 
 WorkPtr HyccBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,

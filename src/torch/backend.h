@@ -69,6 +69,11 @@ class HyccBackend final : public c10d::Backend {
   void set_dimension(const std::string& dimension);
   // The dimension the calls of this group take ("" before the first call, unless set).
   std::string dimension() const;
+  // The shapes of the tensors laid end to end in `bucket` (a DDP gradient bucket:
+  // hycc.torch.register_ddp), for the next allreduce of it: a PowerSGD rule compresses each
+  // matrix among them instead of the flat buffer's square view (docs/gradients.md). Shapes that
+  // do not tile the bucket: InvalidArgument.
+  void set_bucket_shapes(const at::Tensor& bucket, std::vector<std::vector<size_t>> shapes);
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override;
@@ -174,9 +179,13 @@ class HyccBackend final : public c10d::Backend {
   // host, or for a CUDA tensor (`order` set) its device collective on the lane's stream.
   // `reduce`: the caller's reduction (PREMUL_SUM's factor), `op` hycc's; `decision` and `key` as
   // policy_options() takes them.
+  // `pieces`: the bucket's shapes (set_bucket_shapes), or none.
   void run_allreduce(at::Tensor t, const c10d::ReduceOp& reduce, ReduceOp op,
                      const std::optional<PolicyDecision>& decision, uint64_t key,
-                     const std::shared_ptr<CudaOrder>& order);
+                     const std::shared_ptr<CudaOrder>& order,
+                     const std::shared_ptr<const std::vector<std::vector<size_t>>>& pieces = {});
+  // The shapes set for `t`'s memory (set_bucket_shapes), taken out; none if none were.
+  std::shared_ptr<const std::vector<std::vector<size_t>>> take_bucket_shapes(const at::Tensor& t);
   void run_reduce_scatter(at::Tensor out, const at::Tensor& in, const c10d::ReduceOp& reduce,
                           ReduceOp op, const std::optional<PolicyDecision>& decision, uint64_t key,
                           const std::shared_ptr<CudaOrder>& order);
@@ -219,7 +228,10 @@ class HyccBackend final : public c10d::Backend {
   std::array<LaneComms, 2> comms_;
   std::string dimension_;
   bool dimension_set_ = false;
-  c10::intrusive_ptr<Options> options_;                    // under mutex_
+  c10::intrusive_ptr<Options> options_;  // under mutex_
+  // set_bucket_shapes(): by the bucket's address and element count; under mutex_.
+  std::map<std::pair<const void*, int64_t>, std::shared_ptr<const std::vector<std::vector<size_t>>>>
+      bucket_shapes_;
   bool coalescing_ = false;                                // startCoalescing() to endCoalescing()
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;  // the calls made meanwhile
   bool started_ = false;                                   // a lane's communicators exist

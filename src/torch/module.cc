@@ -64,6 +64,13 @@ PYBIND11_MODULE(_hycc_torch, m) {
       },
       "Names the parallel dimension of a hycc group before its first call");
   m.def(
+      "set_bucket_shapes",
+      [](const BackendPtr& backend, const at::Tensor& bucket,
+         std::vector<std::vector<size_t>> shapes) {
+        hycc_backend(backend).set_bucket_shapes(bucket, std::move(shapes));
+      },
+      "The shapes of the tensors of a gradient bucket, for its next allreduce on the group");
+  m.def(
       "dimension", [](const BackendPtr& backend) { return hycc_backend(backend).dimension(); },
       "The dimension a hycc group's calls take");
   m.def("dimension_from_description", &hycc::torch_backend::dimension_from_description,

@@ -416,12 +416,18 @@ if not EXACT and size > 1:
 
 
 # ---- DistributedDataParallel --------------------------------------------------------------------
-def train(group):
+def train(group, shapes=False, hook=None):
+    """DDP's losses on `group`; `shapes`: hycc learns its buckets' shapes (register_ddp); `hook`:
+    a DDP communication hook."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(),
                                 torch.nn.Linear(256, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
     ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group,
                                                     bucket_cap_mb=0.1)
+    if shapes:
+        ht.register_ddp(ddp, group)
+    if hook:
+        ddp.register_comm_hook(group, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     g = torch.Generator().manual_seed(100 + rank)
     w = torch.randn(64, 1, generator=torch.Generator().manual_seed(7))
@@ -439,14 +445,27 @@ def train(group):
 
 
 hycc_losses, gloo_losses = train(dist.group.WORLD), train(gloo)
+# register_ddp's hook divides, then sums, as PyTorch's allreduce_hook (DDP's own reduction
+# multiplies instead: other bits at 3 ranks).
+shaped_losses = train(dist.group.WORLD, shapes=True)
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks  # noqa: E402
+hooked_losses = train(gloo, hook=default_hooks.allreduce_hook)
 if EXACT:
     expect(hycc_losses == gloo_losses, f"DDP losses differ from gloo's: {hycc_losses[-3:]} vs "
                                        f"{gloo_losses[-3:]}")
+    expect(shaped_losses == hooked_losses, f"DDP with register_ddp: losses differ from gloo's "
+                                           f"with allreduce_hook: {shaped_losses[-3:]} vs "
+                                           f"{hooked_losses[-3:]}")
 else:
     # Tolerance: the last loss within 10% of gloo's (measured: docs/torch.md).
     gap = abs(hycc_losses[-1] - gloo_losses[-1]) / gloo_losses[-1]
     expect(gap < 0.10, f"DDP final loss {hycc_losses[-1]:.4f} vs gloo {gloo_losses[-1]:.4f}")
     expect(hycc_losses[-1] < hycc_losses[0], "DDP under hycc did not train")
+    gap = abs(shaped_losses[-1] - gloo_losses[-1]) / gloo_losses[-1]
+    expect(gap < 0.10, f"DDP with register_ddp: final loss {shaped_losses[-1]:.4f} vs gloo "
+                       f"{gloo_losses[-1]:.4f}")
+raises(lambda: ht._ext.set_bucket_shapes(ht._backend(None), torch.empty(10), [[3, 3]]),
+       ValueError, "bucket shapes that do not tile the bucket", "9 elements")
 if rank == 0:
     print(f"DDP losses (policy {ht.policy_name()}): hycc first {hycc_losses[0]:.5f} last "
           f"{hycc_losses[-1]:.5f}; gloo last {gloo_losses[-1]:.5f}", flush=True)

@@ -16,6 +16,7 @@ DeviceMesh dimension names; the default group is dp) or from set_dimension().
 import atexit
 import importlib.machinery
 import json
+import math
 import importlib.util
 import os
 import pathlib
@@ -26,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-__all__ = ["BACKEND", "set_dimension", "dimension", "dimension_from_description", "set_policy",
+__all__ = ["BACKEND", "register_ddp", "set_dimension", "dimension", "dimension_from_description", "set_policy",
            "policy_name", "statistics", "gradient_states", "state_dict", "load_state_dict"]
 
 BACKEND = "hycc"
@@ -134,6 +135,29 @@ def _backend(group):
         return group._get_backend(torch.device("cpu"))
     except RuntimeError as e:
         raise ValueError(f"hycc.torch: the group has no CPU backend: {e}") from None
+
+
+def register_ddp(ddp, group=None):
+    """Gives hycc the shapes of the tensors in a DistributedDataParallel model's gradient buckets
+    (a backend otherwise sees each bucket as one flat tensor), so that a PowerSGD rule on its
+    allreduce compresses each weight matrix, as PyTorch's powerSGD_hook does, instead of the
+    bucket's square view (docs/torch.md, "DDP and PowerSGD"). Registers a DDP communication hook
+    that averages each bucket on `group` (the model's process group; default the default group)
+    after naming its shapes, as PyTorch's default_hooks.allreduce_hook does (divided by the
+    group's size, then summed: under baseline that hook's bits on gloo); call it where a program registers a hook, before the
+    first backward. Other rules than PowerSGD compress as without it."""
+    backend = _backend(group)
+    ddp.register_comm_hook(group, lambda state, bucket: _bucket_allreduce(backend, group, bucket))
+
+
+def _bucket_allreduce(backend, group, bucket):
+    buf = bucket.buffer()
+    shapes = [list(g.shape) or [1] for g in bucket.gradients()]
+    if shapes and sum(math.prod(s) for s in shapes) == buf.numel():
+        _ext.set_bucket_shapes(backend, buf, shapes)
+    buf.div_(dist.get_world_size(group))
+    work = dist.all_reduce(buf, group=group, async_op=True)
+    return work.get_future().then(lambda f: f.value()[0])
 
 
 def set_dimension(group, dimension):
