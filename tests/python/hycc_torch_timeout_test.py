@@ -57,6 +57,9 @@ if rank == 0:
     times_out("compressed allreduce, timeout set later", torch.randn(1 << 18), later_group)
     print("hycc torch timeout: OK" if not failures else
           "hycc torch timeout: FAILED: " + "; ".join(failures), flush=True)
+    dist.distributed_c10d._get_default_store().set("hycc-timeout-test-done", "1")
 else:
-    time.sleep(3 * TIMEOUT + 14)  # rank 0's three calls time out meanwhile
+    # Until rank 0's three calls have timed out (it says so through the store), not longer.
+    dist.distributed_c10d._get_default_store().wait(["hycc-timeout-test-done"],
+                                                     timedelta(seconds=3 * TIMEOUT + 60))
 sys.exit(1 if failures else 0)
