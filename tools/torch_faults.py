@@ -163,12 +163,10 @@ def table(runs, timeout):
         times = [s["raised_after_s"] for s in survivors if s["raised_after_s"] is not None]
         in_time = sum(t <= timeout + MARGIN_S for t in times)
         name = f"{backend} ({policy})" if policy else backend
+        slowest = (f"{max(times):.2f} s (median {statistics.median(times):.2f} s)" if times
+                   else "-")
         rows.append(f"| {name} | {model} | {len(mine)} | {len(survivors)} | {in_time} | "
-                    f"{max(times):.2f} s (median {statistics.median(times):.2f} s) | "
-                    f"{sum(s['hung'] for s in survivors)} | "
-                    f"{sum(s['aborted'] for s in survivors)} |" if times else
-                    f"| {name} | {model} | {len(mine)} | {len(survivors)} | 0 | - | "
-                    f"{sum(s['hung'] for s in survivors)} | "
+                    f"{slowest} | {sum(s['hung'] for s in survivors)} | "
                     f"{sum(s['aborted'] for s in survivors)} |")
     return "\n".join(rows)
 

@@ -300,25 +300,7 @@ WorkPtr HyccBackend::direct(Operation op, std::vector<NativeCall> calls, const W
     done->complete(error);
   };
   hold_inner_work(work);  // released once gloo's thread has let go of it (work.h)
-  c10::intrusive_ptr<c10::ivalue::Future> future;
-  try {
-    future = work->getFuture();
-  } catch (const std::exception&) {
-    // Some of gloo's Works have no future (_reduce_scatter_base): the waiter waits for them, in
-    // the order they were made.
-    waiter_->push([work, finish] {
-      std::exception_ptr error;
-      try {
-        work->wait();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      finish(error);
-    });
-    return done;
-  }
-  future->addCallback(
-      [finish](c10::ivalue::Future& f) { finish(f.hasError() ? f.exception_ptr() : nullptr); });
+  when_done(work, *waiter_, std::move(finish));
   return done;
 }
 

@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -194,6 +195,12 @@ class HyccBackend final : public c10d::Backend {
                      const std::shared_ptr<CudaOrder>& order);
   // The Work of a call made between startCoalescing() and endCoalescing() joins the group's.
   c10::intrusive_ptr<c10d::Work> made(c10::intrusive_ptr<c10d::Work> work);
+  // A coalesced call's one Work (coalesced.cc): that of its tensors hycc leaves (`native`, null
+  // if none) and that of its `compressed` calls, run in turn on the lane of `op`, joined.
+  c10::intrusive_ptr<c10d::Work> coalesced_work(Operation op, c10d::OpType type,
+                                                const std::vector<at::Tensor>& outputs,
+                                                c10::intrusive_ptr<c10d::Work> native,
+                                                std::vector<std::function<void()>> compressed);
   void stop_lanes();
   // The backend that takes a call on `t` hycc leaves: gloo for a CPU tensor, NCCL for a CUDA one
   // (InvalidArgument if the group has none).
@@ -232,7 +239,7 @@ class HyccBackend final : public c10d::Backend {
   // set_bucket_shapes(): by the bucket's address and element count; under mutex_.
   std::map<std::pair<const void*, int64_t>, std::shared_ptr<const std::vector<std::vector<size_t>>>>
       bucket_shapes_;
-  bool coalescing_ = false;                                // startCoalescing() to endCoalescing()
+  std::atomic<bool> coalescing_ = false;  // startCoalescing() to endCoalescing(); set under mutex_
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;  // the calls made meanwhile
   bool started_ = false;                                   // a lane's communicators exist
   mutable std::mutex mutex_;

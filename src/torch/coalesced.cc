@@ -35,11 +35,17 @@ bool taken_alike(const std::vector<at::Tensor>& tensors, const at::Tensor& like)
   return true;
 }
 
-// The lane's calls of a coalesced call, one after the other (the first failure ends it).
-std::function<void()> in_turn(std::vector<std::function<void()>> calls) {
-  return [calls = std::move(calls)] {
-    for (const auto& call : calls) call();
-  };
+// Whether hycc takes the pairs of a coalesced reduce-scatter or all-gather: as many `small` as
+// `large` tensors, all alike and taken, each large one `size` times its small one.
+bool paired(const std::vector<at::Tensor>& small, const std::vector<at::Tensor>& large, int size) {
+  if (small.empty() || small.size() != large.size() || !taken_alike(small, small[0]) ||
+      !taken_alike(large, small[0])) {
+    return false;
+  }
+  for (size_t i = 0; i < small.size(); ++i) {
+    if (large[i].numel() != small[i].numel() * size) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -65,10 +71,10 @@ WorkPtr HyccBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
       run_allreduce(t, reduce, op, decision, key, order);
     });
   }
-  std::vector<WorkPtr> parts;
+  WorkPtr native_work;
   if (!native.empty() && native[0].is_cuda()) {
-    parts.push_back(cuda_direct(Operation::kAllreduce, native_calls,
-                                cuda_inner_->allreduce_coalesced(native, opts)));
+    native_work = cuda_direct(Operation::kAllreduce, native_calls,
+                              cuda_inner_->allreduce_coalesced(native, opts));
   } else if (!native.empty()) {
     for (at::Tensor& t : native) premultiply(opts.reduceOp, t);
     c10d::AllreduceCoalescedOptions sum = opts;
@@ -79,27 +85,18 @@ WorkPtr HyccBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
         for (at::Tensor& t : native) t.div_(p);
       };
     }
-    parts.push_back(direct(Operation::kAllreduce, std::move(native_calls),
-                           inner_->allreduce_coalesced(native, sum), native, std::move(after)));
+    native_work = direct(Operation::kAllreduce, std::move(native_calls),
+                         inner_->allreduce_coalesced(native, sum), native, std::move(after));
   }
-  if (!compressed.empty()) {
-    parts.push_back(enqueue(Operation::kAllreduce, c10d::OpType::ALLREDUCE_COALESCED, tensors,
-                            in_turn(std::move(compressed))));
-  }
-  if (parts.size() == 1) return made(parts[0]);
-  return made(all_of(getRank(), c10d::OpType::ALLREDUCE_COALESCED, tensors, parts, *waiter_));
+  return coalesced_work(Operation::kAllreduce, c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                        std::move(native_work), std::move(compressed));
 }
 
 WorkPtr HyccBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::ReduceScatterOptions& opts) {
   const std::optional<ReduceOp> op = hycc_reduction(opts.reduceOp);
-  bool takes = !inputs.empty() && op && outputs.size() == inputs.size() &&
-               taken_alike(inputs, inputs[0]) && taken_alike(outputs, inputs[0]);
-  for (size_t i = 0; takes && i < inputs.size(); ++i) {
-    takes = inputs[i].numel() == outputs[i].numel() * getSize();
-  }
-  if (!takes) {
+  if (!op || !paired(outputs, inputs, getSize())) {
     return made(inner_for(first(inputs))->reduce_scatter_tensor_coalesced(outputs, inputs, opts));
   }
   std::vector<at::Tensor> native_in, native_out;
@@ -120,11 +117,11 @@ WorkPtr HyccBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& ou
       run_reduce_scatter(out, in, reduce, op, decision, key, order);
     });
   }
-  std::vector<WorkPtr> parts;
+  WorkPtr native_work;
   if (!native_in.empty() && native_in[0].is_cuda()) {
-    parts.push_back(
+    native_work =
         cuda_direct(Operation::kReduceScatter, native_calls,
-                    cuda_inner_->reduce_scatter_tensor_coalesced(native_out, native_in, opts)));
+                    cuda_inner_->reduce_scatter_tensor_coalesced(native_out, native_in, opts));
   } else if (!native_in.empty()) {
     if (opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) {
       for (at::Tensor& in : native_in) {
@@ -140,27 +137,18 @@ WorkPtr HyccBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& ou
         for (at::Tensor& t : native_out) t.div_(p);
       };
     }
-    parts.push_back(direct(Operation::kReduceScatter, std::move(native_calls),
-                           inner_->reduce_scatter_tensor_coalesced(native_out, native_in, sum),
-                           native_out, std::move(after)));
+    native_work = direct(Operation::kReduceScatter, std::move(native_calls),
+                         inner_->reduce_scatter_tensor_coalesced(native_out, native_in, sum),
+                         native_out, std::move(after));
   }
-  if (!compressed.empty()) {
-    parts.push_back(enqueue(Operation::kReduceScatter, c10d::OpType::COALESCED, outputs,
-                            in_turn(std::move(compressed))));
-  }
-  if (parts.size() == 1) return made(parts[0]);
-  return made(all_of(getRank(), c10d::OpType::COALESCED, outputs, parts, *waiter_));
+  return coalesced_work(Operation::kReduceScatter, c10d::OpType::COALESCED, outputs,
+                        std::move(native_work), std::move(compressed));
 }
 
 WorkPtr HyccBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllgatherOptions& opts) {
-  bool takes = !inputs.empty() && outputs.size() == inputs.size() &&
-               taken_alike(inputs, inputs[0]) && taken_alike(outputs, inputs[0]);
-  for (size_t i = 0; takes && i < inputs.size(); ++i) {
-    takes = outputs[i].numel() == inputs[i].numel() * getSize();
-  }
-  if (!takes) {
+  if (!paired(inputs, outputs, getSize())) {
     return made(inner_for(first(inputs))->allgather_into_tensor_coalesced(outputs, inputs, opts));
   }
   std::vector<at::Tensor> native_in, native_out;
@@ -180,22 +168,33 @@ WorkPtr HyccBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& ou
           run_allgather(out, in, decision, order);
         });
   }
-  std::vector<WorkPtr> parts;
+  WorkPtr native_work;
   if (!native_in.empty() && native_in[0].is_cuda()) {
-    parts.push_back(
+    native_work =
         cuda_direct(Operation::kAllgather, native_calls,
-                    cuda_inner_->allgather_into_tensor_coalesced(native_out, native_in, opts)));
+                    cuda_inner_->allgather_into_tensor_coalesced(native_out, native_in, opts));
   } else if (!native_in.empty()) {
-    parts.push_back(direct(Operation::kAllgather, std::move(native_calls),
-                           inner_->allgather_into_tensor_coalesced(native_out, native_in, opts),
-                           native_out));
+    native_work =
+        direct(Operation::kAllgather, std::move(native_calls),
+               inner_->allgather_into_tensor_coalesced(native_out, native_in, opts), native_out);
   }
+  return coalesced_work(Operation::kAllgather, c10d::OpType::ALLGATHER_COALESCED, outputs,
+                        std::move(native_work), std::move(compressed));
+}
+
+WorkPtr HyccBackend::coalesced_work(Operation op, c10d::OpType type,
+                                    const std::vector<at::Tensor>& outputs, WorkPtr native,
+                                    std::vector<std::function<void()>> compressed) {
+  std::vector<WorkPtr> parts;
+  if (native) parts.push_back(std::move(native));
   if (!compressed.empty()) {
-    parts.push_back(enqueue(Operation::kAllgather, c10d::OpType::ALLGATHER_COALESCED, outputs,
-                            in_turn(std::move(compressed))));
+    // One after the other on the lane (the first failure ends them).
+    parts.push_back(enqueue(op, type, outputs, [calls = std::move(compressed)] {
+      for (const auto& call : calls) call();
+    }));
   }
   if (parts.size() == 1) return made(parts[0]);
-  return made(all_of(getRank(), c10d::OpType::ALLGATHER_COALESCED, outputs, parts, *waiter_));
+  return made(all_of(getRank(), type, outputs, parts, *waiter_));
 }
 
 void HyccBackend::startCoalescing() {
@@ -223,6 +222,7 @@ WorkPtr HyccBackend::endCoalescing() {
 }
 
 WorkPtr HyccBackend::made(WorkPtr work) {
+  if (!coalescing_) return work;  // every call passes here: no lock outside coalescing
   const std::lock_guard<std::mutex> lock(mutex_);
   if (coalescing_) coalesced_.push_back(work);
   return work;

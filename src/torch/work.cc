@@ -118,26 +118,30 @@ c10::intrusive_ptr<c10d::Work> all_of(int rank, c10d::OpType type, std::vector<a
     }
     done->complete(error);
   };
-  for (const auto& part : parts) {
-    c10::intrusive_ptr<c10::ivalue::Future> future;
-    try {
-      future = part->getFuture();
-    } catch (const std::exception&) {
-      waiter.push([part, ended] {
-        std::exception_ptr error;
-        try {
-          part->wait();
-        } catch (...) {
-          error = std::current_exception();
-        }
-        ended(error);
-      });
-      continue;
-    }
-    future->addCallback(
-        [ended](c10::ivalue::Future& f) { ended(f.hasError() ? f.exception_ptr() : nullptr); });
-  }
+  for (const auto& part : parts) when_done(part, waiter, ended);
   return done;
+}
+
+void when_done(const c10::intrusive_ptr<c10d::Work>& work, CallLane& waiter,
+               std::function<void(std::exception_ptr)> then) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  try {
+    future = work->getFuture();
+  } catch (const std::exception&) {
+    waiter.push([work, then = std::move(then)] {
+      std::exception_ptr error;
+      try {
+        work->wait();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      then(error);
+    });
+    return;
+  }
+  future->addCallback([then = std::move(then)](c10::ivalue::Future& f) {
+    then(f.hasError() ? f.exception_ptr() : nullptr);
+  });
 }
 
 }  // namespace hycc::torch_backend

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <vector>
 
 #include "torch/call_lane.h"
@@ -35,6 +36,12 @@ class HyccWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   int source_ = -1;
 };
+
+// Runs `then` with `work`'s failure (or none) once it has completed: from its future's
+// callback, or for a Work without a future (some of gloo's: _reduce_scatter_base) on `waiter`'s
+// thread, after the Works queued there before it.
+void when_done(const c10::intrusive_ptr<c10d::Work>& work, CallLane& waiter,
+               std::function<void(std::exception_ptr)> then);
 
 // One Work for `parts`: it completes when they all have, with `outputs`, or fails with the first
 // part's failure once they all have ended. No parts: completed. A part without a future (some of
