@@ -15,8 +15,11 @@
 // is copied back (the same payload, at the CPU codec's speed). zfp inputs holding NaN or
 // infinities take it too (exception or raw layout), and so do such payloads when decoded.
 // In a build without CUDA (see device_codecs_built()) every function but the queries throws
-// Unavailable. Buffers are plain device allocations (cudaMalloc). Calls are stream-ordered but
-// return only when the payload size is known (they synchronize on `stream`).
+// Unavailable. Buffers are plain device allocations (cudaMalloc). Calls are stream-ordered.
+// "none", "bf16" and "fp16", whose payload size depends only on dtype and count, return at once
+// (the payload is queued, not done: read it after an event or a synchronization of `stream`);
+// the other codecs return only when the payload size is known, or the payload checked (they
+// synchronize on `stream`).
 #pragma once
 
 #include <cstddef>

@@ -15,8 +15,8 @@
 // - Segments travel as codec *payloads* (codec_device.h: the stream without its 48-byte header)
 //   with a checksum of their own (DeviceCollectiveOptions::checksum). CorruptStream is thrown on
 //   the receiving rank after the message pattern completed.
-// - Calls are blocking and ordered on options.stream: they start after the work already queued
-//   on it and return when the result is in place.
+// - Calls are ordered on options.stream: they start after the work already queued on it and
+//   return when the result is in place, or with options.stream_ordered once it is queued.
 // - All ranks must pass matching arguments (count, dtype, codec, op, segment size, tag,
 //   transport); one MPI_Allreduce checks this before anything moves, as for the host calls.
 // Codecs: every codec. Those with device kernels (device_supports(): none, bf16, fp16, quant,
@@ -75,6 +75,12 @@ struct DeviceAlgorithmOptions : CommonOptions {
   // every call runs the device algorithm. Not for send/recv.
   size_t threshold_bytes = 0;
   DeviceStream stream = nullptr;
+  // NCCL's contract: the call returns once its work is queued, and work queued on `stream`
+  // after it runs after it (the result is in place for it). Off (the default): the call returns
+  // when the result is in place. The host still waits where a transport or codec needs it
+  // (docs/gpu.md, "What the host waits for": staged transports, codecs whose payload size
+  // depends on the data, checksums verified on the host).
+  bool stream_ordered = false;
   DeviceBackend backend = DeviceBackend::kCuda;
   DeviceTransport transport = DeviceTransport::kAuto;
   // Every payload carries an 8-byte checksum, computed and verified on the device (one read of

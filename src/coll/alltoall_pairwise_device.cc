@@ -93,7 +93,7 @@ void alltoall_pairwise_device(DeviceContext& ctx, ConstTensorView send, TensorVi
     }
     if (m > 0) receive(s, m - 1);
   }
-  transport.reclaim(pool.free(), true);
+  transport.finish(pool.free());
 }
 
 }  // namespace hycc::coll::device

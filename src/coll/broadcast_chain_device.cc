@@ -80,7 +80,7 @@ void broadcast_chain_device(DeviceContext& ctx, TensorView buffer, int root) {
       transport.reclaim(pool.free(), false);
     }
   }
-  transport.reclaim(pool.free(), true);
+  transport.finish(pool.free());
 }
 
 }  // namespace hycc::coll::device

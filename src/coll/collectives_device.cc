@@ -39,7 +39,10 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
                     std::chrono::steady_clock::time_point start, Run&& algorithm,
                     Algorithm ran = Algorithm::kRing) {
   const int tag = internal_tag(comm, options.tag, op);
-  const std::unique_ptr<Transport> transport = make_transport(comm, ops, options, tag, true);
+  const std::unique_ptr<Transport> transport =
+      make_transport(comm, ops, options, tag, true,
+                     comm::fixed_payload_size(options.codec) ? comm::PayloadSizes::kKnown
+                                                             : comm::PayloadSizes::kAnnounced);
   DeviceContext ctx{.rank = comm.rank(),
                     .size = comm.size(),
                     .codec = options.codec,
@@ -50,7 +53,7 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
                     .errors = {},
                     .counters = {}};
   algorithm(ctx);
-  ops.synchronize();
+  if (!options.stream_ordered) ops.synchronize();
   if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
   ctx.errors.rethrow();
   report_device(options, &ctx.counters, ran, message_bytes, start);
@@ -63,13 +66,15 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
               const DeviceAlgorithmOptions& options, std::chrono::steady_clock::time_point start) {
   check_device_options(check, comm, call.op, options);
   add_device_fields(check, call.count, call.send.dtype, options);
-  settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
+  const bool agree = comm::needs_agreement(check, comm, options);
+  settle(check, comm, unavailable, agree);
+  if (agree) comm::agreed(check, comm, options);
   if (options.max_error != nullptr) *options.max_error = 0;
   if (comm.size() == 1 || call.count == 0) {
     if (call.send.data != call.recv.data) {
       ops->copy_device(call.recv.data, call.send.data, call.send.bytes());
     }
-    ops->synchronize();
+    if (!options.stream_ordered) ops->synchronize();
     report_device(options, nullptr, Algorithm::kAuto, call.message_bytes, start);
     return;
   }

@@ -116,7 +116,7 @@ void run_device_ring(DeviceContext& ctx, const DeviceRingSchedule& schedule) {
       transport.reclaim(pool.free(), false);
     }
   }
-  transport.reclaim(pool.free(), true);
+  transport.finish(pool.free());
 }
 
 }  // namespace hycc::coll::device

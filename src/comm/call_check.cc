@@ -111,6 +111,13 @@ void ArgCheck::run(const Communicator& comm, bool agree) const {
   if (!ok()) throw InvalidArgument(problem_);
 }
 
+uint64_t ArgCheck::signature() const {
+  std::array<int64_t, kMaxFields + 1> words{};
+  words[0] = static_cast<int64_t>(op_);
+  for (size_t i = 0; i < fields_; ++i) words[i + 1] = values_[i];
+  return xxh3(words.data(), (fields_ + 1) * sizeof(int64_t));
+}
+
 void check_argument_check(ArgCheck& check, ArgumentCheck value) {
   if (value != ArgumentCheck::kAuto && value != ArgumentCheck::kAlways &&
       value != ArgumentCheck::kNever) {

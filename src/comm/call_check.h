@@ -41,6 +41,8 @@ class ArgCheck {
   // field and its negation, for min and max at once, and the lowest rank with a local problem), so
   // that every rank throws (CommError on the others) instead of leaving peers waiting.
   void run(const Communicator& comm, bool agree) const;
+  // A hash of the operation and the signature's values.
+  uint64_t signature() const;
 
  private:
   Operation op_;

@@ -63,6 +63,7 @@ class ChecksumTransport final : public Transport {
   void progress() override { inner_->progress(); }
   bool recv_arrived() override { return inner_->recv_arrived(); }
   void reclaim(std::vector<Payload>& free, bool wait) override { inner_->reclaim(free, wait); }
+  void finish(std::vector<Payload>& free) override { inner_->finish(free); }
   const std::string& integrity_error() const override { return error_; }
 
  private:

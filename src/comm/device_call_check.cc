@@ -2,6 +2,9 @@
 #include "comm/device_call_check.h"
 
 #include <exception>
+#include <unordered_set>
+
+#include "comm/comm_attribute.h"
 
 namespace hycc::comm {
 
@@ -45,6 +48,32 @@ void add_device_fields(ArgCheck& check, size_t count, DType dtype,
   check.field("transport", static_cast<int64_t>(options.transport));
   check.field("checksum", options.checksum ? 1 : 0);
   check.field("max_error", options.max_error != nullptr ? 1 : 0);
+  check.field("stream_ordered", options.stream_ordered ? 1 : 0);
+}
+
+namespace {
+
+// The signatures agreed on a communicator by its stream-ordered calls (needs_agreement).
+struct AgreedSignatures {
+  static constexpr size_t kMax = 4096;  // then forgotten, on every rank at the same call
+  std::unordered_set<uint64_t> seen;
+};
+
+}  // namespace
+
+bool needs_agreement(const ArgCheck& check, const Communicator& comm,
+                     const DeviceAlgorithmOptions& options) {
+  if (options.check_arguments == ArgumentCheck::kNever) return false;
+  if (options.check_arguments == ArgumentCheck::kAlways || !options.stream_ordered) return true;
+  return comm_attribute<AgreedSignatures>(comm).seen.count(check.signature()) == 0;
+}
+
+void agreed(const ArgCheck& check, const Communicator& comm,
+            const DeviceAlgorithmOptions& options) {
+  if (!options.stream_ordered || options.check_arguments != ArgumentCheck::kAuto) return;
+  AgreedSignatures& signatures = comm_attribute<AgreedSignatures>(comm);
+  if (signatures.seen.size() == AgreedSignatures::kMax) signatures.seen.clear();
+  signatures.seen.insert(check.signature());
 }
 
 std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceAlgorithmOptions& options,

@@ -25,6 +25,16 @@ std::unique_ptr<DeviceOps> try_make_ops(ArgCheck& check, const DeviceAlgorithmOp
 void settle(const ArgCheck& check, const Communicator& comm, const std::exception_ptr& unavailable,
             bool agree = true);
 
+// Whether a call with this signature runs the cross-rank agreement: never with kNever, always
+// with kAlways; with kAuto always, except a stream-ordered call (NCCL's contract) whose
+// signature was agreed on `comm` before: it sends nothing on the host, and matching arguments are
+// then the caller's duty, as with NCCL. Every rank keeps the same set of agreed signatures (it
+// records one only once the agreement passed), so the ranks skip or run it alike.
+bool needs_agreement(const ArgCheck& check, const Communicator& comm,
+                     const DeviceAlgorithmOptions& options);
+// Records the signature of `check`, which passed the agreement, for needs_agreement.
+void agreed(const ArgCheck& check, const Communicator& comm, const DeviceAlgorithmOptions& options);
+
 // Segment size, tag, backend and transport.
 void check_device_options(ArgCheck& check, const Communicator& comm, Operation op,
                           const DeviceAlgorithmOptions& options);

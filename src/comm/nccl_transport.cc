@@ -1,11 +1,13 @@
 // The NCCL transport (transport.h) over an NcclLink (nccl_link.h): NCCL itself, or its MPI
 // stand-in with the host emulation.
 //
-// NCCL needs the exact size of a message at the receiver, which knows only an upper bound. So
-// every payload's size goes first as an 8-byte message on the communicator's host transport (MPI,
-// or a group's: comm/group.h), sent as soon as the payload is posted and announced with the
-// receive; the payload follows through NCCL. Sizes from all peers complete in the order their
-// receives were announced, the order in which the groups take them.
+// NCCL needs the exact size of a message at the receiver. Where the codec fixes it (none, the
+// casts: PayloadSizes::kKnown) the receive's capacity is the size and nothing else travels.
+// Otherwise the receiver knows only an upper bound, so every payload's size goes first as an 8-byte
+// message on the communicator's host transport (MPI, or a group's: comm/group.h), sent as soon as
+// the payload is posted and announced with the receive; the payload follows through NCCL. Sizes
+// from all peers complete in the order their receives were announced, the order in which the groups
+// take them.
 //
 // Payloads move in groups, one per round (transport.h): a rank's group of round g holds its send
 // of round g and its receive of round g, either of which may be absent. Groups are queued on the
@@ -43,19 +45,26 @@ namespace {
 
 class NcclTransport final : public Transport {
  public:
-  NcclTransport(DeviceOps& ops, std::unique_ptr<NcclLink> link, const Communicator& comm, int tag)
-      : ops_(ops),
-        link_(std::move(link)),
-        host_(device::host_ops()),
-        sizes_(host_transport(comm, host_, tag)) {}
+  NcclTransport(DeviceOps& ops, std::unique_ptr<NcclLink> link, const Communicator& comm, int tag,
+                PayloadSizes sizes)
+      : ops_(ops), link_(std::move(link)), host_(device::host_ops()) {
+    if (sizes == PayloadSizes::kAnnounced) sizes_ = host_transport(comm, host_, tag);
+  }
 
   // Only reached with transfers pending when an exception left the algorithm: the link first,
   // then the sizes' transport (its own destructor settles its messages).
-  ~NcclTransport() override { link_->abandon(); }
+  ~NcclTransport() override {
+    if (!finished_) link_->abandon();
+  }
 
   const char* name() const override { return "NCCL"; }
 
   void post_send(int peer, Payload&& payload, uint64_t round) override {
+    if (sizes_ == nullptr) {  // the receiver knows it
+      unsent_.push_back({peer, std::move(payload), round, 0});
+      queue_groups(false);
+      return;
+    }
     Payload size;
     size.memory = allocate_payload(host_, sizeof(uint64_t));
     size.size = sizeof(uint64_t);
@@ -71,7 +80,12 @@ class NcclTransport final : public Transport {
     r.peer = peer;
     r.capacity = capacity;
     r.round = round;
-    sizes_->post_recv(peer, sizeof(uint64_t), round);
+    if (sizes_ == nullptr) {
+      r.size = capacity;
+      r.size_known = true;
+    } else {
+      sizes_->post_recv(peer, sizeof(uint64_t), round);
+    }
     queue_groups(false);
   }
 
@@ -100,21 +114,31 @@ class NcclTransport final : public Transport {
     queue_groups(false);
   }
 
-  void reclaim(std::vector<Payload>& free, bool wait) override {
-    if (wait) {  // the call's last: no send or receive will follow
-      last_posted_ = true;
-      while (!unsent_.empty() || in_groups_ < recvs_.size()) {
-        queue_groups(true);
-        link_->progress();
-      }
+  void finish(std::vector<Payload>& free) override {
+    queue_all();
+    // The call's stream waits for the link stream: every payload's last use is ordered before
+    // what the caller queues next, so their memory is freed in stream order.
+    link_->order_compute_after(link_->mark());
+    for (Send& s : in_flight_) free.push_back(std::move(s.payload));
+    in_flight_.clear();
+    if (sizes_ != nullptr) {
+      std::vector<Payload> sizes;
+      sizes_->reclaim(sizes, true);
     }
+    finished_ = true;
+  }
+
+  void reclaim(std::vector<Payload>& free, bool wait) override {
+    if (wait) queue_all();
     while (!in_flight_.empty() && (wait ? (link_->wait(in_flight_.front().mark), true)
                                         : link_->reached(in_flight_.front().mark))) {
       free.push_back(std::move(in_flight_.front().payload));
       in_flight_.pop_front();
     }
-    std::vector<Payload> sizes;  // the size messages sent: dropped
-    sizes_->reclaim(sizes, wait);
+    if (sizes_ != nullptr) {
+      std::vector<Payload> sizes;  // the size messages sent: dropped
+      sizes_->reclaim(sizes, wait);
+    }
   }
 
  private:
@@ -133,6 +157,15 @@ class NcclTransport final : public Transport {
     Payload payload;    // where its group receives it
     uint64_t mark = 0;  // of its group, once queued
   };
+
+  // Queues every group, the call's last send and receive posted.
+  void queue_all() {
+    last_posted_ = true;
+    while (!unsent_.empty() || in_groups_ < recvs_.size()) {
+      queue_groups(true);
+      if (!unsent_.empty() || in_groups_ < recvs_.size()) link_->progress();
+    }
+  }
 
   // Whether the size of `r`, the oldest receive whose size has not been taken, has arrived;
   // takes it if so. With `wait`, waits for it: polling while the link needs the host to progress
@@ -206,7 +239,7 @@ class NcclTransport final : public Transport {
   DeviceOps& ops_;
   std::unique_ptr<NcclLink> link_;
   DeviceOps& host_;                   // this thread's host memory, for the size messages
-  std::unique_ptr<Transport> sizes_;  // the payloads' sizes
+  std::unique_ptr<Transport> sizes_;  // the payloads' sizes; null when the receivers know them
   std::deque<Recv> recvs_;            // announced, not yet waited for; [0, in_groups_) queued
   size_t in_groups_ = 0;
   std::deque<Send> unsent_;
@@ -214,13 +247,14 @@ class NcclTransport final : public Transport {
   uint64_t sends_posted_through_ = 0;  // every send of a round below this has been posted
   bool receives_announced_ = false;    // no receive will be announced any more
   bool last_posted_ = false;           // no send or receive will be posted any more
+  bool finished_ = false;              // finish(): nothing is left for the destructor to settle
 };
 
 }  // namespace
 
 std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
                                                const DeviceAlgorithmOptions& options, int tag,
-                                               bool create) {
+                                               bool create, PayloadSizes sizes) {
   if (options.backend == DeviceBackend::kHostEmulation && !comm.is_mpi()) {
     throw InvalidArgument(tagged("coll:nccl", "the host emulation's NCCL stand-in runs on MPI ",
                                  "communicators only, not on ", comm.group()->describe(),
@@ -229,7 +263,7 @@ std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceO
   std::unique_ptr<NcclLink> link = options.backend == DeviceBackend::kHostEmulation
                                        ? make_mpi_nccl_link(comm.mpi())
                                        : make_cuda_nccl_link(comm, options.stream, create);
-  return std::make_unique<NcclTransport>(ops, std::move(link), comm, tag);
+  return std::make_unique<NcclTransport>(ops, std::move(link), comm, tag, sizes);
 }
 
 }  // namespace hycc::comm

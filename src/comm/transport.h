@@ -11,7 +11,8 @@
 // - staged over a group (group_staged_transport.cc): the same staging on a communicator that is
 //   not MPI's, over the group's own host transport.
 // - NCCL (nccl_transport.cc): ncclSend/ncclRecv in ncclGroupStart/End rounds on a stream of
-//   their own, each payload's size first as an 8-byte message on the host transport.
+//   their own, each payload's size first as an 8-byte message on the host transport, unless
+//   the receiver knows it (PayloadSizes::kKnown).
 #pragma once
 
 #include <mpi.h>
@@ -68,6 +69,11 @@ class Transport {
   virtual bool recv_arrived() { return false; }
   // Moves the payloads of completed sends into `free`; with `wait`, completes every send first.
   virtual void reclaim(std::vector<Payload>& free, bool wait) = 0;
+  // The call's last step: no send or receive follows. Every transfer is started and the call's
+  // stream ordered after all of them; the payloads of the sends go to `free`, their memory
+  // reusable in stream order (device_ops.h). The NCCL transport does not wait on the host; the
+  // others complete every send (reclaim with `wait`).
+  virtual void finish(std::vector<Payload>& free) { reclaim(free, true); }
   // A payload that arrived altered (checksum transport): the first failure, or "".
   virtual const std::string& integrity_error() const {
     static const std::string none;
@@ -79,11 +85,23 @@ class Transport {
 // arrival (checksum_transport.cc).
 std::unique_ptr<Transport> with_checksums(DeviceOps& ops, std::unique_ptr<Transport> inner);
 
+// How a receiver learns the size of a payload.
+enum class PayloadSizes : uint8_t {
+  kAnnounced,  // the sender tells it (NCCL: an 8-byte message on the host transport first)
+  kKnown,      // every payload fills the capacity its receive was announced with (a codec whose
+               // payload size depends only on dtype and count: fixed_payload_size())
+};
+
+// Whether every payload of `codec` has exactly max_payload_bytes (none, bf16, fp16), so that a
+// receiver knows its size: PayloadSizes::kKnown.
+bool fixed_payload_size(const CodecConfig& codec);
+
 // The transport of a call: options.transport, or for kAuto NCCL (collectives on CUDA when
 // nccl_usable) or staged MPI. `collective`: every rank of comm makes this call.
 std::unique_ptr<Transport> make_transport(const Communicator& comm, DeviceOps& ops,
                                           const DeviceAlgorithmOptions& options, int tag,
-                                          bool collective);
+                                          bool collective,
+                                          PayloadSizes sizes = PayloadSizes::kAnnounced);
 
 // Staged transfers on `comm`: staged MPI, or on a communicator over a group (comm/group.h) the
 // group's host transport with each payload copied between device and host memory
@@ -100,12 +118,14 @@ std::unique_ptr<Transport> make_staged_mpi_transport(DeviceOps& ops, MPI_Comm co
 // The NCCL transport (nccl_transport.cc): NCCL on the NCCL communicator of `comm`
 // (cuda/nccl_link.cc; Unavailable without CUDA or libnccl.so.2), or with the host emulation its
 // MPI stand-in (mpi_nccl_link.cc; MPI communicators only); payload sizes go as 8-byte messages
-// on `comm`'s host transport (host_transport(): MPI, or the group's) with `tag`.
+// on `comm`'s host transport (host_transport(): MPI, or the group's) with `tag`, unless
+// `sizes` is kKnown: then no message goes over the host and no host transport is made.
 // `create`: make the NCCL communicator if `comm` has none yet (collective over `comm`);
 // otherwise a missing one is an InvalidArgument.
 std::unique_ptr<Transport> make_nccl_transport(const Communicator& comm, DeviceOps& ops,
                                                const DeviceAlgorithmOptions& options, int tag,
-                                               bool create);
+                                               bool create,
+                                               PayloadSizes sizes = PayloadSizes::kAnnounced);
 // Whether the ranks of `comm` can use NCCL: libnccl.so.2 loads on every rank and no two ranks
 // share a GPU. Collective over `comm` the first time; cached with the communicator.
 bool nccl_usable(const Communicator& comm);

@@ -19,14 +19,17 @@
 
 namespace hycc::device {
 
-// Memory owned through the deleter of the DeviceOps that allocated it (device or pinned host).
+// Memory owned through the deleter of the DeviceOps that allocated it (device or pinned host),
+// which gets the context it was made with (CUDA: the stream whose work the memory is freed after).
 class Memory {
  public:
-  using Deleter = void (*)(void* data, size_t bytes);
+  using Deleter = void (*)(void* data, size_t bytes, void* context);
   Memory() = default;
-  Memory(void* data, size_t bytes, Deleter free) : data_(data), bytes_(bytes), free_(free) {}
+  Memory(void* data, size_t bytes, Deleter free, void* context = nullptr)
+      : data_(data), bytes_(bytes), free_(free), context_(context) {}
   ~Memory() { reset(); }
-  Memory(Memory&& o) noexcept : data_(o.data_), bytes_(o.bytes_), free_(o.free_) {
+  Memory(Memory&& o) noexcept
+      : data_(o.data_), bytes_(o.bytes_), free_(o.free_), context_(o.context_) {
     o.data_ = nullptr;
     o.bytes_ = 0;
   }
@@ -36,6 +39,7 @@ class Memory {
       data_ = o.data_;
       bytes_ = o.bytes_;
       free_ = o.free_;
+      context_ = o.context_;
       o.data_ = nullptr;
       o.bytes_ = 0;
     }
@@ -47,7 +51,7 @@ class Memory {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   void reset() {
-    if (data_ != nullptr && free_ != nullptr) free_(data_, bytes_);
+    if (data_ != nullptr && free_ != nullptr) free_(data_, bytes_, context_);
     data_ = nullptr;
     bytes_ = 0;
   }
@@ -56,6 +60,7 @@ class Memory {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Deleter free_ = nullptr;
+  void* context_ = nullptr;
 };
 
 // A codec payload in device memory: bytes [0, size) of `memory`, and the uncompressed bytes it

@@ -67,7 +67,7 @@ class HostBlockCache {
 
 thread_local bool HostBlockCache::gone_ = false;
 
-void free_host(void* data, size_t bytes) {
+void free_host(void* data, size_t bytes, void*) {
   HostBlockCache* cache = HostBlockCache::of_this_thread();
   if (cache == nullptr || !cache->keep(data, bytes)) HostBlockCache::release(data);
 }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_emu/host.h"
 #include "cuda_runtime.h"
 #include "runtime_internal.h"
 
@@ -160,6 +161,10 @@ unsigned delay_us() {
   return us;
 }
 
+// Host synchronizations (cuda_emu/host.h).
+std::atomic<uint64_t> host_wait_count{0};
+void count_host_wait() { host_wait_count.fetch_add(1, std::memory_order_relaxed); }
+
 void wait_for(cudaStream_t s, uint64_t position) {
   std::unique_lock<std::mutex> lock(s->mutex);
   s->changed.wait(lock, [&] { return s->completed >= position; });
@@ -251,6 +256,7 @@ uint64_t push(cudaStream_t s, Task t) {
 }
 
 cudaError_t synchronize(cudaStream_t s) {
+  count_host_wait();
   s = resolve(s);
   wait_for(s, queued_now(s));
   return sticky ? sticky_error() : cudaSuccess;
@@ -317,6 +323,7 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
   }
   // Into pageable memory, and every cudaMemcpy but device to device, the call returns when done.
   if (dst_pageable || (blocking_call && kind != cudaMemcpyDeviceToDevice)) {
+    count_host_wait();
     wait_for(resolve(stream), position);
   }
   return sticky ? sticky_error() : cudaSuccess;
@@ -386,6 +393,12 @@ bool reverse_order() {
 }
 
 void enqueue(cudaStream_t stream, std::function<void()> op) { push(stream, {std::move(op)}); }
+
+uint64_t host_waits() { return host_wait_count.load(std::memory_order_relaxed); }
+
+void occupy_stream(CUstream_st* stream, std::chrono::milliseconds duration) {
+  push(stream, {[duration] { std::this_thread::sleep_for(duration); }});
+}
 
 cudaError_t func_attributes(cudaFuncAttributes* attributes) {
   if (attributes == nullptr) return record(cudaErrorInvalidValue);
@@ -480,6 +493,7 @@ cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int length, int device) {
 }
 
 cudaError_t cudaDeviceSynchronize() {
+  cuda_emu::count_host_wait();
   std::vector<cudaStream_t> live;
   {
     cuda_emu::Streams& all = cuda_emu::streams();
@@ -602,6 +616,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  cuda_emu::count_host_wait();
   if (event->stream != nullptr) cuda_emu::wait_for(event->stream, event->position);
   return cuda_emu::sticky ? cuda_emu::sticky_error() : cudaSuccess;
 }

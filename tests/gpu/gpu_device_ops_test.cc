@@ -12,6 +12,13 @@
 #include <string>
 #include <vector>
 
+#if defined(HYCC_CUDA_EMULATION)
+#include <cuda_emu/host.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#endif
+
 #include "codec/float_io.h"
 #include "device/device_ops.h"
 #include "device_test_util.h"
@@ -194,6 +201,38 @@ INSTANTIATE_TEST_SUITE_P(Codecs, GpuDeviceOps, ::testing::ValuesIn(device_coll_c
 
 namespace hycc::test {
 namespace {
+
+#if defined(HYCC_CUDA_EMULATION)
+// Memory freed while the work queued on its stream still uses it (a stream-ordered call returns
+// so): work on the same stream may reuse it at once, work on another stream only once that work
+// is done.
+TEST(GpuDevice, FreedMemoryIsReusedInStreamOrder) {
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  const auto on_a = dev::make_cuda_ops(a);
+  const auto on_b = dev::make_cuda_ops(b);
+  const size_t bytes = size_t{3} << 20;  // a size no other test keeps in the cache
+  void* used = nullptr;
+  {
+    dev::Memory m = on_a->allocate(bytes);
+    used = m.data();
+    cuda_emu::occupy_stream(a, std::chrono::milliseconds(200));
+  }
+  {
+    const dev::Memory other = on_b->allocate(bytes);
+    EXPECT_NE(other.data(), used) << "handed to another stream while its work was queued";
+  }
+  {
+    const dev::Memory same = on_a->allocate(bytes);
+    EXPECT_EQ(same.data(), used) << "not reused in the order of its own stream";
+  }
+  cudaStreamSynchronize(a);
+  cudaStreamSynchronize(b);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+}
+#endif
 
 // A GPU of an architecture the build's kernels were not compiled for (on the CUDA emulator,
 // HYCC_CUDA_EMU_NO_KERNEL_IMAGE=1; ctest gpu_other_architecture): the device operations and the

@@ -39,9 +39,12 @@ void run_op(Op op, const Communicator& comm, TensorView send, TensorView recv,
 }
 
 // Every op x spec x dtype x count, out of place and in place, on `transport`: the CUDA
-// collective on device buffers equals the host-emulated one on host buffers, bit for bit.
+// collective on device buffers equals the host-emulated one on host buffers, bit for bit. With
+// `stream_ordered`, the CUDA calls return once queued (the result is read after them on the
+// stream).
 void expect_collectives_match(DeviceTransport transport, const std::vector<std::string>& specs,
-                              const std::vector<DType>& dtypes, const std::vector<size_t>& counts) {
+                              const std::vector<DType>& dtypes, const std::vector<size_t>& counts,
+                              bool stream_ordered = false) {
   const Communicator world = Communicator::world();
   const int p = world.size(), r = world.rank();
   for (const Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather}) {
@@ -89,6 +92,7 @@ void expect_collectives_match(DeviceTransport transport, const std::vector<std::
             auto [hs, hr] = views(hin.view(), hout.view(), true);
             run_op(op, world, hs, hr, o);
             o.backend = DeviceBackend::kCuda;
+            o.stream_ordered = stream_ordered;
             auto [ds, dr] = views(din.view(), dout.view(), false);
             run_op(op, world, ds, dr, o);
             const bool result_in_input = in_place && op != Op::kAllgather;
@@ -319,6 +323,16 @@ TEST(GpuNccl, CollectivesEqualHostEmulation) {
   expect_collectives_match(DeviceTransport::kNccl,
                            {"none", "quant:bits=4", "eb:abs=1e-3", "zfp:rate=8"},
                            {DType::kF32, DType::kBF16}, {1, 7, kLargeTensor});
+}
+
+// The same calls stream-ordered (NCCL's contract: they return once queued), fixed-size codecs
+// (no host step at all) and data-dependent ones: the same bits.
+TEST(GpuNccl, StreamOrderedCollectivesEqualHostEmulation) {
+  if (!comm::nccl_usable(Communicator::world())) {
+    GTEST_SKIP() << "NCCL is not usable here (libnccl.so.2? ranks sharing a GPU?)";
+  }
+  expect_collectives_match(DeviceTransport::kNccl, {"none", "bf16", "fp16", "quant:bits=4"},
+                           {DType::kF32, DType::kBF16}, {1, 7, kLargeTensor}, true);
 }
 
 // Below the threshold, a call over NCCL runs NCCL's own collective on the device buffers

@@ -133,13 +133,11 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
         HYCC_CUDA_CHECK(
             cudaMemcpyAsync(out, in.data, in.bytes(), cudaMemcpyDeviceToDevice, stream));
       }
-      HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
-      return in.bytes();
+      return in.bytes();  // known without waiting: the payload is queued, not done
     case CodecId::kBF16:
     case CodecId::kFP16:
       codec::cuda::cast_encode(config.id() == CodecId::kBF16 ? DType::kBF16 : DType::kF16, in, out,
                                stream);
-      HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
       return in.count * 2;
     case CodecId::kQuant:
       return codec::cuda::quant_encode(quant_params(config), in, dst, options.seed, stream);
@@ -183,13 +181,13 @@ void decode_device(const CodecConfig& config, const void* payload, size_t payloa
         HYCC_CUDA_CHECK(
             cudaMemcpyAsync(out.data, payload, out.bytes(), cudaMemcpyDeviceToDevice, stream));
       }
-      break;
+      return;  // nothing to check on the device: queued, not waited for
     case CodecId::kBF16:
     case CodecId::kFP16:
       if (payload_bytes != out.count * 2) wrong_size(out.count * 2);
       codec::cuda::cast_decode(config.id() == CodecId::kBF16 ? DType::kBF16 : DType::kF16, payload,
                                out, stream);
-      break;
+      return;
     case CodecId::kQuant:
       codec::cuda::quant_decode(quant_params(config), src, payload_bytes, out, stream);
       break;

@@ -135,8 +135,10 @@ class CudaNcclLink final : public NcclLink {
       : api_(nccl_api()), comm_(comm), link_(link), compute_(compute) {
     compute_done_ = make_event();
   }
+  // Without waiting: the transport either ordered the compute stream after the link stream
+  // (finish) or waited for it (abandon). Events still pending are released by CUDA once they
+  // complete.
   ~CudaNcclLink() override {
-    cudaStreamSynchronize(link_);
     for (const auto& m : marks_) cudaEventDestroy(m.second);
     for (cudaEvent_t e : spare_) cudaEventDestroy(e);
     cudaEventDestroy(compute_done_);

@@ -6,12 +6,13 @@
 //
 // Memory: device and pinned blocks are kept per host thread after use (up to kRetainedBytes
 // each) and handed out again, so that a collective does not call cudaMalloc/cudaHostAlloc on
-// every segment.
+// every segment; a freed block is reused in stream order (FreeBlock), never waited for.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <vector>
 
 #include "codec/cuda/device_util.cuh"
 #include "codec/float_convert.h"
@@ -31,43 +32,82 @@ using codec::cuda::store_float;
 
 constexpr size_t kRetainedBytes = size_t{256} << 20;
 
+// A freed block: `freed` was recorded on `stream` when it was freed, after every use the host had
+// queued (on `stream`, or on a stream `stream` waits for). Work queued on `stream` may reuse a
+// device block at once (stream order); other streams, and the host for a pinned block, once
+// `freed` has passed. So a call may return while its work is queued and free its buffers: no
+// later call on another stream writes them before that work is done.
+struct FreeBlock {
+  void* data;
+  cudaStream_t stream;
+  cudaEvent_t freed;
+};
+
 // Free blocks of one kind (device or pinned) of this thread, by size.
 struct BlockCache {
-  std::multimap<size_t, void*> free;
+  std::multimap<size_t, FreeBlock> free;
+  std::vector<cudaEvent_t> spare_events;
   size_t retained = 0;
   bool pinned = false;
 
   ~BlockCache() {
-    for (auto& [bytes, p] : free) pinned ? cudaFreeHost(p) : cudaFree(p);
+    for (auto& [bytes, b] : free) {
+      pinned ? cudaFreeHost(b.data) : cudaFree(b.data);  // both wait for the device
+      cudaEventDestroy(b.freed);
+    }
+    for (cudaEvent_t e : spare_events) cudaEventDestroy(e);
+  }
+
+  cudaEvent_t event() {
+    if (!spare_events.empty()) {
+      cudaEvent_t e = spare_events.back();
+      spare_events.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    HYCC_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+
+  // Whether `b` may be handed to work on `stream` now.
+  bool reusable(const FreeBlock& b, cudaStream_t stream) const {
+    if (!pinned && b.stream == stream) return true;
+    return cudaEventQuery(b.freed) == cudaSuccess;  // not ready: not an error
   }
 };
 
 BlockCache& cache(bool pinned) {
-  thread_local BlockCache device_blocks{{}, 0, false};
-  thread_local BlockCache pinned_blocks{{}, 0, true};
+  thread_local BlockCache device_blocks{{}, {}, 0, false};
+  thread_local BlockCache pinned_blocks{{}, {}, 0, true};
   return pinned ? pinned_blocks : device_blocks;
 }
 
-void give_back(bool pinned, void* p, size_t bytes) {
+void give_back(bool pinned, void* p, size_t bytes, void* stream_context) {
   BlockCache& c = cache(pinned);
+  const auto stream = static_cast<cudaStream_t>(stream_context);
   if (c.retained + bytes <= kRetainedBytes) {
-    c.free.emplace(bytes, p);
+    cudaEvent_t freed = c.event();
+    HYCC_CUDA_CHECK(cudaEventRecord(freed, stream));
+    c.free.emplace(bytes, FreeBlock{p, stream, freed});
     c.retained += bytes;
   } else if (pinned) {
-    cudaFreeHost(p);
+    cudaFreeHost(p);  // waits for the device
   } else {
     cudaFree(p);
   }
 }
-void free_device_block(void* p, size_t bytes) { give_back(false, p, bytes); }
-void free_pinned_block(void* p, size_t bytes) { give_back(true, p, bytes); }
+void free_device_block(void* p, size_t bytes, void* stream) { give_back(false, p, bytes, stream); }
+void free_pinned_block(void* p, size_t bytes, void* stream) { give_back(true, p, bytes, stream); }
 
-Memory take(bool pinned, size_t bytes) {
+// A block of at least `bytes` for work on `stream`: a free one that may be reused (at most twice
+// as large), or a new one.
+Memory take(bool pinned, size_t bytes, cudaStream_t stream) {
   bytes = std::max<size_t>(bytes, 256);
   BlockCache& c = cache(pinned);
-  const auto it = c.free.lower_bound(bytes);
-  if (it != c.free.end() && it->first <= 2 * bytes) {
-    Memory m(it->second, it->first, pinned ? free_pinned_block : free_device_block);
+  for (auto it = c.free.lower_bound(bytes); it != c.free.end() && it->first <= 2 * bytes; ++it) {
+    if (!c.reusable(it->second, stream)) continue;
+    Memory m(it->second.data, it->first, pinned ? free_pinned_block : free_device_block, stream);
+    c.spare_events.push_back(it->second.freed);
     c.retained -= it->first;
     c.free.erase(it);
     return m;
@@ -78,7 +118,7 @@ Memory take(bool pinned, size_t bytes) {
   } else {
     HYCC_CUDA_CHECK(cudaMalloc(&p, bytes));
   }
-  return Memory(p, bytes, pinned ? free_pinned_block : free_device_block);
+  return Memory(p, bytes, pinned ? free_pinned_block : free_device_block, stream);
 }
 
 // partial[i] = decoded[i] + own[i] (decoded == nullptr: zeros), float32.
@@ -150,8 +190,8 @@ class CudaOps final : public DeviceOps {
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
   }
 
-  Memory allocate(size_t bytes) override { return take(false, bytes); }
-  Memory allocate_pinned(size_t bytes) override { return take(true, bytes); }
+  Memory allocate(size_t bytes) override { return take(false, bytes, stream_); }
+  Memory allocate_pinned(size_t bytes) override { return take(true, bytes, stream_); }
 
   void copy_to_host(void* host, const void* device, size_t bytes) override {
     if (bytes == 0) return;
@@ -190,7 +230,7 @@ class CudaOps final : public DeviceOps {
       if (wire == DType::kF32) {
         decode_device(config, payload, bytes, {DType::kF32, n, partial}, stream_);
       } else {
-        if (narrow_.bytes() < n * 2) narrow_ = take(false, n * 2);
+        if (narrow_.bytes() < n * 2) narrow_ = take(false, n * 2, stream_);
         decode_device(config, payload, bytes, {wire, n, narrow_.data()}, stream_);
         decoded = narrow_.data();
       }
@@ -216,7 +256,7 @@ class CudaOps final : public DeviceOps {
   uint64_t checksum(const void* data, size_t bytes) override {
     uint64_t h = splitmix64(bytes);
     if (bytes == 0) return h;
-    if (checksum_.bytes() < 8) checksum_ = take(false, 8);
+    if (checksum_.bytes() < 8) checksum_ = take(false, 8, stream_);
     auto* sum = static_cast<unsigned long long*>(checksum_.data());
     HYCC_CUDA_CHECK(cudaMemsetAsync(sum, 0, 8, stream_));
     const uint64_t words = checksum_words(bytes);
@@ -259,12 +299,11 @@ class CudaOps final : public DeviceOps {
     HYCC_CUDA_CHECK(cudaGetLastError());
   }
 
-  // Replaces `scratch` with a block of at least `bytes` if it is smaller (after the work queued
-  // before, which may still use it).
+  // Replaces `scratch` with a block of at least `bytes` if it is smaller (the old one is freed
+  // in stream order, after the work queued before, which may still use it).
   void grow(Memory& scratch, size_t bytes) {
     if (scratch.bytes() >= bytes) return;
-    synchronize();
-    scratch = take(false, bytes);
+    scratch = take(false, bytes, stream_);
   }
 
   void accumulate(const void* decoded, DType wire, ConstTensorView own, float* partial) {

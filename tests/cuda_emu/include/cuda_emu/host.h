@@ -1,0 +1,21 @@
+// What the CUDA emulator tells a test about the host's side of the device: how often the host
+// waited for the device, and a stand-in for a long kernel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace cuda_emu {
+
+// Host synchronizations since the start, by every thread of the process: stream, event and
+// device synchronizations, the blocking copies (cudaMemcpy but device to device, and any copy
+// into pageable memory), and the implicit device synchronization of cudaFree, cudaFreeHost and
+// cudaStreamDestroy. Each call counts once, whether or not the device was still busy.
+uint64_t host_waits();
+
+// Queues an operation on `stream` that keeps it busy for `duration` (a long kernel).
+void occupy_stream(CUstream_st* stream, std::chrono::milliseconds duration);
+
+}  // namespace cuda_emu

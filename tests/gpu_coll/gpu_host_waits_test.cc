@@ -1,0 +1,202 @@
+// What the host waits for in a device collective over NCCL (docs/gpu.md, "What the host waits
+// for"): host synchronizations, counted by the CUDA emulator (cuda_emu/host.h), and host
+// messages, counted here by wrapping the MPI calls that start one (the PMPI profiling interface:
+// this executable's definitions take the place of the MPI library's for hycc, which is linked
+// into it). Emulator builds only: a real CUDA runtime does not count its synchronizations.
+#if defined(HYCC_CUDA_EMULATION)
+#include <cuda_emu/host.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm/transport.h"
+#include "device_test_util.h"
+#include "hycc/collectives_device.h"
+
+namespace {
+
+std::atomic<uint64_t> host_message_count{0};
+void count_message() { host_message_count.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace
+
+// Every MPI call of hycc's core that sends a message or joins a collective (receives are the
+// other end of a counted send).
+extern "C" {
+int MPI_Send(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c) {
+  count_message();
+  return PMPI_Send(b, n, t, to, tag, c);
+}
+int MPI_Isend(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c, MPI_Request* r) {
+  count_message();
+  return PMPI_Isend(b, n, t, to, tag, c, r);
+}
+int MPI_Issend(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c, MPI_Request* r) {
+  count_message();
+  return PMPI_Issend(b, n, t, to, tag, c, r);
+}
+int MPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
+  count_message();
+  return PMPI_Allreduce(s, r, n, t, op, c);
+}
+int MPI_Iallreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                   MPI_Request* q) {
+  count_message();
+  return PMPI_Iallreduce(s, r, n, t, op, c, q);
+}
+int MPI_Allgather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
+                  MPI_Comm c) {
+  count_message();
+  return PMPI_Allgather(s, sn, st, r, rn, rt, c);
+}
+int MPI_Bcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c) {
+  count_message();
+  return PMPI_Bcast(b, n, t, root, c);
+}
+int MPI_Barrier(MPI_Comm c) {
+  count_message();
+  return PMPI_Barrier(c);
+}
+}
+
+namespace hycc::test {
+namespace {
+
+struct Waits {
+  double syncs = 0;
+  double messages = 0;
+};
+
+// Runs `op` of `spec` on `n` elements over NCCL once to warm up, then `calls` times; the host
+// synchronizations and messages per call of the latter.
+Waits measure(Operation op, const std::string& spec, size_t n, int calls, bool checksum) {
+  const Communicator world = Communicator::world();
+  const int p = world.size(), r = world.rank();
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.transport = DeviceTransport::kNccl;
+  o.segment_bytes = 64 << 10;
+  o.seed = 3;
+  o.checksum = checksum;
+  o.stream_ordered = true;
+  OnDevice in(input(DType::kF32, n, 40 + static_cast<uint64_t>(r)));
+  OnDevice out(Buffer(DType::kF32, n * static_cast<size_t>(p)));
+  const auto call = [&] {
+    switch (op) {
+      case Operation::kAllreduce:
+        return allreduce_device(world, in.view(), in.view(), ReduceOp::kSum, o);
+      case Operation::kReduceScatter:
+        return reduce_scatter_device(world, in.view(),
+                                     {DType::kF32, chunk_range(n, p, r).count, out.view().data},
+                                     ReduceOp::kSum, o);
+      case Operation::kAllgather:
+        return allgather_device(world, in.view(), out.view(), o);
+      case Operation::kBroadcast:
+        return broadcast_device(world, in.view(), 0, o);
+      case Operation::kAlltoall: {
+        const size_t even = n / static_cast<size_t>(p) * static_cast<size_t>(p);
+        return alltoall_device(world, {DType::kF32, even, in.view().data},
+                               {DType::kF32, even, out.view().data}, o);
+      }
+      case Operation::kSendRecv:
+        break;
+    }
+  };
+  call();
+  cudaDeviceSynchronize();
+  PMPI_Barrier(MPI_COMM_WORLD);
+  const uint64_t syncs = cuda_emu::host_waits(), messages = host_message_count.load();
+  for (int i = 0; i < calls; ++i) call();
+  Waits w{static_cast<double>(cuda_emu::host_waits() - syncs) / calls,
+          static_cast<double>(host_message_count.load() - messages) / calls};
+  cudaDeviceSynchronize();
+  PMPI_Barrier(MPI_COMM_WORLD);
+  return w;
+}
+
+const Operation kCollectives[] = {Operation::kAllreduce, Operation::kReduceScatter,
+                                  Operation::kAllgather, Operation::kBroadcast,
+                                  Operation::kAlltoall};
+
+// Stream-ordered calls over NCCL with a codec whose payload size is fixed (none, the casts) and
+// without checksums: after a communicator's first call of a signature, the host neither waits
+// for the device nor sends a message. The other codecs' figures are printed (docs/gpu.md's
+// table) and checked only for what they must not lose: each call's own message count.
+TEST(GpuHostWaits, StreamOrderedFixedSizeCallsNeverWaitOnTheHost) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2 || !comm::nccl_usable(world)) {
+    GTEST_SKIP() << "needs 2 ranks and NCCL";
+  }
+  const size_t n = size_t{1} << 15;  // 128 KiB: 2 segments of 64 KiB per rank at 2 ranks
+  for (const std::string spec :
+       {"none", "bf16", "fp16", "quant:bits=8", "zfp:rate=8", "eb:abs=1e-3"}) {
+    const bool fixed = comm::fixed_payload_size(CodecConfig::parse(spec));
+    for (const Operation op : kCollectives) {
+      for (const bool checksum : {false, true}) {
+        const Waits w = measure(op, spec, n, 3, checksum);
+        if (world.rank() == 0) {
+          std::printf("host waits  %-14s %-14s %-11s syncs %6.1f  messages %6.1f\n",
+                      std::string(operation_name(op)).c_str(), spec.c_str(),
+                      checksum ? "checksum" : "no checksum", w.syncs, w.messages);
+        }
+        const std::string what =
+            std::string(operation_name(op)) + " " + spec + (checksum ? " with checksums" : "");
+        if (fixed && !checksum) {
+          EXPECT_EQ(w.syncs, 0) << what;
+          EXPECT_EQ(w.messages, 0) << what;
+        }
+        if (!fixed) {
+          EXPECT_GT(w.messages, 0) << what << ": the payloads' sizes";
+        }
+      }
+    }
+  }
+}
+
+// A stream-ordered call queued behind a long kernel returns at once; its result is there for the
+// work queued after it (the same bits as a blocking call's).
+TEST(GpuHostWaits, StreamOrderedCallReturnsBeforeItsWorkIsDone) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2 || !comm::nccl_usable(world)) {
+    GTEST_SKIP() << "needs 2 ranks and NCCL";
+  }
+  const size_t n = size_t{1} << 14;
+  const Buffer x = input(DType::kF32, n, 70 + static_cast<uint64_t>(world.rank()));
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse("bf16");
+  o.transport = DeviceTransport::kNccl;
+  o.checksum = false;
+  OnDevice blocking(x);
+  allreduce_device(world, blocking.view(), blocking.view(), ReduceOp::kSum, o);
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  o.stream = stream;
+  o.stream_ordered = true;
+  OnDevice queued(x);
+  allreduce_device(world, queued.view(), queued.view(), ReduceOp::kSum, o);  // agrees: first
+  cudaStreamSynchronize(stream);
+  PMPI_Barrier(MPI_COMM_WORLD);
+  OnDevice again(x);
+  const auto kernel = std::chrono::milliseconds(400);
+  cuda_emu::occupy_stream(stream, kernel);
+  const auto start = std::chrono::steady_clock::now();
+  allreduce_device(world, again.view(), again.view(), ReduceOp::kSum, o);
+  const auto returned = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(returned, kernel / 2) << "the call waited for the kernel queued before it";
+  EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady) << "the call's work was already done";
+  cudaStreamSynchronize(stream);
+  EXPECT_TRUE(queued.to_host().bits_equal(blocking.to_host()));
+  EXPECT_TRUE(again.to_host().bits_equal(blocking.to_host()));
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace hycc::test
+#endif
