@@ -28,10 +28,11 @@ size_t allgather_payloads(const Communicator& comm, DeviceOps& ops, Transport& t
   ring.recv_capacity = [&](int, size_t) { return bound; };
   ring.max_payload = bound;
   const auto copy = [&](const Payload& from, Payload& to) {
-    ctx.ops.copy_device(to.data(), from.data(), from.size);
+    // Forwarded as received: with the checksum trailer it arrived with.
+    const size_t trailer = from.has_checksum ? kPayloadTrailer : 0;
+    ctx.ops.copy_device(to.data(), from.data(), from.size + trailer);
     to.size = from.size;
     to.raw_bytes = raw;
-    to.checksum = from.checksum;  // forwarded as received
     to.has_checksum = from.has_checksum;
   };
   ring.first = [&](size_t, Payload& out) { copy(own, out); };

@@ -53,8 +53,15 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
                     .errors = {},
                     .counters = {}};
   algorithm(ctx);
-  if (!options.stream_ordered) ops.synchronize();
-  if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
+  if (options.stream_ordered) {
+    // The checksums are verified on the device after the call returns: a later call raises what
+    // they find (raise_deferred_integrity).
+    if (auto pending = transport->deferred_integrity()) comm::defer_integrity(comm, pending);
+  } else {
+    ops.synchronize();
+    const std::string altered = transport->integrity_error();
+    if (!altered.empty()) throw CorruptStream(altered);
+  }
   ctx.errors.rethrow();
   report_device(options, &ctx.counters, ran, message_bytes, start);
 }
@@ -79,8 +86,13 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
     return;
   }
   if (call.message_bytes < options.threshold_bytes) {
-    if (takes_nccl_native(comm, options)) return run_nccl_native(*ops, comm, call, options, start);
-    return run_native_staged(*ops, call.send, call.recv, options, start, call.native);
+    if (takes_nccl_native(comm, options)) {
+      run_nccl_native(*ops, comm, call, options, start);
+    } else {
+      run_native_staged(*ops, call.send, call.recv, options, start, call.native);
+    }
+    comm::raise_deferred_integrity(comm);  // this call's part is queued: no peer waits for it
+    return;
   }
   Memory reference;  // the uncompressed result, when the error is asked for
   if (options.max_error != nullptr) {
@@ -91,6 +103,7 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
   if (options.max_error != nullptr) {
     *options.max_error = max_error_against(*ops, call.result, reference);
   }
+  comm::raise_deferred_integrity(comm);
 }
 
 }  // namespace hycc::coll::device

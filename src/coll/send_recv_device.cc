@@ -193,7 +193,9 @@ RecvStatus recv_device(const Communicator& comm, TensorView data, int source, in
                            ") but the receive buffer holds ", data.count, " ",
                            dtype_name(data.dtype)));
   }
-  if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
+  if (const std::string altered = transport->integrity_error(); !altered.empty()) {
+    throw CorruptStream(altered);
+  }
   ctx.errors.rethrow();
   result.codec_seconds = ctx.counters.codec_seconds;
   return result;

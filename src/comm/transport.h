@@ -38,6 +38,8 @@ using device::kPayloadTrailer;
 using device::Memory;
 using device::Payload;
 
+class PendingIntegrity;
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -74,12 +76,30 @@ class Transport {
   // reusable in stream order (device_ops.h). The NCCL transport does not wait on the host; the
   // others complete every send (reclaim with `wait`).
   virtual void finish(std::vector<Payload>& free) { reclaim(free, true); }
-  // A payload that arrived altered (checksum transport): the first failure, or "".
-  virtual const std::string& integrity_error() const {
-    static const std::string none;
-    return none;
-  }
+  // A payload that arrived altered (checksum transport): the first failure, or "". Waits for the
+  // checks queued so far (they run on the device).
+  virtual std::string integrity_error() { return ""; }
+  // The same for a call that returns once queued: null when there is nothing to check; otherwise
+  // what tells, without waiting, when the checks are done and what they found. Call it last.
+  virtual std::shared_ptr<const PendingIntegrity> deferred_integrity() { return nullptr; }
 };
+
+// The checks of a stream-ordered call's payloads, done on the device after the call returned.
+class PendingIntegrity {
+ public:
+  virtual ~PendingIntegrity() = default;
+  // Whether the device has passed the call's checks (without waiting).
+  virtual bool done() const = 0;
+  // Once done(): the first payload that failed, or "".
+  virtual std::string error() const = 0;
+};
+
+// Keeps `pending` with `comm` until its checks are done (raise_deferred_integrity).
+void defer_integrity(const Communicator& comm, std::shared_ptr<const PendingIntegrity> pending);
+// Drops the deferred checks of `comm` that are done; throws CorruptStream for the first one that
+// found an altered payload (each is raised once). A device call runs it after queueing its work,
+// so that the rank still takes its part in the call and no peer waits for it.
+void raise_deferred_integrity(const Communicator& comm);
 
 // `inner` with a checksum appended to every payload (kPayloadTrailer bytes) and verified on
 // arrival (checksum_transport.cc).

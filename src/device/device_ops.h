@@ -64,13 +64,13 @@ class Memory {
 };
 
 // A codec payload in device memory: bytes [0, size) of `memory`, and the uncompressed bytes it
-// holds (for statistics). A received payload keeps the checksum it came with, so that a
-// forwarded payload carries it on unchanged (checksum_transport.cc).
+// holds (for statistics). A received payload keeps the checksum it came with in the
+// kPayloadTrailer bytes after it (has_checksum), so that a forwarded payload carries it on
+// unchanged (checksum_transport.cc).
 struct Payload {
   Memory memory;
   size_t size = 0;
   size_t raw_bytes = 0;
-  uint64_t checksum = 0;
   bool has_checksum = false;
   // The staged MPI transport's pinned copy of the message it arrived in (`staged_bytes` bytes),
   // kept so that forwarding the payload unchanged sends it without copying it back; dropped by
@@ -135,7 +135,24 @@ class DeviceOps {
   virtual bool zero_nonfinite(float* data, size_t n) = 0;
   // payload_checksum() (payload_checksum.h) of `bytes` bytes of device memory; waits for it.
   virtual uint64_t checksum(const void* data, size_t bytes) = 0;
+  // Queued, the host does not wait: the 8 bytes at `trailer` (device memory, any alignment)
+  // become payload_checksum(data, bytes), little-endian.
+  virtual void write_checksum(const void* data, size_t bytes, void* trailer) = 0;
+  // Queued: if payload_checksum(data, bytes) differs from the 8 bytes at `trailer`, *failed (host
+  // memory from allocate_pinned, which the device writes) becomes ordinal + 1 unless it is set
+  // already.
+  virtual void verify_checksum(const void* data, size_t bytes, const void* trailer,
+                               uint32_t* failed, uint32_t ordinal) = 0;
+  // Queued: *word (host memory from allocate_pinned) becomes `value` once everything queued before
+  // is done; the host reads it without waiting (load_signal).
+  virtual void signal(uint32_t* word, uint32_t value) = 0;
 };
+
+// A word of pinned host memory that the device writes (verify_checksum, signal), read by the
+// host without waiting.
+inline uint32_t load_signal(const uint32_t* word) {
+  return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
 
 // The `bytes` bytes at `data` as a payload the caller lends to a transport: no deleter, so the
 // memory stays the caller's and must outlive the send that takes it (until reclaim() hands the

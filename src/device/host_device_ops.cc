@@ -152,6 +152,25 @@ class HostEmulatedOps final : public DeviceOps {
     return payload_checksum(data, bytes);
   }
 
+  void write_checksum(const void* data, size_t bytes, void* trailer) override {
+    const uint64_t sum = payload_checksum(data, bytes);
+    unsigned char le[8];
+    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(sum >> (8 * b));
+    std::memcpy(trailer, le, 8);
+  }
+
+  void verify_checksum(const void* data, size_t bytes, const void* trailer, uint32_t* failed,
+                       uint32_t ordinal) override {
+    const auto* t = static_cast<const unsigned char*>(trailer);
+    uint64_t stored = 0;
+    for (int b = 0; b < 8; ++b) stored |= static_cast<uint64_t>(t[b]) << (8 * b);
+    if (payload_checksum(data, bytes) != stored && *failed == 0) *failed = ordinal + 1;
+  }
+
+  void signal(uint32_t* word, uint32_t value) override {
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+  }
+
  private:
   std::vector<uint16_t> narrow_;
 };

@@ -45,7 +45,9 @@ GradStepStats ef_device_step(const DeviceStep& s, const CodecConfig& codec, Grad
   std::vector<Payload> all;
   stats.wire_bytes = coll::allgather_payloads(s.comm, ops, *transport, codec, std::move(own), bound,
                                               n * sizeof(float), all);
-  if (!transport->integrity_error().empty()) throw CorruptStream(transport->integrity_error());
+  if (const std::string altered = transport->integrity_error(); !altered.empty()) {
+    throw CorruptStream(altered);
+  }
   stats.comm_seconds = seconds_since(c0);
 
   // The sum in rank order, ping-ponging between acc and tmp.

@@ -396,6 +396,19 @@ void enqueue(cudaStream_t stream, std::function<void()> op) { push(stream, {std:
 
 uint64_t host_waits() { return host_wait_count.load(std::memory_order_relaxed); }
 
+namespace {
+std::atomic<int> nccl_corruptions{0};
+}  // namespace
+
+void corrupt_nccl_receives(int count) { nccl_corruptions.store(count); }
+
+bool take_nccl_corruption() {
+  int left = nccl_corruptions.load();
+  while (left > 0 && !nccl_corruptions.compare_exchange_weak(left, left - 1)) {
+  }
+  return left > 0;
+}
+
 void occupy_stream(CUstream_st* stream, std::chrono::milliseconds duration) {
   push(stream, {[duration] { std::this_thread::sleep_for(duration); }});
 }

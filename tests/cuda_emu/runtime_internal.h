@@ -18,4 +18,7 @@ std::string describe_kernel_access(const void* p);
 // a block in reverse order (a kernel whose result depends on the order has a race).
 bool reverse_order();
 
+// Whether the message just received should arrive altered (corrupt_nccl_receives); counts it.
+bool take_nccl_corruption();
+
 }  // namespace cuda_emu

@@ -124,10 +124,11 @@ const Operation kCollectives[] = {Operation::kAllreduce, Operation::kReduceScatt
                                   Operation::kAllgather, Operation::kBroadcast,
                                   Operation::kAlltoall};
 
-// Stream-ordered calls over NCCL with a codec whose payload size is fixed (none, the casts) and
-// without checksums: after a communicator's first call of a signature, the host neither waits
-// for the device nor sends a message. The other codecs' figures are printed (docs/gpu.md's
-// table) and checked only for what they must not lose: each call's own message count.
+// Stream-ordered calls over NCCL with a codec whose payload size is fixed (none, the casts), with
+// checksums (written and verified on the device) or without: after a communicator's first call
+// of a signature, the host neither waits for the device nor sends a message. The other codecs'
+// figures are printed (docs/gpu.md's table) and checked only for what they must not lose: each
+// call's own message count.
 TEST(GpuHostWaits, StreamOrderedFixedSizeCallsNeverWaitOnTheHost) {
   const Communicator world = Communicator::world();
   if (world.size() < 2 || !comm::nccl_usable(world)) {
@@ -147,7 +148,7 @@ TEST(GpuHostWaits, StreamOrderedFixedSizeCallsNeverWaitOnTheHost) {
         }
         const std::string what =
             std::string(operation_name(op)) + " " + spec + (checksum ? " with checksums" : "");
-        if (fixed && !checksum) {
+        if (fixed) {
           EXPECT_EQ(w.syncs, 0) << what;
           EXPECT_EQ(w.messages, 0) << what;
         }
@@ -195,6 +196,53 @@ TEST(GpuHostWaits, StreamOrderedCallReturnsBeforeItsWorkIsDone) {
   EXPECT_TRUE(queued.to_host().bits_equal(blocking.to_host()));
   EXPECT_TRUE(again.to_host().bits_equal(blocking.to_host()));
   cudaStreamDestroy(stream);
+}
+
+// A payload altered on its way in a stream-ordered call: the call returns; the rank that
+// received it raises CorruptStream from its next call on the communicator, after queueing that
+// call's part, so no peer waits for it; the error is raised once. A blocking call raises it
+// itself.
+TEST(GpuHostWaits, AlteredPayloadOfAStreamOrderedCallIsRaisedByTheNextCall) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2 || !comm::nccl_usable(world)) {
+    GTEST_SKIP() << "needs 2 ranks and NCCL";
+  }
+  const bool receiver = world.rank() == 0;
+  OnDevice x(input(DType::kF32, size_t{1} << 13, 90 + static_cast<uint64_t>(world.rank())));
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse("bf16");
+  o.transport = DeviceTransport::kNccl;
+  o.stream_ordered = true;
+  const auto call = [&] { allreduce_device(world, x.view(), x.view(), ReduceOp::kAverage, o); };
+  call();
+  cudaDeviceSynchronize();
+  if (receiver) cuda_emu::corrupt_nccl_receives(1);
+  EXPECT_NO_THROW(call()) << "the altered payload is checked on the device, later";
+  cudaDeviceSynchronize();
+  if (receiver) {
+    try {
+      call();
+      ADD_FAILURE() << "the next call raised nothing";
+    } catch (const CorruptStream& e) {
+      EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
+    }
+  } else {
+    EXPECT_NO_THROW(call());
+  }
+  cudaDeviceSynchronize();
+  PMPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_NO_THROW(call()) << "raised once";
+  cudaDeviceSynchronize();
+
+  o.stream_ordered = false;
+  call();
+  if (receiver) cuda_emu::corrupt_nccl_receives(1);
+  if (receiver) {
+    EXPECT_THROW(call(), CorruptStream);
+  } else {
+    EXPECT_NO_THROW(call());
+  }
+  PMPI_Barrier(MPI_COMM_WORLD);
 }
 
 }  // namespace

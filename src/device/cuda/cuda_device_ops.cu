@@ -58,14 +58,21 @@ struct BlockCache {
     for (cudaEvent_t e : spare_events) cudaEventDestroy(e);
   }
 
-  cudaEvent_t event() {
-    if (!spare_events.empty()) {
-      cudaEvent_t e = spare_events.back();
-      spare_events.pop_back();
-      return e;
-    }
+  // An event recorded on `stream` now, or null if that failed (it runs in deleters: no throw).
+  cudaEvent_t record(cudaStream_t stream) {
     cudaEvent_t e = nullptr;
-    HYCC_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    if (!spare_events.empty()) {
+      e = spare_events.back();
+      spare_events.pop_back();
+    } else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    if (cudaEventRecord(e, stream) != cudaSuccess) {  // a stream destroyed since
+      cudaGetLastError();
+      spare_events.push_back(e);
+      return nullptr;
+    }
     return e;
   }
 
@@ -86,11 +93,13 @@ void give_back(bool pinned, void* p, size_t bytes, void* stream_context) {
   BlockCache& c = cache(pinned);
   const auto stream = static_cast<cudaStream_t>(stream_context);
   if (c.retained + bytes <= kRetainedBytes) {
-    cudaEvent_t freed = c.event();
-    HYCC_CUDA_CHECK(cudaEventRecord(freed, stream));
-    c.free.emplace(bytes, FreeBlock{p, stream, freed});
-    c.retained += bytes;
-  } else if (pinned) {
+    if (cudaEvent_t freed = c.record(stream)) {
+      c.free.emplace(bytes, FreeBlock{p, stream, freed});
+      c.retained += bytes;
+      return;
+    }
+  }
+  if (pinned) {
     cudaFreeHost(p);  // waits for the device
   } else {
     cudaFree(p);
@@ -175,6 +184,32 @@ __global__ void checksum_kernel(const unsigned char* data, uint64_t bytes, uint6
   if ((threadIdx.x & (kWarp - 1)) == 0) atomicAdd(sum, static_cast<unsigned long long>(h));
 }
 
+// The little-endian 8 bytes at p (any alignment).
+__device__ uint64_t load_le64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int b = 0; b < 8; ++b) v |= static_cast<uint64_t>(p[b]) << (8 * b);
+  return v;
+}
+
+// The checksum of a payload of `bytes` bytes whose terms are summed in *terms: written into the
+// trailer, or compared with it (a mismatch sets *failed to ordinal + 1 unless it is set).
+__global__ void store_checksum_kernel(const unsigned long long* terms, uint64_t bytes,
+                                      unsigned char* trailer) {
+  const uint64_t h = splitmix64(bytes) + static_cast<uint64_t>(*terms);
+  for (int b = 0; b < 8; ++b) trailer[b] = static_cast<unsigned char>(h >> (8 * b));
+}
+__global__ void check_checksum_kernel(const unsigned long long* terms, uint64_t bytes,
+                                      const unsigned char* trailer, uint32_t* failed,
+                                      uint32_t ordinal) {
+  const uint64_t h = splitmix64(bytes) + static_cast<uint64_t>(*terms);
+  if (h != load_le64(trailer)) atomicCAS(failed, 0u, ordinal + 1);
+  __threadfence_system();
+}
+__global__ void signal_kernel(uint32_t* word, uint32_t value) {
+  __threadfence_system();
+  *static_cast<volatile uint32_t*>(word) = value;
+}
+
 class CudaOps final : public DeviceOps {
  public:
   explicit CudaOps(DeviceStream stream) : stream_(stream) {}
@@ -256,20 +291,30 @@ class CudaOps final : public DeviceOps {
   uint64_t checksum(const void* data, size_t bytes) override {
     uint64_t h = splitmix64(bytes);
     if (bytes == 0) return h;
-    if (checksum_.bytes() < 8) checksum_ = take(false, 8, stream_);
-    auto* sum = static_cast<unsigned long long*>(checksum_.data());
-    HYCC_CUDA_CHECK(cudaMemsetAsync(sum, 0, 8, stream_));
-    const uint64_t words = checksum_words(bytes);
-    const unsigned blocks =
-        static_cast<unsigned>(std::min<uint64_t>(grid_for(words, kThreads), 1024));
-    const bool aligned = reinterpret_cast<uintptr_t>(data) % 8 == 0;
-    checksum_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const unsigned char*>(data),
-                                                      bytes, words, aligned, sum);
-    HYCC_CUDA_CHECK(cudaGetLastError());
+    const unsigned long long* sum = queue_checksum_terms(data, bytes);
     unsigned long long terms = 0;
     HYCC_CUDA_CHECK(cudaMemcpyAsync(&terms, sum, 8, cudaMemcpyDeviceToHost, stream_));
     HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return h + static_cast<uint64_t>(terms);
+  }
+
+  void write_checksum(const void* data, size_t bytes, void* trailer) override {
+    store_checksum_kernel<<<1, 1, 0, stream_>>>(queue_checksum_terms(data, bytes), bytes,
+                                                static_cast<unsigned char*>(trailer));
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void verify_checksum(const void* data, size_t bytes, const void* trailer, uint32_t* failed,
+                       uint32_t ordinal) override {
+    check_checksum_kernel<<<1, 1, 0, stream_>>>(queue_checksum_terms(data, bytes), bytes,
+                                                static_cast<const unsigned char*>(trailer), failed,
+                                                ordinal);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void signal(uint32_t* word, uint32_t value) override {
+    signal_kernel<<<1, 1, 0, stream_>>>(word, value);
+    HYCC_CUDA_CHECK(cudaGetLastError());
   }
 
   bool zero_nonfinite(float* data, size_t n) override {
@@ -304,6 +349,23 @@ class CudaOps final : public DeviceOps {
   void grow(Memory& scratch, size_t bytes) {
     if (scratch.bytes() >= bytes) return;
     scratch = take(false, bytes, stream_);
+  }
+
+  // Queues the sum of the checksum terms of the payload into the scratch word (device memory),
+  // which it returns; the word is reused by the next checksum queued on the stream.
+  const unsigned long long* queue_checksum_terms(const void* data, size_t bytes) {
+    if (checksum_.bytes() < 8) checksum_ = take(false, 8, stream_);
+    auto* sum = static_cast<unsigned long long*>(checksum_.data());
+    HYCC_CUDA_CHECK(cudaMemsetAsync(sum, 0, 8, stream_));
+    if (bytes == 0) return sum;
+    const uint64_t words = checksum_words(bytes);
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<uint64_t>(grid_for(words, kThreads), 1024));
+    const bool aligned = reinterpret_cast<uintptr_t>(data) % 8 == 0;
+    checksum_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const unsigned char*>(data),
+                                                      bytes, words, aligned, sum);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+    return sum;
   }
 
   void accumulate(const void* decoded, DType wire, ConstTensorView own, float* partial) {

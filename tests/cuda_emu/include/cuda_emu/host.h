@@ -18,4 +18,8 @@ uint64_t host_waits();
 // Queues an operation on `stream` that keeps it busy for `duration` (a long kernel).
 void occupy_stream(CUstream_st* stream, std::chrono::milliseconds duration);
 
+// The next `count` non-empty messages this process receives through the emulated NCCL's
+// point-to-point calls arrive with one bit flipped (a payload altered on its way).
+void corrupt_nccl_receives(int count);
+
 }  // namespace cuda_emu

@@ -219,6 +219,10 @@ T atomicCAS(T* p, T compare, T v) {
   return ::cuda_emu::read_modify_write(p, [compare, v](T old) { return old == compare ? v : old; });
 }
 
+// The blocks of a launch run on the stream's worker thread; the host reads what a kernel wrote to
+// pinned memory from another: a release fence, as a GPU's system-scope fence.
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_RELEASE); }
+
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
 inline int __clz(unsigned v) { return v == 0 ? 32 : __builtin_clz(v); }
