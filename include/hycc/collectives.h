@@ -107,6 +107,11 @@ struct CollectiveStats {
   size_t streams = 0;        // streams sent
   double codec_seconds = 0;  // compressing and decoding on this rank
   double seconds = 0;        // the whole call on this rank
+  // A call on device buffers, and the host's synchronizations with the device during it (stream,
+  // event and device synchronizations, blocking copies, frees that wait; docs/gpu.md,
+  // "Stream-ordered calls"). 0 for host calls.
+  bool on_device = false;
+  uint64_t host_syncs = 0;
 };
 
 // The settings the collective algorithms take, on host and device buffers alike.

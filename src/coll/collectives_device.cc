@@ -9,6 +9,7 @@
 #include "coll/device_entry.h"
 #include "coll/entry.h"
 #include "coll/ring_phases_device.h"
+#include "common/host_syncs.h"
 
 namespace hycc::coll::device {
 
@@ -68,9 +69,12 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
 
 }  // namespace
 
-void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
-              const std::exception_ptr& unavailable, DeviceOps* ops,
-              const DeviceAlgorithmOptions& options, std::chrono::steady_clock::time_point start) {
+namespace {
+
+void run_call_paths(const Communicator& comm, const CallSpec& call, ArgCheck& check,
+                    const std::exception_ptr& unavailable, DeviceOps* ops,
+                    const DeviceAlgorithmOptions& options,
+                    std::chrono::steady_clock::time_point start) {
   check_device_options(check, comm, call.op, options);
   add_device_fields(check, call.count, call.send.dtype, options);
   const bool agree = comm::needs_agreement(check, comm, options);
@@ -104,6 +108,19 @@ void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
     *options.max_error = max_error_against(*ops, call.result, reference);
   }
   comm::raise_deferred_integrity(comm);
+}
+
+}  // namespace
+
+void run_call(const Communicator& comm, const CallSpec& call, ArgCheck& check,
+              const std::exception_ptr& unavailable, DeviceOps* ops,
+              const DeviceAlgorithmOptions& options, std::chrono::steady_clock::time_point start) {
+  const uint64_t syncs = host_syncs_of_this_thread();
+  run_call_paths(comm, call, check, unavailable, ops, options, start);
+  if (options.stats != nullptr) {
+    options.stats->on_device = true;
+    options.stats->host_syncs = host_syncs_of_this_thread() - syncs;
+  }
 }
 
 }  // namespace hycc::coll::device

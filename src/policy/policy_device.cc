@@ -7,6 +7,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "common/host_syncs.h"
 #include "hycc/policy_engine.h"
 #include "policy/engine_calls.h"
 #include "policy/policy_calls.h"
@@ -22,6 +23,7 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
   const PolicyDecision decision =
       options.decision != nullptr ? *options.decision : engine.decide(comm, op, bytes, dtype);
   EngineCalls::log_decision(engine, comm, op, bytes, decision);
+  const uint64_t syncs = host_syncs_of_this_thread();
   CollectiveStats stats;
   DeviceCollectiveOptions inner = options;
   inner.policy = nullptr;
@@ -65,6 +67,8 @@ void run_with_policy(const Communicator& comm, Operation op, size_t bytes, DType
     call(inner);
     if (sampled) EngineCalls::record_error(engine, comm, op, error);
   }
+  stats.on_device = true;
+  stats.host_syncs = host_syncs_of_this_thread() - syncs;
   if (options.stats != nullptr) *options.stats = stats;
   EngineCalls::record(engine, comm, op, decision, stats);
 }

@@ -133,7 +133,7 @@ CommStats PolicyEngine::stats() const {
 
 CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
   // Every (dimension, operation) cell as 8 sums, then the largest errors.
-  constexpr size_t kSums = 8;
+  constexpr size_t kSums = 10;
   std::vector<double> sums(kDimensions * kOperations * kSums, 0.0);
   std::vector<double> maxima(kDimensions * kOperations, 0.0);
   const CommStats mine = stats();
@@ -150,6 +150,8 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
       s[5] = e->codec_seconds;
       s[6] = e->seconds;
       s[7] = double(e->error_samples);
+      s[8] = double(e->device_calls);
+      s[9] = double(e->host_syncs);
       maxima[d * kOperations + o] = e->max_error;
     }
   }
@@ -169,6 +171,8 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
       e.codec_seconds = s[5];
       e.seconds = s[6];
       e.error_samples = uint64_t(s[7]);
+      e.device_calls = uint64_t(s[8]);
+      e.host_syncs = uint64_t(s[9]);
       e.max_error = maxima[d * kOperations + o];
       out.add(static_cast<Dimension>(d), static_cast<Operation>(o), e);
     }

@@ -23,6 +23,8 @@ void accumulate(StatsEntry& to, const StatsEntry& e) {
   to.seconds += e.seconds;
   to.error_samples += e.error_samples;
   to.max_error = std::max(to.max_error, e.max_error);
+  to.device_calls += e.device_calls;
+  to.host_syncs += e.host_syncs;
 }
 
 std::string row(const std::string& dim, const std::string& op, const StatsEntry& e) {
@@ -46,7 +48,9 @@ std::string json_entry(const StatsEntry& e) {
          ", \"transfer_seconds\": " + fmt("%.6g", e.transfer_seconds()) +
          ", \"seconds\": " + fmt("%.6g", e.seconds) +
          ", \"error_samples\": " + std::to_string(e.error_samples) +
-         ", \"max_error\": " + fmt("%.6g", e.max_error);
+         ", \"max_error\": " + fmt("%.6g", e.max_error) +
+         ", \"device_calls\": " + std::to_string(e.device_calls) +
+         ", \"host_syncs\": " + std::to_string(e.host_syncs);
 }
 
 }  // namespace
@@ -60,6 +64,10 @@ void CommStats::record(Dimension d, Operation op, const CollectiveStats& call) {
   e.wire_bytes += call.wire_bytes;
   e.codec_seconds += call.codec_seconds;
   e.seconds += call.seconds;
+  if (call.on_device) {
+    ++e.device_calls;
+    e.host_syncs += call.host_syncs;
+  }
 }
 
 void CommStats::record_error(Dimension d, Operation op, double max_abs_error) {
@@ -92,7 +100,18 @@ std::string CommStats::table() const {
   for (const auto& [key, e] : entries_) {
     out += row(dimension_name(key.first), operation_name(key.second), e);
   }
-  return out + row("total", "", total());
+  out += row("total", "", total());
+  // Device calls: what the host waited for (docs/gpu.md, "Stream-ordered calls").
+  std::string waits;
+  for (const auto& [key, e] : entries_) {
+    if (e.device_calls == 0) continue;
+    waits += std::string(waits.empty() ? "" : ", ") + dimension_name(key.first) + "/" +
+             operation_name(key.second) + " " +
+             fmt("%.1f", double(e.host_syncs) / double(e.device_calls)) + " (" +
+             std::to_string(e.device_calls) + " calls)";
+  }
+  if (!waits.empty()) out += "#host syncs per device call: " + waits + "\n";
+  return out;
 }
 
 std::string CommStats::json() const {

@@ -1,5 +1,6 @@
 #include "torch/cuda_order.h"
 
+#include "common/host_syncs.h"
 #include "hycc/error.h"
 
 #if HYCC_TORCH_CUDA
@@ -61,6 +62,7 @@ CudaScope::CudaScope(const CudaOrder& order) {
 CudaScope::~CudaScope() = default;
 
 void CudaScope::finish() const {
+  count_host_sync();
   check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 }
 

@@ -51,6 +51,31 @@ TEST(CommStats, AccumulatesPerDimensionAndOperation) {
   EXPECT_EQ(st.find(Dimension::kTp, Operation::kAllgather), nullptr);
 }
 
+// Device calls count the host's synchronizations (CollectiveStats::host_syncs): per entry, in the
+// JSON, and as the summary's last line, per device call; host calls add nothing to them.
+TEST(CommStats, DeviceCallsReportTheHostsSynchronizations) {
+  CommStats st;
+  st.record(Dimension::kTp, Operation::kAllreduce, call(800, 400, 0.0, 0.5, true));
+  EXPECT_EQ(st.table().find("host syncs"), std::string::npos) << "no device call yet";
+  CollectiveStats device = call(800, 400, 0.0, 0.5, true);
+  device.on_device = true;
+  device.host_syncs = 3;
+  st.record(Dimension::kDp, Operation::kAllreduce, device);
+  device.host_syncs = 0;
+  st.record(Dimension::kDp, Operation::kAllreduce, device);
+  const StatsEntry* dp = st.find(Dimension::kDp, Operation::kAllreduce);
+  ASSERT_NE(dp, nullptr);
+  EXPECT_EQ(dp->device_calls, 2u);
+  EXPECT_EQ(dp->host_syncs, 3u);
+  EXPECT_EQ(st.find(Dimension::kTp, Operation::kAllreduce)->device_calls, 0u);
+  EXPECT_NE(st.table().find("#host syncs per device call: dp/allreduce 1.5 (2 calls)\n"),
+            std::string::npos)
+      << st.table();
+  EXPECT_NE(st.json().find("\"device_calls\": 2, \"host_syncs\": 3"), std::string::npos)
+      << st.json();
+  EXPECT_EQ(st.total().host_syncs, 3u);
+}
+
 TEST(CommStats, TableAndJsonNameEveryEntry) {
   CommStats st;
   st.record(Dimension::kDp, Operation::kAllreduce, call(4000, 1000, 0.5, 2.0, true));

@@ -13,6 +13,7 @@
 #include "codec/eb_reference.h"
 #include "codec/params_io.h"
 #include "codec/zfp_fixed_rate.h"
+#include "common/host_syncs.h"
 #include "hycc/codec_device.h"
 
 namespace hycc {
@@ -68,6 +69,7 @@ size_t encode_on_host(const CodecConfig& config, ConstTensorView in, void* out, 
   std::vector<std::byte> payload(out_bytes);
   const size_t n = config.codec().encode({in.dtype, in.count, host_in.data()}, payload, options);
   HYCC_CUDA_CHECK(cudaMemcpyAsync(out, payload.data(), n, cudaMemcpyHostToDevice, stream));
+  count_host_sync();
   HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
   return n;
 }
@@ -80,6 +82,7 @@ void decode_on_host(const CodecConfig& config, const void* payload, size_t paylo
   config.codec().decode(host_payload, {out.dtype, out.count, host_out.data()});
   HYCC_CUDA_CHECK(
       cudaMemcpyAsync(out.data, host_out.data(), out.bytes(), cudaMemcpyHostToDevice, stream));
+  count_host_sync();
   HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -92,12 +95,18 @@ void* scratch(size_t bytes) {
     void* data = nullptr;
     size_t bytes = 0;
     ~Buffer() {
-      if (data != nullptr) cudaFree(data);
+      if (data != nullptr) {
+        count_host_sync();
+        cudaFree(data);
+      }
     }
   };
   thread_local Buffer buffer;
   if (bytes > buffer.bytes) {
-    if (buffer.data != nullptr) HYCC_CUDA_CHECK(cudaFree(buffer.data));
+    if (buffer.data != nullptr) {
+      count_host_sync();
+      HYCC_CUDA_CHECK(cudaFree(buffer.data));
+    }
     buffer.data = nullptr;
     buffer.bytes = 0;
     HYCC_CUDA_CHECK(cudaMalloc(&buffer.data, bytes));
@@ -108,7 +117,10 @@ void* scratch(size_t bytes) {
 
 void copy_to_host(void* host, const void* device, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return;
+  // Into pageable memory the copy itself waits (counted), then the stream.
+  count_host_sync();
   HYCC_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
+  count_host_sync();
   HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -153,6 +165,7 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
         const codec::cuda::ZfpAccuracyEncoded r =
             codec::cuda::zfp_accuracy_encode(zfp_minexp(config), in, dst, stream);
         if (r.non_finite != 0) return encode_on_host(config, in, out, out_bytes, options, stream);
+        count_host_sync();
         HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
         return r.bytes;
       }
@@ -217,6 +230,7 @@ void decode_device(const CodecConfig& config, const void* payload, size_t payloa
       codec::cuda::zfp_decode(block_bits, src, payload_bytes, out, stream);
     }
   }
+  count_host_sync();
   HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codec/cuda/device_util.cuh"
+#include "common/host_syncs.h"
 #include "hycc/device.h"
 
 #ifndef HYCC_CUDA_ARCHS
@@ -82,7 +83,10 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) cudaFree(data_);
+  if (data_ != nullptr) {
+    count_host_sync();
+    cudaFree(data_);
+  }
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
@@ -92,11 +96,15 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
-  if (bytes != 0) HYCC_CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+  if (bytes == 0) return;
+  count_host_sync();
+  HYCC_CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
 }
 
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
-  if (bytes != 0) HYCC_CUDA_CHECK(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
+  if (bytes == 0) return;
+  count_host_sync();
+  HYCC_CUDA_CHECK(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
 }
 
 void copy_on_device(void* dst, const void* src, size_t bytes, DeviceStream stream) {
@@ -105,9 +113,15 @@ void copy_on_device(void* dst, const void* src, size_t bytes, DeviceStream strea
   }
 }
 
-void synchronize_device() { HYCC_CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize_device() {
+  count_host_sync();
+  HYCC_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
-void synchronize_stream(DeviceStream stream) { HYCC_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+void synchronize_stream(DeviceStream stream) {
+  count_host_sync();
+  HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 void fill_device(void* device_dst, int byte, size_t bytes) {
   if (bytes != 0) HYCC_CUDA_CHECK(cudaMemset(device_dst, byte, bytes));

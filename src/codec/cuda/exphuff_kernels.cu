@@ -13,6 +13,7 @@
 #include "codec/cuda/device_util.cuh"
 #include "codec/cuda/kernels.h"
 #include "codec/exphuff_plan.h"
+#include "common/host_syncs.h"
 
 namespace hycc::codec::cuda {
 namespace {
@@ -191,6 +192,7 @@ size_t exphuff_encode(size_t block, ConstTensorView in, uint8_t* out, cudaStream
   write_kernel<<<grid_for(layout.blocks * kStreams, kThreads), kThreads, 0, stream>>>(
       in.count, block, f, exponents, heads, codes, spans, out);
   HYCC_CUDA_CHECK(cudaGetLastError());
+  count_host_sync();
   HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));  // the plan's host vectors feed the uploads
   return plan.payload_bytes;
 }

@@ -29,6 +29,7 @@
 #include "comm/nccl_link.h"
 #include "comm/tags.h"
 #include "comm/transport.h"
+#include "common/host_syncs.h"
 #include "common/xxh3.h"
 #include "hycc/device.h"
 
@@ -179,6 +180,7 @@ class CudaNcclLink final : public NcclLink {
 
   void wait(uint64_t mark) override {
     while (passed_ < mark) {
+      count_host_sync();
       HYCC_CUDA_CHECK(cudaEventSynchronize(marks_.front().second));
       pass_front();
     }
@@ -192,7 +194,10 @@ class CudaNcclLink final : public NcclLink {
   void progress() override {}
   bool needs_host_progress() const override { return false; }
 
-  void abandon() override { cudaStreamSynchronize(link_); }
+  void abandon() override {
+    count_host_sync();
+    cudaStreamSynchronize(link_);
+  }
 
  private:
   static cudaEvent_t make_event() {

@@ -16,6 +16,7 @@
 
 #include "codec/cuda/device_util.cuh"
 #include "codec/float_convert.h"
+#include "common/host_syncs.h"
 #include "device/device_ops.h"
 #include "device/payload_checksum.h"
 #include "hycc/codec_device.h"
@@ -52,6 +53,7 @@ struct BlockCache {
 
   ~BlockCache() {
     for (auto& [bytes, b] : free) {
+      count_host_sync();
       pinned ? cudaFreeHost(b.data) : cudaFree(b.data);  // both wait for the device
       cudaEventDestroy(b.freed);
     }
@@ -99,6 +101,7 @@ void give_back(bool pinned, void* p, size_t bytes, void* stream_context) {
       return;
     }
   }
+  count_host_sync();
   if (pinned) {
     cudaFreeHost(p);  // waits for the device
   } else {
@@ -243,7 +246,10 @@ class CudaOps final : public DeviceOps {
   void zero(void* device, size_t bytes) override {
     if (bytes != 0) HYCC_CUDA_CHECK(cudaMemsetAsync(device, 0, bytes, stream_));
   }
-  void synchronize() override { HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void synchronize() override {
+    count_host_sync();
+    HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
 
   size_t encode(const CodecConfig& config, ConstTensorView in, void* out, size_t capacity,
                 uint64_t seed) override {
@@ -293,8 +299,9 @@ class CudaOps final : public DeviceOps {
     if (bytes == 0) return h;
     const unsigned long long* sum = queue_checksum_terms(data, bytes);
     unsigned long long terms = 0;
+    count_host_sync();  // a copy into pageable memory waits
     HYCC_CUDA_CHECK(cudaMemcpyAsync(&terms, sum, 8, cudaMemcpyDeviceToHost, stream_));
-    HYCC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    synchronize();
     return h + static_cast<uint64_t>(terms);
   }
 
@@ -325,6 +332,7 @@ class CudaOps final : public DeviceOps {
     zero_nonfinite_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(data, n, flag);
     HYCC_CUDA_CHECK(cudaGetLastError());
     uint32_t found = 0;
+    count_host_sync();  // a copy into pageable memory waits
     copy_to_host(&found, flag, 4);
     synchronize();
     return found != 0;

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "common/buffer_pool.h"
+#include "common/host_syncs.h"
 #include "hycc/error.h"
 
 namespace hycc::interpose {
@@ -34,6 +35,7 @@ cudaPointerAttributes attributes_of(const void* p) {
 
 void copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what,
           const void* device) {
+  count_host_sync();
   if (const cudaError_t rc = cudaMemcpy(dst, src, bytes, kind); rc != cudaSuccess) {
     throw CommError(tagged("dropin", "copying ", bytes, " bytes ", what, " the device buffer at ",
                            device, " failed (", cudaGetErrorString(rc), ")"));
