@@ -38,11 +38,11 @@ void allreduce_ring_device(DeviceContext& ctx, ConstTensorView send, TensorView 
                   ag.arrived(t - half, k, in, out);
                   return;
                 }
-                rs.reduce(t, k, in);
                 if (t + 1 < half) {
-                  rs.send_on(t, k, out);
+                  rs.hop(t, k, in, out);
                   return;
                 }
+                rs.reduce(t, k, in);
                 rs.store(t, k, op, own);
                 ag.first(k, out);
               },

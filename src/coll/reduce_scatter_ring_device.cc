@@ -1,7 +1,8 @@
 // Ring reduce-scatter on device buffers: reduce_scatter_ring.cc's protocol (ring_phases.h) with
 // device payloads. Step 0 sends this rank's elements in their dtype, later steps float32
-// partial sums; each hop decodes and adds in one device operation (decode_accumulate), and the
-// last hop rounds once into the output (round_into).
+// partial sums; each hop decodes, adds and re-encodes (DeviceOps::hop: one kernel for the casts;
+// decode_accumulate then an encode for the other codecs), and the last hop decodes, adds and
+// rounds once into the output (round_into).
 #include <algorithm>
 
 #include "coll/ring_phases_device.h"
@@ -65,6 +66,24 @@ void DeviceReduceScatter::send_on(int t, size_t k, Payload& out) const {
                  stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k));
 }
 
+void DeviceReduceScatter::hop(int t, size_t k, const Payload& in, Payload& out) {
+  const ChunkRange c = chunk(t), g = segment(t, k);
+  {
+    const CodecClock clock(ctx_);
+    size_t size = 0;
+    if (ctx_.ops.hop(ctx_.codec, in.data(), in.size, wire(t),
+                     slice(send_, c.offset + g.offset, g.count), out.data(), out.capacity(),
+                     stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k), &size)) {
+      out.size = size;
+      out.raw_bytes = g.count * sizeof(float);
+      out.rewritten();
+      return;
+    }
+  }
+  reduce(t, k, in);
+  send_on(t, k, out);
+}
+
 void DeviceReduceScatter::store(int t, size_t k, ReduceOp op, TensorView out) const {
   const ChunkRange g = segment(t, k);
   ctx_.ops.round_into(static_cast<const float*>(partial_.data()), op, ctx_.size,
@@ -84,10 +103,10 @@ void reduce_scatter_ring_device(DeviceContext& ctx, ConstTensorView send, Tensor
                            .first = [&](size_t k, Payload& out) { rs.first(k, out); },
                            .arrived =
                                [&](int t, size_t k, Payload& in, Payload& out) {
-                                 rs.reduce(t, k, in);
                                  if (t < last) {
-                                   rs.send_on(t, k, out);
+                                   rs.hop(t, k, in, out);
                                  } else {
+                                   rs.reduce(t, k, in);
                                    // In place, recv is this rank's chunk of send: segment k was
                                    // last read above.
                                    rs.store(t, k, op, recv);

@@ -36,6 +36,9 @@ class DeviceReduceScatter {
   ChunkRange segment(int t, size_t k) const;
   // Encodes partial() as payload k of step t + 1.
   void send_on(int t, size_t k, Payload& out) const;
+  // reduce() then send_on() (t + 1 < steps()): in one pass over memory where the device has a
+  // fused kernel for the codec (DeviceOps::hop), the same bits.
+  void hop(int t, size_t k, const Payload& in, Payload& out);
   // Rounds partial() (segment k of the last step) into `out` at the segment's offset.
   void store(int t, size_t k, ReduceOp op, TensorView out) const;
 

@@ -122,6 +122,16 @@ class DeviceOps {
   // counts as zeros: partial[i] = own[i], then CorruptStream is thrown.
   virtual void decode_accumulate(const CodecConfig& config, const void* payload, size_t bytes,
                                  DType wire, ConstTensorView own, float* partial) = 0;
+  // A ring hop in one pass over memory where `config` has a fused kernel: decodes the payload
+  // (elements of `wire`, as decode_accumulate), adds `own` in float32 and encodes the sum into
+  // `out` (capacity bytes) with `seed`, the bits decode_accumulate then encode would give; sets
+  // *size and returns true. False (nothing done) where there is no such kernel or the payload
+  // is not well formed: the caller takes the separate steps, which report it.
+  virtual bool hop(const CodecConfig& /*config*/, const void* /*payload*/, size_t /*bytes*/,
+                   DType /*wire*/, ConstTensorView /*own*/, void* /*out*/, size_t /*capacity*/,
+                   uint64_t /*seed*/, size_t* /*size*/) {
+    return false;
+  }
   // Element i of `out` = partial[i] (divided by `size` for an average), rounded once into
   // out's dtype (round to nearest even).
   virtual void round_into(const float* partial, ReduceOp op, int size, TensorView out) = 0;

@@ -28,7 +28,30 @@ __global__ void cast_decode_kernel(DType target, const uint16_t* payload, uint64
   }
 }
 
+// decode -> add -> encode of one element (cast_hop).
+__global__ void cast_hop_kernel(DType target, const uint16_t* payload, DType wire, const void* own,
+                                DType own_dtype, uint64_t count, uint16_t* out) {
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float decoded = load_float(payload, target, i);
+  if (wire != DType::kF32 && wire != target) {  // decoded into the wire dtype first
+    const uint16_t narrow = wire == DType::kBF16 ? f32_to_bf16(decoded) : f32_to_f16(decoded);
+    decoded = wire == DType::kBF16 ? bf16_to_f32(narrow) : f16_to_f32(narrow);
+  }
+  const uint32_t bits = f32_to_bits(decoded + load_float(own, own_dtype, i));
+  out[i] = target == DType::kBF16 ? f32_bits_to_bf16(bits) : f32_bits_to_f16(bits);
+}
+
 }  // namespace
+
+void cast_hop(DType target, const void* payload, DType wire, ConstTensorView own, void* out,
+              cudaStream_t stream) {
+  if (own.count == 0) return;
+  cast_hop_kernel<<<grid_for(own.count, kThreads), kThreads, 0, stream>>>(
+      target, static_cast<const uint16_t*>(payload), wire, own.data, own.dtype, own.count,
+      static_cast<uint16_t*>(out));
+  HYCC_CUDA_CHECK(cudaGetLastError());
+}
 
 void cast_encode(DType target, ConstTensorView in, void* out, cudaStream_t stream) {
   if (in.count == 0) return;

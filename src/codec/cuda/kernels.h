@@ -16,6 +16,12 @@ namespace hycc::codec::cuda {
 // "bf16"/"fp16": payload = count 16-bit values of `target`.
 void cast_encode(DType target, ConstTensorView in, void* out, cudaStream_t stream);
 void cast_decode(DType target, const void* payload, TensorView out, cudaStream_t stream);
+// A ring hop in one pass: element i of `out` (own.count values of `target`) is the cast of
+// decoded[i] + own[i] in float32, where decoded[i] is element i of the cast payload decoded
+// into `wire` and widened, exactly as cast_decode into `wire`, an addition in float32 and
+// cast_encode of the sum would give it.
+void cast_hop(DType target, const void* payload, DType wire, ConstTensorView own, void* out,
+              cudaStream_t stream);
 
 struct QuantParams {
   int bits = 8;

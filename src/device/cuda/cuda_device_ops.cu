@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codec/cuda/device_util.cuh"
+#include "codec/cuda/kernels.h"
 #include "codec/float_convert.h"
 #include "common/host_syncs.h"
 #include "device/device_ops.h"
@@ -284,6 +285,18 @@ class CudaOps final : public DeviceOps {
       synchronize();
       std::rethrow_exception(corrupt);
     }
+  }
+
+  // The casts' hop (codec::cuda::cast_hop): reads the payload and `own`, writes the payload.
+  bool hop(const CodecConfig& config, const void* payload, size_t bytes, DType wire,
+           ConstTensorView own, void* out, size_t capacity, uint64_t, size_t* size) override {
+    if (config.id() != CodecId::kBF16 && config.id() != CodecId::kFP16) return false;
+    const size_t n = own.count;
+    if (bytes != 2 * n || capacity < 2 * n) return false;
+    codec::cuda::cast_hop(config.id() == CodecId::kBF16 ? DType::kBF16 : DType::kF16, payload, wire,
+                          own, out, stream_);
+    *size = 2 * n;
+    return true;
   }
 
   void round_into(const float* partial, ReduceOp op, int size, TensorView out) override {
