@@ -1,7 +1,9 @@
 // hycc-bench codec --device cuda: compress and decompress GB/s of the device codecs on device
 // buffers (256 MiB by default), with device-to-device cudaMemcpy bandwidth measured in the same
-// run as the yardstick (same convention for both: uncompressed bytes / time). Every call
-// includes the synchronization the device API does to learn the payload size.
+// run as the yardstick (same convention for both: uncompressed bytes / time). Every timed call
+// ends with a synchronization of the stream (the codecs whose size depends on the data make it
+// themselves). On float32 data,
+// then the ring's middle hop per codec, fused and as separate steps.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "bench_util.h"
 #include "codec/float_io.h"
 #include "codec_bench.h"
+#include "device/device_ops.h"
 #include "hycc/codec.h"
 #include "hycc/codec_device.h"
 #include "hycc/device.h"
@@ -32,6 +35,75 @@ const std::vector<std::string> kDeviceCodecs = {
     "eb:rel=1e-4",
     "mpc",
 };
+
+std::vector<std::byte> device_bytes(const void* device, size_t bytes) {
+  std::vector<std::byte> v(bytes);
+  copy_to_host(v.data(), device, bytes);
+  return v;
+}
+
+// The ring's middle hop on float32 partial sums: decode a payload, add this rank's values,
+// encode the sum. Fused (DeviceOps::hop: one kernel, the casts) and as separate steps
+// (decode_accumulate, then encode), both against memcpy; the two results must be the same bits.
+// Returns false if they are not.
+bool print_hop_rows(const std::vector<CodecConfig>& configs, const DeviceBuffer& d_in, size_t n,
+                    double memcpy_gbps, double min_seconds) {
+  const auto ops = device::make_cuda_ops(nullptr);
+  const ConstTensorView own{DType::kF32, n, d_in.data()};
+  DeviceBuffer partial(n * sizeof(float));
+  const Table table({{"hop codec", 36},
+                     {"fused GB/s", 11},
+                     {"x memcpy", 9},
+                     {"steps GB/s", 11},
+                     {"x memcpy", 9},
+                     {"same bits", 10}});
+  std::printf(
+      "\n# ring hop on float32 partial sums (decode + add + encode), GB/s of float32 "
+      "values; fused: one kernel (DeviceOps::hop), steps: decode_accumulate + encode\n");
+  std::printf("%s\n", table.header().c_str());
+  bool same_everywhere = true;
+  for (const CodecConfig& config : configs) {
+    if (!device_supports(config) || config.id() == CodecId::kNone) continue;
+    const size_t bound = config.codec().max_payload_bytes(DType::kF32, n);
+    DeviceBuffer in(bound), fused_out(bound), steps_out(bound);
+    const size_t in_bytes = ops->encode(config, own, in.data(), bound, 1);
+    size_t fused_bytes = 0, steps_bytes = 0;
+    const bool has_fused = ops->hop(config, in.data(), in_bytes, DType::kF32, own, fused_out.data(),
+                                    bound, 2, &fused_bytes);
+    const auto steps = [&] {
+      ops->decode_accumulate(config, in.data(), in_bytes, DType::kF32, own,
+                             static_cast<float*>(partial.data()));
+      steps_bytes =
+          ops->encode(config, {DType::kF32, n, partial.data()}, steps_out.data(), bound, 2);
+      ops->synchronize();
+    };
+    steps();
+    const double steps_gbps = gbps(double(n) * 4, best_time(steps, 5, min_seconds));
+    std::string fused = "-", fused_x = "-", same = "-";
+    if (has_fused) {
+      const double s = best_time(
+          [&] {
+            ops->hop(config, in.data(), in_bytes, DType::kF32, own, fused_out.data(), bound, 2,
+                     &fused_bytes);
+            ops->synchronize();
+          },
+          5, min_seconds);
+      fused = format("%.1f", gbps(double(n) * 4, s));
+      fused_x = format("%.3f", gbps(double(n) * 4, s) / memcpy_gbps);
+      const bool equal =
+          fused_bytes == steps_bytes && device_bytes(fused_out.data(), fused_bytes) ==
+                                            device_bytes(steps_out.data(), steps_bytes);
+      same = equal ? "yes" : "NO";
+      same_everywhere = same_everywhere && equal;
+    }
+    std::printf("%s\n", table
+                            .row({config.spec(), fused, fused_x, format("%.1f", steps_gbps),
+                                  format("%.3f", steps_gbps / memcpy_gbps), same})
+                            .c_str());
+    std::fflush(stdout);
+  }
+  return same_everywhere;
+}
 
 }  // namespace
 
@@ -99,10 +171,15 @@ int run_codec_bench_device(const CodecBenchOptions& o) {
     const ConstTensorView d_input{dtype, n, d_in.data()};
     const TensorView d_output{dtype, n, d_out.data()};
     size_t payload_bytes = 0;
+    // The casts return once their kernel is queued: each timed call ends at the stream.
     const auto encode = [&] {
       payload_bytes = encode_device(config, d_input, d_payload.data(), max_bytes, {o.seed});
+      synchronize_stream(nullptr);
     };
-    const auto decode = [&] { decode_device(config, d_payload.data(), payload_bytes, d_output); };
+    const auto decode = [&] {
+      decode_device(config, d_payload.data(), payload_bytes, d_output);
+      synchronize_stream(nullptr);
+    };
     encode();  // warm-up (first launches, scratch allocation)
     decode();
     const double comp_s = best_time(encode, 5, o.min_seconds);
@@ -140,6 +217,10 @@ int run_codec_bench_device(const CodecBenchOptions& o) {
   if (!o.json.empty()) {
     write_json(o.json, rows);
     std::printf("# wrote %s\n", o.json.c_str());
+  }
+  if (dtype == DType::kF32 && !print_hop_rows(configs, d_in, n, memcpy_gbps, o.min_seconds)) {
+    std::fprintf(stderr, "hycc-bench: the fused ring hop differs from its separate steps\n");
+    return 1;
   }
   return 0;
 }
