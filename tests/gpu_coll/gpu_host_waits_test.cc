@@ -144,12 +144,13 @@ TEST(GpuHostWaits, StreamOrderedFixedSizeCallsNeverWaitOnTheHost) {
     GTEST_SKIP() << "needs 2 ranks and NCCL";
   }
   const size_t n = size_t{1} << 15;  // 128 KiB: 2 segments of 64 KiB per rank at 2 ranks
-  for (const std::string spec :
-       {"none", "bf16", "fp16", "quant:bits=8", "zfp:rate=8", "eb:abs=1e-3"}) {
+  // fp16 takes bf16's paths, zfp:rate=8 quant's (docs/gpu.md's table has them, measured so).
+  for (const std::string spec : {"none", "bf16", "quant:bits=8", "eb:abs=1e-3"}) {
     const bool fixed = comm::fixed_payload_size(CodecConfig::parse(spec));
     for (const Operation op : kCollectives) {
       for (const bool checksum : {false, true}) {
-        const Waits w = measure(op, spec, n, 3, checksum);
+        if (!fixed && !checksum) continue;  // the default only: their waits are the codec's
+        const Waits w = measure(op, spec, n, 2, checksum);
         if (world.rank() == 0) {
           std::printf("host waits  %-14s %-14s %-11s syncs %6.1f  messages %6.1f\n",
                       std::string(operation_name(op)).c_str(), spec.c_str(),
