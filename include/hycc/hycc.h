@@ -98,7 +98,7 @@ HYCC_C_API const char* hycc_version(void);
  * functions record it in the options, and a library built with another layout refuses the
  * options (HYCC_ERR_INVALID_ARGUMENT naming both versions) instead of misreading them: a program
  * built against one hycc.h and run with another libhycc_c.so fails cleanly. */
-#define HYCC_ABI_VERSION 3
+#define HYCC_ABI_VERSION 4
 /* The layout version this library was built with (HYCC_ABI_VERSION of its hycc.h). */
 HYCC_C_API int hycc_abi_version(void);
 /* Frees a string the library allocated for the caller (hycc_engine_stats_json). */
@@ -185,6 +185,7 @@ typedef struct hycc_call_stats {
   size_t streams;
   double codec_seconds;
   double seconds;
+  uint64_t host_syncs; /* device calls: the host's synchronizations with the device (docs/gpu.md) */
 } hycc_call_stats;
 
 typedef struct hycc_options {
@@ -302,6 +303,9 @@ typedef struct hycc_device_options {
   size_t pieces_length;
   int check_arguments; /* a hycc_arg_check, default HYCC_CHECK_AUTO: the device calls check before
                           every call with more than one rank unless HYCC_CHECK_NEVER */
+  int stream_ordered;  /* 1: return once the call is queued on `stream` (NCCL's contract; work
+                          queued after it on the stream sees the result); 0 (default): return
+                          when the result is in place */
 } hycc_device_options;
 
 /* The defaults above. Passing NULL options to a device collective means the same. A macro, as

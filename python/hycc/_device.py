@@ -50,7 +50,7 @@ def _on_device_of(tensor):
 
 def _options(kw):
     """hycc_device_options from the keywords of a device call."""
-    check_keywords(kw, {"backend", "transport", "stream", "checksum"})
+    check_keywords(kw, {"backend", "transport", "stream", "checksum", "stream_ordered"})
     o = DeviceOptions()
     lib.hycc_device_options_init_abi(ctypes.byref(o), ABI_VERSION)
     keep = fill_common(o, kw)
@@ -61,6 +61,7 @@ def _options(kw):
     o.backend, o.transport = _BACKENDS[backend], _TRANSPORTS[transport]
     o.stream = kw.get("stream")
     o.checksum = 1 if kw.get("checksum", True) else 0
+    o.stream_ordered = 1 if kw.get("stream_ordered", False) else 0
     return o, keep  # keep: the codec and pieces must outlive the call
 
 
@@ -76,7 +77,8 @@ def allreduce_device(tensor, op="sum", **kw):
     Keywords: comm, codec, engine, stream (a cudaStream_t as an int, e.g.
     torch.cuda.current_stream().cuda_stream), backend ("cuda"; "emulation": host memory, the
     device algorithm on the CPU), transport ("auto", "mpi", "nccl"), segment, threshold, seed,
-    tag, key, checksum, stats, dtype, check_arguments (as hycc.allreduce)."""
+    tag, key, checksum, stats, dtype, check_arguments (as hycc.allreduce), stream_ordered (True:
+    return once queued on the stream, NCCL's contract)."""
     ptr, count, code = _tensor(tensor, kw.get("dtype"))
     _run(lib.hycc_allreduce_device, tensor, kw, ptr, ptr, count, code, op_code(op))
     return tensor

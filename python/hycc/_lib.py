@@ -101,7 +101,7 @@ _proto("hycc_chunk_range", I, S, I, I, c_size_p, c_size_p)
 
 # The layout of the structs below (HYCC_ABI_VERSION of the hycc.h they mirror): the library must
 # have the same, or it would read them wrongly.
-ABI_VERSION = 3
+ABI_VERSION = 4
 _abi = getattr(lib, "hycc_abi_version", None)  # libraries before version 2 lack the function
 if _abi is not None:
     _abi.restype, _abi.argtypes = I, []
@@ -115,7 +115,7 @@ class CallStats(ctypes.Structure):
     """hycc_call_stats: what one call did on this rank."""
     _fields_ = [("algorithm", I), ("compressed", I), ("message_bytes", S), ("raw_bytes", S),
                 ("wire_bytes", S), ("streams", S), ("codec_seconds", ctypes.c_double),
-                ("seconds", ctypes.c_double)]
+                ("seconds", ctypes.c_double), ("host_syncs", U64)]
 
 
 class StreamInfo(ctypes.Structure):
@@ -129,7 +129,7 @@ class Options(ctypes.Structure):
     _fields_ = [("abi_version", I), ("codec", V), ("engine", V), ("algorithm", I),
                 ("threshold_bytes", S), ("segment_bytes", S), ("seed", U64), ("tag", I),
                 ("key", U64), ("stats", ctypes.POINTER(CallStats)), ("pieces", ctypes.POINTER(S)),
-                ("pieces_length", S), ("check_arguments", I)]
+                ("pieces_length", S), ("check_arguments", I), ("stream_ordered", I)]
 
 
 _proto("hycc_stream_inspect", I, V, S, ctypes.POINTER(StreamInfo))

@@ -143,6 +143,7 @@ void copy_specific(const hycc_device_options& in, DeviceCollectiveOptions& out,
   out.backend = static_cast<DeviceBackend>(in.backend);
   out.transport = static_cast<DeviceTransport>(in.transport);
   out.checksum = in.checksum != 0;
+  out.stream_ordered = in.stream_ordered != 0;
 }
 
 }  // namespace hycc::capi

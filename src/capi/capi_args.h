@@ -113,6 +113,7 @@ void CallOptions<COptions, CppOptions>::publish() const {
   out_->streams = stats_.streams;
   out_->codec_seconds = stats_.codec_seconds;
   out_->seconds = stats_.seconds;
+  out_->host_syncs = stats_.host_syncs;
 }
 
 using HostCallOptions = CallOptions<hycc_options, CollectiveOptions>;

@@ -85,6 +85,7 @@ void hycc_device_options_init_abi(hycc_device_options* options, int abi_version)
   options->backend = static_cast<int>(defaults.backend);
   options->transport = static_cast<int>(defaults.transport);
   options->checksum = defaults.checksum ? 1 : 0;
+  options->stream_ordered = defaults.stream_ordered ? 1 : 0;
   options->check_arguments = static_cast<int>(defaults.check_arguments);
 }
 

@@ -480,6 +480,41 @@ TEST(CapiCollectives, CheckArgumentsSelectsTheAgreement) {
   }
 }
 
+// stream_ordered reaches the device call: the ranks agree on it (a rank that differs is named),
+// and a stream-ordered call gives the blocking call's bits and its statistics' host_syncs.
+TEST(CapiCollectives, StreamOrderedIsPartOfTheDeviceCall) {
+  const int p = world().size(), r = world().rank();
+  CodecHandle h("bf16");
+  const Buffer input = make_input(DType::kF32, 3001, r, false);
+  hycc_device_options o;
+  hycc_device_options_init(&o);
+  EXPECT_EQ(o.stream_ordered, 0);
+  o.codec = h.codec;
+  o.backend = HYCC_DEVICE_HOST_EMULATION;
+  o.transport = HYCC_TRANSPORT_STAGED_MPI;
+  hycc_call_stats stats;
+  o.stats = &stats;
+  Buffer want(DType::kF32, 3001), got(DType::kF32, 3001);
+  const auto run = [&](Buffer& out) {
+    return hycc_allreduce_device(input.view().data, out.data(), 3001, HYCC_F32, HYCC_SUM,
+                                 MPI_COMM_WORLD, &o);
+  };
+  expect_ok(run(want), "blocking");
+  o.stream_ordered = 1;
+  expect_ok(run(got), "stream-ordered");
+  EXPECT_TRUE(got.bits_equal(want));
+  EXPECT_EQ(stats.host_syncs, 0u) << "the host emulation never waits";
+  if (p > 1) {
+    // Always checked: with auto, rank 0 would skip the agreement of a signature it has agreed
+    // on before while the others run it (matching arguments are then the caller's duty).
+    o.check_arguments = HYCC_CHECK_ALWAYS;
+    o.stream_ordered = r == 0 ? 1 : 0;
+    EXPECT_EQ(run(got), HYCC_ERR_COMM);
+    EXPECT_NE(std::string(hycc_last_error()).find("stream_ordered"), std::string::npos)
+        << hycc_last_error();
+  }
+}
+
 TEST(CapiCollectives, DeviceCollectivesEqualTheCppApi) {
   const int p = world().size(), r = world().rank();
   const auto ranks = static_cast<size_t>(p);

@@ -146,6 +146,11 @@ dev = hycc.allreduce_device(lossy.copy(), op="avg", codec=quant, backend="emulat
 host = hycc.allreduce(lossy, np.empty_like(lossy), op="avg", codec=quant, algorithm="ring",
                       threshold=0, seed=5)
 expect(np.array_equal(bits(dev), bits(host)), "allreduce_device == host ring")
+queued_stats = hycc.CallStats()
+queued = hycc.allreduce_device(lossy.copy(), op="avg", codec=quant, backend="emulation", seed=5,
+                               stream_ordered=True, stats=queued_stats)
+expect(np.array_equal(bits(queued), bits(host)) and queued_stats.host_syncs == 0,
+       "allreduce_device stream_ordered == host ring, no host waits on the emulation")
 mine_d, mine_h = np.empty_like(mine), np.empty_like(mine)
 hycc.reduce_scatter_device(small_ints(1001, rank), mine_d, codec=quant, backend="emulation")
 hycc.reduce_scatter(small_ints(1001, rank), mine_h, codec=quant, algorithm="ring", threshold=0)
