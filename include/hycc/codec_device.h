@@ -46,4 +46,13 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
 void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
                    TensorView out, DeviceStream stream = nullptr);
 
+namespace detail {
+// decode_device without waiting, for the codecs that check payloads on the device
+// (checks_payloads_on_device in src/codec/device_codecs.h): a malformed payload makes the device
+// set *failed (pinned host memory) to 1 once the check has run, and `out` is then undefined. A
+// wrong payload size still throws CorruptStream at once. Other codecs: decode_device.
+void decode_device_deferred(const CodecConfig& config, const void* payload, size_t payload_bytes,
+                            TensorView out, DeviceStream stream, uint32_t* failed);
+}  // namespace detail
+
 }  // namespace hycc

@@ -12,32 +12,45 @@
 // rounding of the expressions above (a few ulps of the block's largest magnitude). A constant
 // block has scale 0 and decodes exactly (-0 as +0).
 //
-// A block that holds NaN or an infinity, whose range max - min overflows, whose scale would be
-// subnormal (a nonzero range below (2^bits - 1) * 2^-126, i.e. tiny or denormal data: its
-// inverse would overflow), or whose largest decoded value min + (2^bits - 1) * scale would
-// overflow is stored raw, bit for bit.
-//
 // rotate=hadamard (block a power of two): each full block whose values are all below 2^100 in
 // magnitude is rotated before quantizing (codec/block/hadamard.h: y = H x * 2^-floor(L/2)) and
 // rotated back after decoding; min and scale are the rotated block's, and the declared bound
 // holds for the rotated values, so a block's root-mean-square error is at most
 // 2^(floor(L/2) - L/2) times its step over 2 (nearest): an outlier raises the step of its block
 // by about its magnitude over sqrt(block) instead of by its magnitude (the rotation of SDP4Bit and
-// TAH-Quant). A full block with a larger magnitude, NaN or an infinity is stored raw; a shorter
-// last block is quantized as it is.
+// TAH-Quant). A shorter last block is quantized as it is.
+//
+// Special blocks. A block that holds NaN or an infinity, whose range max - min overflows, whose
+// scale would be subnormal (a nonzero range below (2^bits - 1) * 2^-126: its inverse would
+// overflow), whose largest decoded value would overflow, or (rotate=hadamard) that holds a
+// magnitude of 2^100 or more is coded in its own header and codes, never rotated, so that the
+// payload's size depends only on (count, block, bits) and both sides of a transfer know it:
+//   scale field  sign bit set; bits 8..30 the step S (a float32 whose low 8 bits are 0: the step
+//                rounded up to that); low byte the flags: bit 0 the block holds non-finite
+//                values, bits 1-2 which (0 NaN, 1 +inf, 2 -inf: one kind, else NaN), bits 3-4
+//                the exponent (0: factor 1, 1: values quantized at 1/4 and decoded times 4,
+//                2: at 2^64 and times 2^-64), bits 5-7 zero.
+//   min field    m, the smallest finite value times the encode factor.
+//   codes        the top code 2^bits - 1 marks a non-finite value when bit 0 is set; the finite
+//                values take codes 0..T, T = 2^bits - 1 - (bit 0), from
+//                t = (x * factor - m) * (1 / S) as above (nearest or stochastic), at most T.
+//                With T = 0 (1 bit and non-finite values) m is the middle of the finite range.
+//   decoding     x' = (m + code * S) * decode factor, clamped to +-FLT_MAX (the input was finite).
+// Declared error of a finite value of a special block: nearest |x - x'| <= S * decode factor / 2,
+// stochastic <= S * decode factor, each up to float32 rounding (a few ulps of the block's largest
+// magnitude; the factor 2^-64 rounds into subnormals: half of 2^-149); with T = 0 half the finite
+// range. Non-finite values decode as non-finite: +inf and -inf exactly when the block holds one
+// kind, NaN (0x7fc00000, payload not kept) otherwise.
 //
 // Payload, for `count` elements in nblocks = ceil(count / block) blocks, little-endian:
-//   headers  nblocks x 8 bytes: per block f32 min, f32 scale. A raw block has scale bits
-//            0xffffffff (a NaN) and, in the min field, its ordinal among the raw blocks (u32,
-//            low 32 bits): the k-th raw block is the k-th record of the raw area.
+//   headers  nblocks x 8 bytes: per block f32 min, f32 scale (or a special block's fields).
 //   codes    per block, n8 * bits / 8 bytes, where n8 is the block's element count rounded up
 //            to a multiple of 8 (only the last block can be shorter than `block`). Padding codes
-//            and the codes of raw blocks are zero.
-//   raw      per raw block, in block order, its elements verbatim in the input dtype. The k-th
-//            raw block starts k * block * dtype_size bytes into this area.
-// The headers and codes form a fixed area whose size depends only on (count, block, bits), so a
-// parallel or GPU decoder finds every block, raw ones included, without reading the others.
-// max_payload_bytes is that fixed area plus count * dtype_size (every block raw).
+//            are zero.
+// Its size depends only on (count, block, bits), so a parallel or GPU decoder finds every block
+// without reading the others, and a receiver knows the size before anything arrives.
+// Older hycc stored such blocks raw after the codes (scale field 0xffffffff): their payloads are
+// rejected with a message that says so.
 // Parameters in the stream header: byte 0 bits, byte 1 rounding (0 nearest, 1 stochastic),
 // byte 2 rotation (0 none, 1 hadamard), bytes 4..7 block (u32), the other bytes 0.
 //
@@ -53,6 +66,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -77,7 +91,6 @@ constexpr std::string_view kHelp =
 constexpr int kMaxBlock = 65536;
 using quant::BlockQuant;
 using quant::kHeaderBytes;
-using quant::kRawMarker;
 using quant::round_up8;
 
 // Function multiversioning (GCC on x86-64) for loops whose every clone computes the same bits:
@@ -104,6 +117,12 @@ HYCC_QUANT_X86_CLONES quant::KeyRange key_range(const float* x, size_t n) {
 // Quantization of the block x[0, n), n >= 1; raw if it holds NaN or an infinity.
 BlockQuant scan_block(const float* x, size_t n, float max_code) {
   return quant::quant_from_keys(key_range(x, n), max_code);
+}
+
+std::string hex32(uint32_t v) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", v);
+  return text;
 }
 
 // Words of a block handled at once by the tiled loops below.
@@ -230,12 +249,12 @@ class QuantCodec final : public Codec {
     return p;
   }
 
-  size_t max_payload_bytes(DType dtype, size_t count) const override {
-    return Layout(count, block_, bits_).raw_at + count * dtype_size(dtype);
+  // Special blocks are stored in-band: the size never depends on the data.
+  size_t max_payload_bytes(DType, size_t count) const override {
+    return Layout(count, block_, bits_).bytes;
   }
-  // The headers and codes, without raw blocks.
   std::optional<size_t> regular_payload_bytes(DType, size_t count) const override {
-    return Layout(count, block_, bits_).raw_at;
+    return Layout(count, block_, bits_).bytes;
   }
 
   size_t encode(ConstTensorView in, std::span<std::byte> out,
@@ -250,8 +269,14 @@ class QuantCodec final : public Codec {
     throw CorruptStream(tagged("codec:" + spec(), what));
   }
 
-  // Whether block b of n elements is rotated (when not raw).
+  // Whether block b of n elements is rotated (when not special).
   bool rotated(size_t n) const { return rotate_ && n == block_; }
+  // Header and codes of the special block x[0, n) (the input's values, not rotated) starting at
+  // element `begin` of the tensor.
+  void encode_special(const float* x, size_t n, size_t begin, uint64_t seed_key, uint8_t* header,
+                      uint8_t* codes) const;
+  // Validates block b's header; throws CorruptStream if it is malformed.
+  void check_header(size_t b, uint32_t min_bits, uint32_t scale_bits) const;
 
   int bits_;
   size_t block_;
@@ -259,13 +284,25 @@ class QuantCodec final : public Codec {
   bool rotate_;
 };
 
+void QuantCodec::encode_special(const float* x, size_t n, size_t begin, uint64_t seed_key,
+                                uint8_t* header, uint8_t* codes) const {
+  const quant::SpecialQuant q = quant::choose_special(quant::special_scan(x, n), (1u << bits_) - 1);
+  std::memcpy(header, &q.min, 4);
+  store_u32(header + 4, q.scale_bits);
+  const quant::SegmentLayout layout(bits_, round_up8(n));
+  const auto code_of = [&](size_t i) -> uint32_t {
+    if (i >= n) return 0;
+    if (!stochastic_) return quant::special_code<false>(x[i], q, 0.0f);
+    return quant::special_code<true>(x[i], q, quant::stochastic_noise(seed_key, begin + i));
+  };
+  for (size_t j = 0; j < layout.len; ++j) layout.put_word(j, code_of, codes);
+}
+
 size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
                           const CompressOptions& options) const {
   const size_t count = in.count;
   const Layout layout(count, block_, bits_);
-  const size_t elem_bytes = dtype_size(in.dtype);
   auto* payload = reinterpret_cast<uint8_t*>(out.data());
-  const auto* src = static_cast<const uint8_t*>(in.data);
   const Kernels& kernels = kKernels[static_cast<size_t>(bits_)];
   const QuantizeFn quantize = stochastic_ ? kernels.stochastic : kernels.nearest;
   const uint64_t seed_key = quant::noise_key(options.seed);
@@ -274,8 +311,6 @@ size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
   // Float copy of a block (16-bit inputs, or a last block padded to a multiple of 8).
   std::vector<float> values(std::min(block_, round_up8(count)));
   std::vector<float> noise(stochastic_ ? values.size() : 0);
-  size_t raw_elements = 0;
-  uint32_t raw_ordinal = 0;
   for (size_t b = 0; b < layout.blocks; ++b) {
     const size_t begin = b * block_;
     const size_t n = std::min(block_, count - begin);
@@ -292,16 +327,11 @@ size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
       if (!too_large) quant::hadamard_forward(values.data(), n);
     }
     BlockQuant q = scan_block(x, n, top);
-    q.raw = q.raw || too_large;
     uint8_t* header = payload + b * kHeaderBytes;
     uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
-    if (q.raw) {
-      store_u32(header, raw_ordinal++);
-      store_u32(header + 4, kRawMarker);
-      std::memset(codes, 0, code_bytes(n));
-      std::memcpy(payload + layout.raw_at + raw_elements * elem_bytes, src + begin * elem_bytes,
-                  n * elem_bytes);
-      raw_elements += n;
+    if (q.special || too_large) {
+      if (rotated(n) && !too_large) load_as_float(in, begin, n, values.data());  // unrotated
+      encode_special(x, n, begin, seed_key, header, codes);
       continue;
     }
     std::fill(values.data() + n, values.data() + n8, q.min);  // padding codes are 0
@@ -310,64 +340,62 @@ size_t QuantCodec::encode(ConstTensorView in, std::span<std::byte> out,
     if (stochastic_) stochastic_noise(seed_key, begin, n8, noise.data());
     quantize(x, n8, q, noise.data(), codes);
   }
-  return layout.raw_at + raw_elements * elem_bytes;
+  return layout.bytes;
+}
+
+void QuantCodec::check_header(size_t b, uint32_t min_bits, uint32_t scale_bits) const {
+  if (scale_bits == 0xffffffffu) {
+    corrupt(detail::concat("block ", b, " is marked raw: a payload of an older hycc, which ",
+                           "stored special blocks after the codes; this build stores them in ",
+                           "the block (re-encode the data)"));
+  }
+  if ((scale_bits & quant::kSpecialBit) != 0) {
+    quant::SpecialHeader h;
+    if (!quant::read_special(min_bits, scale_bits, (1u << bits_) - 1, h)) {
+      corrupt(detail::concat("special block ", b, " has an invalid header (min bits 0x",
+                             hex32(min_bits), ", scale field 0x", hex32(scale_bits), ")"));
+    }
+    return;
+  }
+  const float lo = std::bit_cast<float>(min_bits), scale = std::bit_cast<float>(scale_bits);
+  const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
+  if (!(std::fabs(lo) <= FLT_MAX) || !scale_ok || !quant::decodes_finite(lo, scale, max_code())) {
+    corrupt(detail::concat("block ", b, " has an invalid min ", lo, " or scale ", scale));
+  }
 }
 
 void QuantCodec::decode(std::span<const std::byte> payload_span, TensorView out) const {
   const size_t count = out.count;
   const Layout layout(count, block_, bits_);
-  const size_t elem_bytes = dtype_size(out.dtype);
   const auto* payload = reinterpret_cast<const uint8_t*>(payload_span.data());
-  if (payload_span.size() < layout.raw_at) {
-    corrupt(detail::concat("payload of ", payload_span.size(), " bytes is shorter than the ",
-                           layout.raw_at, " bytes of block headers and codes of ", count,
+  if (payload_span.size() != layout.bytes) {
+    corrupt(detail::concat("payload of ", payload_span.size(), " bytes, expected the ",
+                           layout.bytes, " bytes of block headers and codes of ", count,
                            " elements"));
   }
-  // Validate every header before writing anything, and size the raw area.
-  const float top = max_code();
-  size_t raw_elements = 0;
-  uint32_t raw_ordinal = 0;
+  // Validate every header before writing anything.
   for (size_t b = 0; b < layout.blocks; ++b) {
     const uint8_t* header = payload + b * kHeaderBytes;
-    const uint32_t min_bits = load_u32(header), scale_bits = load_u32(header + 4);
-    if (scale_bits == kRawMarker) {
-      if (min_bits != raw_ordinal) {
-        corrupt(detail::concat("block ", b, " is marked raw with ordinal ", min_bits, ", expected ",
-                               raw_ordinal));
-      }
-      ++raw_ordinal;
-      raw_elements += std::min(block_, count - b * block_);
-      continue;
-    }
-    const float lo = std::bit_cast<float>(min_bits), scale = std::bit_cast<float>(scale_bits);
-    const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
-    if (!(std::fabs(lo) <= FLT_MAX) || !scale_ok || !quant::decodes_finite(lo, scale, top)) {
-      corrupt(detail::concat("block ", b, " has an invalid min ", lo, " or scale ", scale));
-    }
-  }
-  if (payload_span.size() != layout.raw_at + raw_elements * elem_bytes) {
-    corrupt(detail::concat("payload of ", payload_span.size(), " bytes, expected ",
-                           layout.raw_at + raw_elements * elem_bytes, " for ", raw_ordinal,
-                           " raw blocks"));
+    check_header(b, load_u32(header), load_u32(header + 4));
   }
 
   const DequantizeFn dequantize = kKernels[static_cast<size_t>(bits_)].dequantize;
-  auto* dst = static_cast<uint8_t*>(out.data);
   std::vector<float> values(std::min(block_, round_up8(count)));
-  size_t raw_done = 0;
   for (size_t b = 0; b < layout.blocks; ++b) {
     const size_t begin = b * block_;
     const size_t n = std::min(block_, count - begin);
     const uint8_t* header = payload + b * kHeaderBytes;
-    if (load_u32(header + 4) == kRawMarker) {
-      std::memcpy(dst + begin * elem_bytes, payload + layout.raw_at + raw_done * elem_bytes,
-                  n * elem_bytes);
-      raw_done += n;
+    const uint32_t min_bits = load_u32(header), scale_bits = load_u32(header + 4);
+    const uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
+    if ((scale_bits & quant::kSpecialBit) != 0) {
+      quant::SpecialHeader h;
+      quant::read_special(min_bits, scale_bits, (1u << bits_) - 1, h);
+      const quant::SegmentLayout segments(bits_, round_up8(n));
+      for (size_t i = 0; i < n; ++i) values[i] = quant::special_value(segments.code(codes, i), h);
+      store_from_float(values.data(), n, out, begin);
       continue;
     }
-    const float lo = std::bit_cast<float>(load_u32(header));
-    const float scale = std::bit_cast<float>(load_u32(header + 4));
-    const uint8_t* codes = payload + layout.codes_at + begin / 8 * static_cast<size_t>(bits_);
+    const float lo = std::bit_cast<float>(min_bits), scale = std::bit_cast<float>(scale_bits);
     const bool direct = out.dtype == DType::kF32 && n == round_up8(n) && !rotated(n);
     float* y = direct ? static_cast<float*>(out.data) + begin : values.data();
     dequantize(codes, round_up8(n), lo, scale, y);

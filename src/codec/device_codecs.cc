@@ -2,6 +2,8 @@
 
 namespace hycc::codec {
 
+bool checks_payloads_on_device(const CodecConfig& config) { return config.id() == CodecId::kQuant; }
+
 bool has_device_kernels(const CodecConfig& config) {
   switch (config.id()) {
     case CodecId::kNone:

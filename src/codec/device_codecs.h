@@ -10,4 +10,9 @@ namespace hycc::codec {
 // none, bf16, fp16, quant, eb, mpc, exphuff and zfp (fixed rate and fixed accuracy).
 bool has_device_kernels(const CodecConfig& config);
 
+// Codecs whose device decoder checks a payload's structure on the device (quant's block
+// headers), so that a stream-ordered call can learn of a malformed payload later instead of
+// waiting for the check (decode_device_deferred).
+bool checks_payloads_on_device(const CodecConfig& config);
+
 }  // namespace hycc::codec

@@ -14,7 +14,7 @@
 namespace hycc::codec::reference {
 namespace {
 
-constexpr uint32_t kRawMarker = 0xffffffffu;
+constexpr uint32_t kSpecialBit = 0x80000000u;
 
 // Bytes of the block headers and of the codes: the fixed part of a payload.
 size_t header_bytes(const QuantParams& p, size_t count) {
@@ -36,7 +36,7 @@ size_t code_bit_offset(const QuantParams& p, size_t n8, size_t i, int k) {
 }
 
 struct BlockQuant {
-  bool raw = true;
+  bool regular = false;
   float min = 0, max = 0, scale = 0;
 };
 
@@ -53,7 +53,7 @@ BlockQuant choose(const float* x, size_t n, float max_code) {
   if (range != 0 && !std::isnormal(scale)) return q;
   const float top = lo + max_code * scale;
   if (std::isinf(top)) return q;
-  q.raw = false;
+  q.regular = true;
   q.min = lo;
   q.max = hi;
   q.scale = scale;
@@ -67,6 +67,75 @@ uint32_t quantize(float v, const BlockQuant& q, float max_code, bool stochastic,
   if (!stochastic) return static_cast<uint32_t>(std::nearbyint(t));  // ties to even
   const float down = std::floor(t);
   return static_cast<uint32_t>(down) + (noise < t - down ? 1u : 0u);
+}
+
+// A special block (codec_quant.cc, "Special blocks"): what it holds and how it codes it.
+struct Special {
+  bool non_finite = false;
+  uint32_t kind = 0;      // 0 NaN, 1 +inf, 2 -inf
+  uint32_t exponent = 0;  // 0: factor 1, 1: quantized at 1/4, 2: at 2^64
+  uint32_t top = 0;       // largest code of a finite value
+  float min = 0, step = 0;
+};
+
+float factor_for(uint32_t exponent, bool encoding) {
+  const int e = exponent == 1 ? -2 : exponent == 2 ? 64 : 0;
+  return std::ldexp(1.0f, encoding ? e : -e);
+}
+
+// The step rounded up to a float32 whose 8 low bits are 0.
+float with_free_low_byte(float step) {
+  uint32_t bits = std::bit_cast<uint32_t>(step);
+  if (bits % 256 != 0) bits = bits - bits % 256 + 256;
+  return std::bit_cast<float>(bits);
+}
+
+Special choose_special(const float* x, size_t n, uint32_t max_code) {
+  Special s;
+  std::vector<float> finite;
+  bool nan = false, plus = false, minus = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isfinite(x[i])) {
+      finite.push_back(x[i]);
+    } else {
+      nan = nan || std::isnan(x[i]);
+      plus = plus || (std::isinf(x[i]) && x[i] > 0);
+      minus = minus || (std::isinf(x[i]) && x[i] < 0);
+    }
+  }
+  s.non_finite = nan || plus || minus;
+  if (s.non_finite) s.kind = !nan && plus && !minus ? 1 : !nan && minus && !plus ? 2 : 0;
+  s.top = max_code - (s.non_finite ? 1 : 0);
+  if (finite.empty()) return s;
+  float lo = *std::min_element(finite.begin(), finite.end()) + 0.0f;
+  float hi = *std::max_element(finite.begin(), finite.end()) + 0.0f;
+  if (s.top == 0) {
+    s.min = lo / 2 + hi / 2;
+    return s;
+  }
+  const float top = static_cast<float>(s.top);
+  const float range = hi - lo;
+  if (std::isinf(range)) {
+    s.exponent = 1;
+  } else if (range != 0 && range / top < FLT_MIN) {
+    s.exponent = 2;
+  } else if (std::isinf(lo + top * with_free_low_byte(range / top))) {
+    s.exponent = 1;
+  }
+  lo *= factor_for(s.exponent, true);
+  hi *= factor_for(s.exponent, true);
+  s.min = lo;
+  s.step = with_free_low_byte((hi - lo) / top);
+  return s;
+}
+
+uint32_t special_code(float v, const Special& s, uint32_t max_code, bool stochastic, float noise) {
+  if (!std::isfinite(v)) return max_code;
+  const float inverse = s.step == 0 ? 0.0f : 1.0f / s.step;
+  const float t = (v * factor_for(s.exponent, true) - s.min) * inverse;
+  float code = std::nearbyint(t);  // ties to even
+  if (stochastic) code = std::floor(t) + (noise < t - std::floor(t) ? 1.0f : 0.0f);
+  return std::min(static_cast<uint32_t>(code), s.top);
 }
 
 void put_u32(std::vector<std::byte>& out, size_t at, uint32_t v) { std::memcpy(&out[at], &v, 4); }
@@ -109,13 +178,11 @@ float quant_noise(uint64_t seed, uint64_t index) {
 }
 
 std::vector<std::byte> quant_encode(const QuantParams& p, ConstTensorView in, uint64_t seed) {
-  const size_t count = in.count, elem_bytes = dtype_size(in.dtype);
+  const size_t count = in.count;
   const float max_code = static_cast<float>((1 << p.bits) - 1);
   std::vector<float> x(count);
   if (count != 0) load_as_float(in, 0, count, x.data());
   std::vector<std::byte> out(fixed_bytes(p, count), std::byte{0});
-  const auto* src = static_cast<const std::byte*>(in.data);
-  uint32_t raw_ordinal = 0;
   for (size_t begin = 0; begin < count; begin += p.block) {
     const size_t n = std::min(p.block, count - begin);
     const size_t header_at = begin / p.block * 8;
@@ -128,20 +195,29 @@ std::vector<std::byte> quant_encode(const QuantParams& p, ConstTensorView in, ui
         for (size_t i = 0; i < n; ++i) x[begin + i] *= rotation_scale(n, true);
       }
     }
-    BlockQuant q = choose(&x[begin], n, max_code);
-    if (too_large) q.raw = true;
-    if (q.raw) {
-      put_u32(out, header_at, raw_ordinal++);
-      put_u32(out, header_at + 4, kRawMarker);
-      out.insert(out.end(), src + begin * elem_bytes, src + (begin + n) * elem_bytes);
-      continue;
-    }
-    std::memcpy(&out[header_at], &q.min, 4);
-    std::memcpy(&out[header_at + 4], &q.scale, 4);
+    const BlockQuant q = choose(&x[begin], n, max_code);
     const size_t n8 = (n + 7) / 8 * 8;
+    std::vector<uint32_t> codes(n8, 0);  // padding codes are 0
+    if (!q.regular || too_large) {
+      std::vector<float> values(n);
+      load_as_float(in, begin, n, values.data());  // not rotated
+      const Special sp = choose_special(values.data(), n, static_cast<uint32_t>(max_code));
+      const uint32_t flags = (sp.non_finite ? 1u : 0u) | sp.kind << 1 | sp.exponent << 3;
+      std::memcpy(&out[header_at], &sp.min, 4);
+      put_u32(out, header_at + 4, kSpecialBit | std::bit_cast<uint32_t>(sp.step) | flags);
+      for (size_t i = 0; i < n; ++i) {
+        codes[i] = special_code(values[i], sp, static_cast<uint32_t>(max_code), p.stochastic,
+                                quant_noise(seed, begin + i));
+      }
+    } else {
+      std::memcpy(&out[header_at], &q.min, 4);
+      std::memcpy(&out[header_at + 4], &q.scale, 4);
+      for (size_t i = 0; i < n; ++i) {
+        codes[i] = quantize(x[begin + i], q, max_code, p.stochastic, quant_noise(seed, begin + i));
+      }
+    }
     for (size_t i = 0; i < n8; ++i) {
-      const float v = i < n ? x[begin + i] : q.min;  // padding quantizes to code 0
-      const uint32_t code = quantize(v, q, max_code, p.stochastic, quant_noise(seed, begin + i));
+      const uint32_t code = codes[i];
       for (int k = 0; k < p.bits; ++k) {
         if (((code >> k) & 1u) == 0) continue;
         const size_t bit = code_bit_offset(p, n8, i, k);
@@ -153,31 +229,29 @@ std::vector<std::byte> quant_encode(const QuantParams& p, ConstTensorView in, ui
 }
 
 void quant_decode(const QuantParams& p, std::span<const std::byte> payload, TensorView out) {
-  const size_t count = out.count, elem_bytes = dtype_size(out.dtype);
+  const size_t count = out.count;
   const float max_code = static_cast<float>((1 << p.bits) - 1);
-  if (payload.size() < fixed_bytes(p, count)) corrupt("payload shorter than its fixed part");
-  auto* dst = static_cast<std::byte*>(out.data);
-  size_t raw_at = fixed_bytes(p, count);
-  uint32_t raw_ordinal = 0;
+  if (payload.size() != fixed_bytes(p, count)) corrupt("payload size is not its blocks' size");
   for (size_t begin = 0; begin < count; begin += p.block) {
     const size_t n = std::min(p.block, count - begin);
     const size_t header_at = begin / p.block * 8;
     const size_t codes_at = header_bytes(p, count) + begin / 8 * static_cast<size_t>(p.bits);
     const uint32_t min_bits = get_u32(payload, header_at);
     const uint32_t scale_bits = get_u32(payload, header_at + 4);
-    if (scale_bits == kRawMarker) {
-      if (min_bits != raw_ordinal++) corrupt("raw block out of order");
-      if (payload.size() - raw_at < n * elem_bytes) corrupt("raw block past the payload");
-      std::memcpy(dst + begin * elem_bytes, payload.data() + raw_at, n * elem_bytes);
-      raw_at += n * elem_bytes;
-      continue;
-    }
-    float lo, scale;
-    std::memcpy(&lo, &min_bits, 4);
-    std::memcpy(&scale, &scale_bits, 4);
-    const bool scale_ok = scale_bits == 0 || (std::isnormal(scale) && scale > 0);
-    if (!std::isfinite(lo) || !scale_ok || std::isinf(lo + max_code * scale)) {
-      corrupt("invalid block header");
+    const float lo = std::bit_cast<float>(min_bits);
+    const bool special = (scale_bits & kSpecialBit) != 0;
+    const uint32_t flags = scale_bits % 256;
+    const bool non_finite = special && (flags & 1) != 0;
+    const uint32_t kind = flags >> 1 & 3, exponent = flags >> 3 & 3;
+    const float scale =
+        std::bit_cast<float>(special ? scale_bits - kSpecialBit - flags : scale_bits);
+    const float top = max_code - (non_finite ? 1.0f : 0.0f);
+    const bool scale_ok =
+        special ? scale == 0 || std::isnormal(scale) : scale_bits == 0 || std::isnormal(scale);
+    const bool flags_ok =
+        !special || (flags < 32 && kind < 3 && exponent < 3 && (non_finite || kind == 0));
+    if (!std::isfinite(lo) || !scale_ok || !flags_ok || std::isinf(lo + top * scale)) {
+      corrupt(scale_bits == 0xffffffffu ? "raw block of an older format" : "invalid block header");
     }
     const size_t n8 = (n + 7) / 8 * 8;
     std::vector<float> values(n);
@@ -189,14 +263,22 @@ void quant_decode(const QuantParams& p, std::span<const std::byte> payload, Tens
         code |= ((byte >> (bit % 8)) & 1u) << k;
       }
       values[i] = lo + static_cast<float>(code) * scale;
+      if (!special) continue;
+      if (non_finite && code == static_cast<uint32_t>(max_code)) {
+        values[i] = kind == 1   ? INFINITY
+                    : kind == 2 ? -INFINITY
+                                : std::bit_cast<float>(0x7fc00000u);
+        continue;
+      }
+      values[i] *= factor_for(exponent, false);
+      if (std::isinf(values[i])) values[i] = std::copysign(FLT_MAX, values[i]);
     }
-    if (rotated(p, n)) {
+    if (rotated(p, n) && !special) {
       for (float& v : values) v *= rotation_scale(n, false);
       hadamard(values.data(), n);
     }
     store_from_float(values.data(), n, out, begin);
   }
-  if (raw_at != payload.size()) corrupt("payload longer than its blocks");
 }
 
 }  // namespace hycc::codec::reference

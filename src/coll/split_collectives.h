@@ -10,8 +10,9 @@
 // stream, padding. A slot has room for the codec's stream of regular data
 // (regular_compressed_bytes: casts, quant, zfp fixed-rate; other codecs cannot take this form)
 // plus 1/16 of the data's bytes for what the codec keeps verbatim (NaN and infinities in a zfp
-// exception list, quant's raw blocks). A stream that does not fit anyway (more than about 1/16 of
-// the data special) is replaced by an overflow mark, and every rank decodes that input as NaN:
+// exception list), at most the codec's bound (casts and quant: their stream, whatever the data).
+// A stream that does not fit anyway (more than about 1/16 of the data special) is replaced by an
+// overflow mark, and every rank decodes that input as NaN:
 // the result is not finite where it was, as loss scalers expect, but holds none of its values.
 // float32 data only.
 // - allreduce: compress once, MPI_Iallgather of the slots, every rank decodes the p inputs and

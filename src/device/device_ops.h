@@ -156,6 +156,12 @@ class DeviceOps {
   // Queued: *word (host memory from allocate_pinned) becomes `value` once everything queued before
   // is done; the host reads it without waiting (load_signal).
   virtual void signal(uint32_t* word, uint32_t value) = 0;
+  // Until called again with nullptr: decode and decode_accumulate do not wait for the payload
+  // checks of codecs that run them on the device (checks_payloads_on_device: quant's headers);
+  // a malformed payload sets *failed (host memory from allocate_pinned) to 1 instead of
+  // throwing, and what it decodes to is undefined. Implementations whose checks are done by the
+  // time decode returns (the host emulation) throw as before.
+  virtual void defer_decode_checks(uint32_t* /*failed*/) {}
 };
 
 // A word of pinned host memory that the device writes (verify_checksum, signal), read by the

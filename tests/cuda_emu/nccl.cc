@@ -143,7 +143,7 @@ std::string run_group(const std::vector<Transfer>& transfers) {
       }
       if (n > 0) p.done += static_cast<size_t>(n);
       if (!p.t->send && p.header != 0 && p.finished() && cuda_emu::take_nccl_corruption()) {
-        p.t->data[p.header / 2] ^= 0x10;  // corrupt_nccl_receives (cuda_emu/host.h)
+        cuda_emu::alter_received(p.t->data, p.header);  // corrupt_nccl_receives (cuda_emu/host.h)
       }
     }
   }

@@ -398,9 +398,25 @@ uint64_t host_waits() { return host_wait_count.load(std::memory_order_relaxed); 
 
 namespace {
 std::atomic<int> nccl_corruptions{0};
+std::atomic<long> nccl_corruption_offset{-1};
 }  // namespace
 
-void corrupt_nccl_receives(int count) { nccl_corruptions.store(count); }
+void corrupt_nccl_receives(int count, long offset) {
+  nccl_corruption_offset.store(offset);
+  nccl_corruptions.store(count);
+}
+
+void alter_received(unsigned char* data, size_t bytes) {
+  const long offset = nccl_corruption_offset.load();
+  if (offset < 0) {
+    data[bytes / 2] ^= 0x10;
+    return;
+  }
+  for (size_t i = static_cast<size_t>(offset); i < bytes && i < static_cast<size_t>(offset) + 4;
+       ++i) {
+    data[i] = 0xff;
+  }
+}
 
 bool take_nccl_corruption() {
   int left = nccl_corruptions.load();

@@ -20,5 +20,7 @@ bool reverse_order();
 
 // Whether the message just received should arrive altered (corrupt_nccl_receives); counts it.
 bool take_nccl_corruption();
+// Alters a received message of `bytes` bytes as corrupt_nccl_receives asked.
+void alter_received(unsigned char* data, size_t bytes);
 
 }  // namespace cuda_emu

@@ -271,8 +271,10 @@ TEST(DeviceCodecErrors, RejectsMalformedPayloads) {
   const TensorView out{DType::kF32, count, d_out.data()};
   const CodecConfig quant = CodecConfig::parse("quant:bits=4");
   EXPECT_THROW(decode_device(quant, d_payload.data(), 10, out), CorruptStream);
-  const size_t fixed = quant.codec().max_payload_bytes(DType::kF32, count) - count * 4;
+  // The right size, headers of 0xff bytes (the raw marker of older payloads), and one byte more.
+  const size_t fixed = quant.codec().max_payload_bytes(DType::kF32, count);
   EXPECT_THROW(decode_device(quant, d_payload.data(), fixed, out), CorruptStream);
+  EXPECT_THROW(decode_device(quant, d_payload.data(), fixed + 1, out), CorruptStream);
   EXPECT_THROW(decode_device(CodecConfig::parse("bf16"), d_payload.data(), 7, out), CorruptStream);
   EXPECT_THROW(decode_device(CodecConfig::parse("zstd"), d_payload.data(), 7, out), CorruptStream);
   EXPECT_THROW(decode_device(CodecConfig::parse("zfp:accuracy=1e-3"), d_payload.data(), 7, out),

@@ -259,6 +259,55 @@ TEST(GpuHostWaits, AlteredPayloadOfAStreamOrderedCallIsRaisedByTheNextCall) {
   PMPI_Barrier(MPI_COMM_WORLD);
 }
 
+// Without checksums, a quant payload whose block header arrives malformed is found by the
+// decoder's check on the device: the next call raises it, as for a checksum.
+TEST(GpuHostWaits, MalformedQuantHeaderOfAStreamOrderedCallIsRaisedByTheNextCall) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2 || !comm::nccl_usable(world)) {
+    GTEST_SKIP() << "needs 2 ranks and NCCL";
+  }
+  const bool receiver = world.rank() == 0;
+  OnDevice x(input(DType::kF32, size_t{1} << 13, 70 + static_cast<uint64_t>(world.rank())));
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse("quant:bits=8");
+  o.transport = DeviceTransport::kNccl;
+  o.checksum = false;
+  o.stream_ordered = true;
+  const auto call = [&] { allreduce_device(world, x.view(), x.view(), ReduceOp::kSum, o); };
+  call();
+  cudaDeviceSynchronize();
+  // Bytes 4..7 of a payload: the scale field of its first block, 0xffffffff (malformed).
+  if (receiver) cuda_emu::corrupt_nccl_receives(1, 4);
+  const uint64_t waits = cuda_emu::host_waits();
+  EXPECT_NO_THROW(call()) << "the malformed header is found on the device, later";
+  EXPECT_EQ(cuda_emu::host_waits(), waits);
+  cudaDeviceSynchronize();
+  if (receiver) {
+    try {
+      call();
+      ADD_FAILURE() << "the next call raised nothing";
+    } catch (const CorruptStream& e) {
+      EXPECT_NE(std::string(e.what()).find("malformed"), std::string::npos) << e.what();
+    }
+  } else {
+    EXPECT_NO_THROW(call());
+  }
+  cudaDeviceSynchronize();
+  PMPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_NO_THROW(call()) << "raised once";
+  cudaDeviceSynchronize();
+
+  o.stream_ordered = false;
+  call();
+  if (receiver) cuda_emu::corrupt_nccl_receives(1, 4);
+  if (receiver) {
+    EXPECT_THROW(call(), CorruptStream);
+  } else {
+    EXPECT_NO_THROW(call());
+  }
+  PMPI_Barrier(MPI_COMM_WORLD);
+}
+
 }  // namespace
 }  // namespace hycc::test
 #endif

@@ -5,7 +5,8 @@
 // reduce_scatter against its definition (each contribution compressed once, the own exact) and,
 // with error feedback, against grad_reduce_scatter,
 // with an infinity and a NaN in one rank's input of 100003 values (they fit the slot's room). An
-// input a quarter infinite overflows its slot: that rank's block decodes as NaN on every rank.
+// input a quarter infinite overflows a zfp slot: that rank's block decodes as NaN on every rank;
+// quant keeps such values in its blocks, so its slot never overflows.
 // Slots and split_pays: codecs whose size depends on the data have no slot.
 #include <algorithm>
 #include <cmath>
@@ -58,8 +59,8 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
 }
 
 // Runs f(codec, n, specials, what) for every codec, count and with or without an infinity and a
-// NaN in rank 0's input; special values only in large tensors (two take two raw quant blocks:
-// more than 1/16 of a small tensor).
+// NaN in rank 0's input; special values only in large tensors (zfp's exception list for two
+// takes more than 1/16 of a small tensor).
 template <typename F>
 void for_each_case(F&& f) {
   for (const char* spec : kCodecs) {
@@ -142,10 +143,19 @@ TEST(SplitCollectives, AnOverflowedSlotDecodesAsNaN) {
     for (size_t i = 0; i < n; i += 4) x[i] = std::numeric_limits<float>::infinity();
   }
   std::vector<float> g(n * static_cast<size_t>(p));
-  auto s = coll::start_allgather(world().mpi(), x.data(), g.data(), n,
-                                 CodecConfig::parse("quant:bits=4"));
+  auto s =
+      coll::start_allgather(world().mpi(), x.data(), g.data(), n, CodecConfig::parse("zfp:rate=8"));
   finish(*s);
   for (size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(g[i])) << "element " << i;
+  for (size_t i = n; i < g.size(); ++i) ASSERT_TRUE(std::isfinite(g[i])) << "element " << i;
+  // quant: the infinities stay in rank 0's blocks (one kind per block), the rest finite.
+  s = coll::start_allgather(world().mpi(), x.data(), g.data(), n,
+                            CodecConfig::parse("quant:bits=4"));
+  finish(*s);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(i % 4 == 0 ? g[i] == std::numeric_limits<float>::infinity() : std::isfinite(g[i]))
+        << "element " << i;
+  }
   for (size_t i = n; i < g.size(); ++i) ASSERT_TRUE(std::isfinite(g[i])) << "element " << i;
 }
 
@@ -365,15 +375,21 @@ TEST(SplitCollectives, SlotsAndWhereTheyPay) {
   EXPECT_TRUE(coll::split_pays(Operation::kReduceScatter, bf16, 100000, 64));
   EXPECT_FALSE(coll::split_pays(Operation::kSendRecv, bf16, 100000, 2));
   EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, bf16, 100000, 1));
-  // quant:bits=8: 9 bits per value plus 2 of room; an allreduce pays up to 5 ranks.
+  // quant:bits=8: 9 bits per value, its stream is its slot (no room: its size never depends on
+  // the data); an allreduce pays up to 7 ranks.
   const CodecConfig q8 = CodecConfig::parse("quant:bits=8");
-  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q8, 100000, 5));
-  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q8, 100000, 6));
-  // hybrid's ef2+quant:bits=6 (docs/dropin.md): 56 bytes per block of 64 plus 1/16 of room, a
-  // nonblocking gradient allreduce pays up to 7 ranks.
+  EXPECT_EQ(coll::slot_bytes(q8, 1000), 8 + max_compressed_bytes(q8, DType::kF32, 1000));
+  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q8, 100000, 7));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q8, 100000, 8));
+  // hybrid's ef2+quant:bits=6 (docs/dropin.md): 56 bytes per block of 64, a nonblocking
+  // gradient allreduce pays up to 9 ranks.
   const CodecConfig q6 = CodecConfig::parse("quant:bits=6");
-  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q6, 100000, 7));
-  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q6, 100000, 8));
+  EXPECT_TRUE(coll::split_pays(Operation::kAllreduce, q6, 100000, 9));
+  EXPECT_FALSE(coll::split_pays(Operation::kAllreduce, q6, 100000, 10));
+  // zfp:rate=8: 1/4 of the data plus 1/16 of room for its exception list.
+  const CodecConfig z8 = CodecConfig::parse("zfp:rate=8");
+  EXPECT_EQ(coll::slot_bytes(z8, 100000),
+            8 + *regular_compressed_bytes(z8, DType::kF32, 100000) + 100000 * 4 / 16);
   // The two-stage form pays wherever a slot is smaller than its chunk: at any number of ranks
   // for a chunk large enough for the slot's length word.
   EXPECT_TRUE(coll::two_stage_pays(q6, 100000, 8));

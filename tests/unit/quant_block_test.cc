@@ -1,8 +1,8 @@
 // The pieces of codec/block/quant_block.h that only the CUDA kernels combine differently from
 // the CPU codec: the warp's butterfly reduction of key ranges (lane l scans elements l, l + 32,
 // ...; empty lanes included) must give the range of a sequential scan, and the kernels' three
-// passes (scan, exclusive scan of raw flags, placement by ordinal), replayed here on the CPU with
-// the same functions, must write the CPU codec's payload.
+// passes (scan, with the warp's special scan of special blocks; headers and codes), replayed here
+// on the CPU with the same functions, must write the CPU codec's payload.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +51,20 @@ TEST(QuantBlock, WarpReductionOfKeyRangesEqualsTheSequentialScan) {
   }
 }
 
+// The warp's special scan: lane l scans elements l, l + 32, ..., merged by butterfly.
+codec::quant::SpecialScan warp_special(const float* x, size_t n) {
+  std::array<codec::quant::SpecialScan, 32> lanes;
+  for (size_t lane = 0; lane < 32; ++lane) {
+    for (size_t i = lane; i < n; i += 32) lanes[lane].add(x[i]);
+  }
+  for (size_t d = 16; d > 0; d /= 2) {
+    std::array<codec::quant::SpecialScan, 32> next = lanes;
+    for (size_t lane = 0; lane < 32; ++lane) next[lane].merge(lanes[lane ^ d]);
+    lanes = next;
+  }
+  return lanes[0];
+}
+
 // codec/cuda/quant_kernels.cu's encoder, one block at a time instead of one warp per block.
 std::vector<std::byte> replay_device_encoder(int bits, size_t block, bool stochastic,
                                              ConstTensorView in, uint64_t seed) {
@@ -59,30 +73,36 @@ std::vector<std::byte> replay_device_encoder(int bits, size_t block, bool stocha
   const float max_code = static_cast<float>((1u << bits) - 1);
   std::vector<float> x(in.count);
   codec::load_as_float(in, 0, in.count, x.data());
-  // Pass 1: per block quantization and raw flag. Pass 2: exclusive scan of the flags.
+  // Pass 1: per block quantization, and a special block's coding.
   std::vector<q::BlockQuant> quants(g.blocks);
-  std::vector<uint32_t> ordinals(g.blocks);
-  uint32_t raw_blocks = 0;
+  std::vector<q::SpecialQuant> specials(g.blocks);
   for (size_t b = 0; b < g.blocks; ++b) {
     quants[b] = q::quant_from_keys(warp_range(x.data() + b * block, g.elements(b)), max_code);
-    ordinals[b] = raw_blocks;
-    raw_blocks += quants[b].raw ? 1 : 0;
+    if (quants[b].special) {
+      specials[b] =
+          q::choose_special(warp_special(x.data() + b * block, g.elements(b)), (1u << bits) - 1);
+    }
   }
-  const size_t elem = dtype_size(in.dtype);
-  const bool last_is_raw = g.blocks != 0 && quants[g.blocks - 1].raw;
-  std::vector<std::byte> out(g.raw_at + g.raw_elements(raw_blocks, last_is_raw) * elem);
+  std::vector<std::byte> out(g.bytes);
   auto* p = reinterpret_cast<uint8_t*>(out.data());
   const uint64_t key = q::noise_key(seed);
-  // Pass 3: headers, codes, raw copies.
+  // Pass 2: headers and codes, a lane per word.
   for (size_t b = 0; b < g.blocks; ++b) {
     const size_t begin = b * block, n = g.elements(b), n8 = q::round_up8(n);
     uint8_t* header = p + g.header_offset(b);
     uint8_t* codes = p + g.codes_offset(b);
-    if (quants[b].raw) {
-      std::memcpy(header, &ordinals[b], 4);
-      std::memcpy(header + 4, &q::kRawMarker, 4);
-      std::memcpy(p + g.raw_offset(ordinals[b], elem),
-                  static_cast<const uint8_t*>(in.data) + begin * elem, n * elem);
+    if (quants[b].special) {
+      const q::SpecialQuant& sq = specials[b];
+      std::memcpy(header, &sq.min, 4);
+      std::memcpy(header + 4, &sq.scale_bits, 4);
+      const q::SegmentLayout layout(bits, n8);
+      const auto code_of = [&](size_t i) -> uint32_t {
+        if (i >= n) return 0;
+        return stochastic
+                   ? q::special_code<true>(x[begin + i], sq, q::stochastic_noise(key, begin + i))
+                   : q::special_code<false>(x[begin + i], sq, 0.0f);
+      };
+      for (size_t j = 0; j < layout.len; ++j) layout.put_word(j, code_of, codes);
       continue;
     }
     std::memcpy(header, &quants[b].min, 4);
@@ -136,21 +156,12 @@ std::vector<std::byte> replay_device_encoder(int bits, size_t block, bool stocha
   return out;
 }
 
-// codec/cuda/quant_kernels.cu's decoder on a valid payload: raw flags from the headers, ordinals
-// by exclusive scan, then every block from its offsets.
+// codec/cuda/quant_kernels.cu's decoder on a valid payload: every block from its offsets.
 std::vector<float> replay_device_decoder(int bits, size_t block, std::span<const std::byte> payload,
                                          DType dtype, size_t count) {
   namespace q = codec::quant;
   const q::PayloadLayout g(count, block, bits);
   const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
-  std::vector<uint32_t> ordinals(g.blocks);
-  uint32_t raw_blocks = 0;
-  for (size_t b = 0; b < g.blocks; ++b) {
-    uint32_t scale_bits;
-    std::memcpy(&scale_bits, p + g.header_offset(b) + 4, 4);
-    ordinals[b] = raw_blocks;
-    raw_blocks += scale_bits == q::kRawMarker ? 1 : 0;
-  }
   const size_t elem = dtype_size(dtype);
   test::Buffer out(dtype, count);
   std::vector<float> block_values(block);
@@ -161,16 +172,21 @@ std::vector<float> replay_device_decoder(int bits, size_t block, std::span<const
     std::memcpy(&scale, p + g.header_offset(b) + 4, 4);
     uint32_t scale_bits;
     std::memcpy(&scale_bits, &scale, 4);
-    if (scale_bits == q::kRawMarker) {
-      std::memcpy(static_cast<uint8_t*>(out.data()) + begin * elem,
-                  p + g.raw_offset(ordinals[b], elem), n * elem);
+    float* y = block_values.data();
+    const uint8_t* codes = p + g.codes_offset(b);
+    if ((scale_bits & q::kSpecialBit) != 0) {
+      q::SpecialHeader h;
+      uint32_t min_bits;
+      std::memcpy(&min_bits, &lo, 4);
+      EXPECT_TRUE(q::read_special(min_bits, scale_bits, (1u << bits) - 1, h));
+      const q::SegmentLayout layout(bits, n8);
+      for (size_t i = 0; i < n; ++i) y[i] = q::special_value(layout.code(codes, i), h);
+      codec::store_from_float(y, n, out.view(), begin);
       continue;
     }
-    float* y = block_values.data();
     const auto store = [y, n](size_t i, float v) {
       if (i < n) y[i] = v;
     };
-    const uint8_t* codes = p + g.codes_offset(b);
     const auto word = [&](auto bits_constant) {
       constexpr int kBits = decltype(bits_constant)::value;
       const size_t len = n8 / q::Packing<kBits>::kPer;
@@ -211,7 +227,7 @@ std::vector<float> replay_device_decoder(int bits, size_t block, std::span<const
 
 TEST(QuantBlock, ReplayedDeviceCodecMatchesTheCpuCodec) {
   std::vector<float> values = test::data_with_specials(3001, 8);
-  values.back() = NAN;  // the last, partial block is raw
+  values.back() = NAN;  // the last, partial block is special
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const test::Buffer in = test::Buffer::from_floats(dtype, values);
     for (int bits = 1; bits <= 8; ++bits) {

@@ -17,7 +17,7 @@ namespace hycc::test {
 
 using codec::reference::QuantParams;
 
-inline constexpr uint32_t kRawMarker = 0xffffffffu;
+inline constexpr uint32_t kSpecialBit = 0x80000000u;
 inline constexpr double kUlp = 0x1p-24;  // unit roundoff of float32
 
 // Bytes with 8-byte aligned storage, as the stream layer hands payloads to codecs.
@@ -64,12 +64,20 @@ inline void fast_decode(const QuantParams& p, const std::vector<std::byte>& payl
   CodecConfig::parse(spec_of(p)).codec().decode(aligned.span(), out);
 }
 
-// Header of block b: f32 min and f32 scale (or ordinal and raw marker).
+// Header of block b: f32 min and f32 scale, or a special block's (codec_quant.cc).
 struct BlockHeader {
   uint32_t min_bits, scale_bits;
-  bool raw() const { return scale_bits == kRawMarker; }
+  bool special() const { return (scale_bits & kSpecialBit) != 0; }
   float min() const { return std::bit_cast<float>(min_bits); }
-  float scale() const { return std::bit_cast<float>(scale_bits); }
+  // The step between codes in value: a special block's step times its decode factor.
+  float scale() const {
+    if (!special()) return std::bit_cast<float>(scale_bits);
+    const uint32_t exponent = scale_bits >> 3 & 3u;
+    const float step = std::bit_cast<float>(scale_bits & 0x7fffff00u);
+    return step * (exponent == 1 ? 4.0f : exponent == 2 ? 0x1p-64f : 1.0f);
+  }
+  bool holds_non_finite() const { return special() && (scale_bits & 1u) != 0; }
+  uint32_t non_finite_kind() const { return scale_bits >> 1 & 3u; }  // 0 NaN, 1 +inf, 2 -inf
 };
 inline BlockHeader header_of(const std::vector<std::byte>& payload, size_t b) {
   BlockHeader h;
@@ -82,10 +90,10 @@ inline void set_header(std::vector<std::byte>& payload, size_t b, uint32_t min_b
   std::memcpy(payload.data() + 8 * b, &min_bits, 4);
   std::memcpy(payload.data() + 8 * b + 4, &scale_bits, 4);
 }
-inline size_t raw_blocks(const std::vector<std::byte>& payload, size_t blocks) {
-  size_t raw = 0;
-  for (size_t b = 0; b < blocks; ++b) raw += header_of(payload, b).raw();
-  return raw;
+inline size_t special_blocks(const std::vector<std::byte>& payload, size_t blocks) {
+  size_t special = 0;
+  for (size_t b = 0; b < blocks; ++b) special += header_of(payload, b).special();
+  return special;
 }
 
 // Finite data with the features quantization must get right: a constant stretch, a stretch of

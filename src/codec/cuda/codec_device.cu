@@ -178,6 +178,18 @@ size_t encode_device(const CodecConfig& config, ConstTensorView in, void* out, s
   }
 }
 
+void detail::decode_device_deferred(const CodecConfig& config, const void* payload,
+                                    size_t payload_bytes, TensorView out, DeviceStream stream,
+                                    uint32_t* failed) {
+  if (!codec::checks_payloads_on_device(config) || failed == nullptr) {
+    decode_device(config, payload, payload_bytes, out, stream);
+    return;
+  }
+  require_device();
+  codec::cuda::quant_decode(quant_params(config), static_cast<const uint8_t*>(payload),
+                            payload_bytes, out, stream, failed);
+}
+
 void decode_device(const CodecConfig& config, const void* payload, size_t payload_bytes,
                    TensorView out, DeviceStream stream) {
   require_device();

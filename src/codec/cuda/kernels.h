@@ -33,9 +33,11 @@ struct QuantParams {
 // "quant": returns the payload size.
 size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint64_t seed,
                     cudaStream_t stream);
-// Throws CorruptStream where the payload is malformed (out may then be partly written).
+// Throws CorruptStream where the payload is malformed (out may then be partly written); with
+// `failed` (pinned host memory), a malformed block header sets *failed to 1 on the device
+// instead, and the host does not wait.
 void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_bytes,
-                  TensorView out, cudaStream_t stream);
+                  TensorView out, cudaStream_t stream, uint32_t* failed = nullptr);
 
 // "zfp:rate=R", plain layout (every value finite): writes the fixed-rate bitstream and returns
 // the number of non-finite values met (then the payload is not valid: the caller falls back).

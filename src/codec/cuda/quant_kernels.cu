@@ -3,15 +3,16 @@
 // j, j + 32, ... of the segment layout. The per-value and per-word arithmetic is that of
 // codec/block/quant_block.h, the functions the CPU codec runs.
 //
-// Encoding: (1) scan: min/scale or raw per block; (2) an exclusive scan of the raw flags gives
-// every raw block its ordinal, i.e. its place in the raw area; (3) headers, codes and raw copies.
-// Decoding: (1) check every header and flag the raw ones; (2) the same scan; the host checks the
-// payload size against the raw count; (3) decode, checking the ordinals in the raw headers.
+// The payload's size depends only on (count, block, bits) (special blocks are in-band), so
+// encoding never waits for the device.
+// Encoding: (1) scan: min/scale per block, or for a special block the finite range and the
+// non-finite kinds of its input values and their coding; (2) headers and codes.
+// Decoding: (1) check every header, (2) decode; the host reads the check's flag once.
 // rotate=hadamard: before (1), one warp per full block rotates it into a float scratch tensor
 // (codec/block/hadamard.h, a stage at a time, the lanes taking its butterflies) and flags blocks
-// too large to rotate, which (1) makes raw; (1) and (3) read the rotated values, raw copies the
-// input. Decoding dequantizes a rotated block into the scratch and rotates it back there.
-#include <cub/device/device_scan.cuh>
+// too large to rotate, which (1) makes special; (1) and (2) read the rotated values of regular
+// blocks, the input's of special ones. Decoding dequantizes a rotated block into the scratch and
+// rotates it back there.
 
 #include "codec/block/hadamard.h"
 #include "codec/block/quant_block.h"
@@ -22,7 +23,6 @@ namespace hycc::codec::cuda {
 namespace {
 
 using quant::BlockQuant;
-using quant::kRawMarker;
 using quant::round_up8;
 
 constexpr int kWarpsPerBlock = kThreads / kWarp;
@@ -30,8 +30,9 @@ constexpr int kWarpsPerBlock = kThreads / kWarp;
 using Geometry = quant::PayloadLayout;
 
 struct DeviceQuant {
-  float min, scale, inv_scale;
-  uint32_t raw;
+  BlockQuant regular;
+  quant::SpecialQuant special;
+  uint32_t is_special;
 };
 
 __device__ inline void store_u32(uint8_t* p, uint32_t v) {
@@ -85,8 +86,20 @@ __global__ void rotate_kernel(Geometry g, const void* in, DType dtype, float* ro
   for (uint64_t i = lane; i < n; i += kWarp) x[i] *= scale;
 }
 
-__global__ void scan_kernel(Geometry g, Source src, const uint32_t* too_large, float max_code,
-                            DeviceQuant* quants, uint32_t* raw_flags) {
+// The warp's union of its lanes' special scans (every lane gets it).
+__device__ quant::SpecialScan warp_merge(quant::SpecialScan s) {
+  for (int d = kWarp / 2; d > 0; d /= 2) {
+    quant::SpecialScan other;
+    other.finite.lo = __shfl_xor_sync(0xffffffffu, s.finite.lo, d);
+    other.finite.hi = __shfl_xor_sync(0xffffffffu, s.finite.hi, d);
+    other.seen = __shfl_xor_sync(0xffffffffu, s.seen, d);
+    s.merge(other);
+  }
+  return s;
+}
+
+__global__ void scan_kernel(Geometry g, Source src, const uint32_t* too_large, uint32_t max_code,
+                            DeviceQuant* quants) {
   const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (b >= g.blocks) return;
@@ -98,11 +111,18 @@ __global__ void scan_kernel(Geometry g, Source src, const uint32_t* too_large, f
     const int32_t other_hi = __shfl_xor_sync(0xffffffffu, keys.hi, d);
     keys.merge(other_lo, other_hi);
   }
-  if (lane != 0) return;
-  BlockQuant q = quant::quant_from_keys(keys, max_code);
-  q.raw = q.raw || (src.rotates(g, b) && too_large[b] != 0);
-  quants[b] = {q.min, q.scale, q.inv_scale, q.raw ? 1u : 0u};
-  raw_flags[b] = q.raw ? 1u : 0u;
+  // Every lane holds the block's range, so the choice below is the same on every lane.
+  const BlockQuant q = quant::quant_from_keys(keys, static_cast<float>(max_code));
+  const bool special = q.special || (src.rotates(g, b) && too_large[b] != 0);
+  DeviceQuant dq{q, {}, special ? 1u : 0u};
+  if (special) {
+    quant::SpecialScan scan;
+    for (uint64_t i = lane; i < n; i += kWarp) {
+      scan.add(load_float(src.in, src.dtype, b * g.block + i));
+    }
+    dq.special = quant::choose_special(warp_merge(scan), max_code);
+  }
+  if (lane == 0) quants[b] = dq;
 }
 
 // Block element i as the codec sees it: the (rotated) value, or the block min as padding.
@@ -117,82 +137,85 @@ struct BlockValues {
 
 template <int kBits, bool kStochastic>
 __global__ void encode_kernel(Geometry g, Source source, const DeviceQuant* quants,
-                              const uint32_t* ordinals, uint64_t noise_key, uint8_t* out) {
-  const void* in = source.in;
-  const DType dtype = source.dtype;
+                              uint64_t noise_key, uint8_t* out) {
   const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (b >= g.blocks) return;
   const uint64_t begin = b * g.block, n = g.elements(b), n8 = round_up8(n);
-  const size_t elem = dtype_size(dtype);
   uint8_t* header = out + g.header_offset(b);
   uint8_t* codes = out + g.codes_offset(b);
-  const DeviceQuant dq = quants[b];
-  if (dq.raw) {
-    if (lane == 0) {
-      store_u32(header, ordinals[b]);
-      store_u32(header + 4, kRawMarker);
-    }
-    const uint64_t code_bytes = n8 / 8 * kBits;
-    for (uint64_t i = lane; i < code_bytes; i += kWarp) codes[i] = 0;
-    const auto* src = static_cast<const uint8_t*>(in) + begin * elem;
-    uint8_t* dst = out + g.raw_offset(ordinals[b], elem);
-    for (uint64_t i = lane; i < n * elem; i += kWarp) dst[i] = src[i];
-    return;
-  }
-  if (lane == 0) {
-    store_u32(header, f32_to_bits(dq.min));
-    store_u32(header + 4, f32_to_bits(dq.scale));
-  }
-  BlockQuant q;
-  q.raw = false;
-  q.min = dq.min;
-  q.scale = dq.scale;
-  q.inv_scale = dq.inv_scale;
-  const BlockValues x{source, g, b, n, dq.min};
+  const DeviceQuant& dq = quants[b];
   const auto noise = [noise_key, begin](size_t i) {
     return quant::stochastic_noise(noise_key, begin + i);
   };
+  if (dq.is_special != 0) {
+    const quant::SpecialQuant sq = dq.special;
+    if (lane == 0) {
+      store_u32(header, f32_to_bits(sq.min));
+      store_u32(header + 4, sq.scale_bits);
+    }
+    const quant::SegmentLayout layout(kBits, n8);
+    const auto code_of = [&](size_t i) -> uint32_t {
+      if (i >= n) return 0;
+      const float x = load_float(source.in, source.dtype, begin + i);
+      return quant::special_code<kStochastic>(x, sq, kStochastic ? noise(i) : 0.0f);
+    };
+    for (size_t j = lane; j < layout.len; j += kWarp) layout.put_word(j, code_of, codes);
+    return;
+  }
+  const BlockQuant q = dq.regular;
+  if (lane == 0) {
+    store_u32(header, f32_to_bits(q.min));
+    store_u32(header + 4, f32_to_bits(q.scale));
+  }
+  const BlockValues x{source, g, b, n, q.min};
   const size_t len = n8 / quant::Packing<kBits>::kPer;
   for (size_t j = lane; j < len; j += kWarp) {
     quant::quantize_word<kBits, kStochastic>(x, len, j, q, noise, codes);
   }
 }
 
-// Flags raw blocks and checks the others' headers (as QuantCodec::decode does).
-__global__ void check_kernel(Geometry g, const uint8_t* payload, float max_code,
-                             uint32_t* raw_flags, uint32_t* error) {
+// Checks every block's header (as QuantCodec::decode does); *error becomes 1 where one is
+// malformed (device memory, or pinned host memory for a deferred check: no atomics there).
+__global__ void check_kernel(Geometry g, const uint8_t* payload, uint32_t max_code,
+                             uint32_t* error) {
   const uint64_t b = uint64_t{blockIdx.x} * kThreads + threadIdx.x;
   if (b >= g.blocks) return;
   const uint8_t* header = payload + g.header_offset(b);
-  const uint32_t scale_bits = load_u32(header + 4);
-  raw_flags[b] = scale_bits == kRawMarker ? 1u : 0u;
-  if (scale_bits == kRawMarker) return;
-  const float lo = bits_to_f32(load_u32(header)), scale = bits_to_f32(scale_bits);
-  const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
-  if (!(fabsf(lo) <= FLT_MAX) || !scale_ok || !quant::decodes_finite(lo, scale, max_code)) {
-    atomicOr(error, 1u);
+  const uint32_t min_bits = load_u32(header), scale_bits = load_u32(header + 4);
+  bool ok;
+  if ((scale_bits & quant::kSpecialBit) != 0) {
+    quant::SpecialHeader h;
+    ok = quant::read_special(min_bits, scale_bits, max_code, h);
+  } else {
+    const float lo = bits_to_f32(min_bits), scale = bits_to_f32(scale_bits);
+    const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
+    ok = fabsf(lo) <= FLT_MAX && scale_ok &&
+         quant::decodes_finite(lo, scale, static_cast<float>(max_code));
   }
+  if (!ok) *static_cast<volatile uint32_t*>(error) = 1u;  // every writer writes 1
 }
 
 template <int kBits>
-__global__ void decode_kernel(Geometry g, const uint8_t* payload, const uint32_t* ordinals,
-                              void* out, DType dtype, float* rotated, uint32_t* error) {
+__global__ void decode_kernel(Geometry g, const uint8_t* payload, void* out, DType dtype,
+                              float* rotated) {
   const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
   const unsigned lane = threadIdx.x % kWarp;
   if (b >= g.blocks) return;
   const uint64_t begin = b * g.block, n = g.elements(b), n8 = round_up8(n);
-  const size_t elem = dtype_size(dtype);
   const uint8_t* header = payload + g.header_offset(b);
-  if (load_u32(header + 4) == kRawMarker) {
-    if (lane == 0 && load_u32(header) != ordinals[b]) atomicOr(error, 2u);
-    const uint8_t* src = payload + g.raw_offset(ordinals[b], elem);
-    auto* dst = static_cast<uint8_t*>(out) + begin * elem;
-    for (uint64_t i = lane; i < n * elem; i += kWarp) dst[i] = src[i];
+  const uint32_t min_bits = load_u32(header), scale_bits = load_u32(header + 4);
+  const uint8_t* codes = payload + g.codes_offset(b);
+  if ((scale_bits & quant::kSpecialBit) != 0) {
+    quant::SpecialHeader h;
+    quant::read_special(min_bits, scale_bits, (1u << kBits) - 1, h);  // checked by check_kernel
+    const quant::SegmentLayout layout(kBits, n8);
+    for (uint64_t i = lane; i < n; i += kWarp) {
+      store_float(quant::special_value(layout.code(codes, i), h), out, dtype, begin + i);
+    }
     return;
   }
-  const float lo = bits_to_f32(load_u32(header)), scale = bits_to_f32(load_u32(header + 4));
-  const uint8_t* codes = payload + g.codes_offset(b);
+  const float lo = bits_to_f32(min_bits), scale = bits_to_f32(scale_bits);
   const size_t len = n8 / quant::Packing<kBits>::kPer;
   if (rotated == nullptr || n != g.block) {
     const auto store = [out, dtype, begin, n](size_t i, float v) {
@@ -213,10 +236,8 @@ __global__ void decode_kernel(Geometry g, const uint8_t* payload, const uint32_t
   for (uint64_t i = lane; i < n; i += kWarp) store_float(x[i], out, dtype, begin + i);
 }
 
-using EncodeKernel = void (*)(Geometry, Source, const DeviceQuant*, const uint32_t*, uint64_t,
-                              uint8_t*);
-using DecodeKernel = void (*)(Geometry, const uint8_t*, const uint32_t*, void*, DType, float*,
-                              uint32_t*);
+using EncodeKernel = void (*)(Geometry, Source, const DeviceQuant*, uint64_t, uint8_t*);
+using DecodeKernel = void (*)(Geometry, const uint8_t*, void*, DType, float*);
 
 template <int kBits>
 EncodeKernel encode_for(bool stochastic) {
@@ -265,52 +286,28 @@ DecodeKernel pick_decode(int bits) {
   }
 }
 
-// Scratch: per-block quantization (encoding only), raw flags, ordinals, CUB's temporary storage,
-// two result words, and for rotate=hadamard the rotated values and the too-large flags, 256-byte
-// aligned pieces of one allocation.
+// Scratch: per-block quantization (encoding only), the check's error word, and for
+// rotate=hadamard the rotated values and the too-large flags, 256-byte aligned pieces of one
+// allocation.
 struct Scratch {
   DeviceQuant* quants = nullptr;
-  uint32_t* raw_flags = nullptr;
-  uint32_t* ordinals = nullptr;
-  uint32_t* result = nullptr;  // [0] error flags, [1] unused
-  void* cub_temp = nullptr;
-  size_t cub_bytes = 0;
+  uint32_t* error = nullptr;
   float* rotated = nullptr;  // blocks * block floats
   uint32_t* too_large = nullptr;
 
   Scratch(const Geometry& g, bool with_quants, bool rotate) {
     const uint64_t blocks = g.blocks;
-    HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(
-        nullptr, cub_bytes, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-        static_cast<int64_t>(blocks)));
     const auto align = [](size_t v) { return (v + 255) / 256 * 256; };
     const size_t quant_bytes = with_quants ? align(blocks * sizeof(DeviceQuant)) : 0;
-    const size_t flag_bytes = align(blocks * 4);
-    const size_t rotated_bytes = rotate ? align(blocks * g.block * 4) + flag_bytes : 0;
-    const size_t fixed = quant_bytes + 2 * flag_bytes + 256 + align(cub_bytes);
+    const size_t rotated_bytes = rotate ? align(blocks * g.block * 4) + align(blocks * 4) : 0;
+    const size_t fixed = quant_bytes + 256;
     auto* base = static_cast<uint8_t*>(scratch(fixed + rotated_bytes));
     quants = reinterpret_cast<DeviceQuant*>(base);
-    raw_flags = reinterpret_cast<uint32_t*>(base + quant_bytes);
-    ordinals = reinterpret_cast<uint32_t*>(base + quant_bytes + flag_bytes);
-    result = reinterpret_cast<uint32_t*>(base + quant_bytes + 2 * flag_bytes);
-    cub_temp = base + quant_bytes + 2 * flag_bytes + 256;
+    error = reinterpret_cast<uint32_t*>(base + quant_bytes);
     if (rotate) {
       rotated = reinterpret_cast<float*>(base + fixed);
       too_large = reinterpret_cast<uint32_t*>(base + fixed + align(blocks * g.block * 4));
     }
-  }
-
-  void scan(uint64_t blocks, cudaStream_t stream) {
-    HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp, cub_bytes, raw_flags, ordinals,
-                                                  static_cast<int64_t>(blocks), stream));
-  }
-
-  // Number of raw blocks and whether the last block is raw.
-  std::pair<uint64_t, bool> raw_count(uint64_t blocks, cudaStream_t stream) const {
-    uint32_t last[2];
-    copy_to_host(&last[0], ordinals + blocks - 1, 4, stream);
-    copy_to_host(&last[1], raw_flags + blocks - 1, 4, stream);
-    return {uint64_t{last[0]} + last[1], last[1] != 0};
   }
 };
 
@@ -320,7 +317,7 @@ size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint
                     cudaStream_t stream) {
   const Geometry g(in.count, p.block, p.bits);
   if (g.blocks == 0) return 0;
-  const float max_code = static_cast<float>((1u << p.bits) - 1);
+  const uint32_t max_code = (1u << p.bits) - 1;
   Scratch s(g, /*with_quants=*/true, p.rotate);
   const unsigned grid = grid_for(g.blocks, kWarpsPerBlock);
   if (p.rotate) {
@@ -328,52 +325,38 @@ size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint
     HYCC_CUDA_CHECK(cudaGetLastError());
   }
   const Source src{in.data, in.dtype, s.rotated};
-  scan_kernel<<<grid, kThreads, 0, stream>>>(g, src, s.too_large, max_code, s.quants, s.raw_flags);
+  scan_kernel<<<grid, kThreads, 0, stream>>>(g, src, s.too_large, max_code, s.quants);
   HYCC_CUDA_CHECK(cudaGetLastError());
-  s.scan(g.blocks, stream);
-  pick_encode(p.bits, p.stochastic)<<<grid, kThreads, 0, stream>>>(g, src, s.quants, s.ordinals,
+  pick_encode(p.bits, p.stochastic)<<<grid, kThreads, 0, stream>>>(g, src, s.quants,
                                                                    quant::noise_key(seed), out);
   HYCC_CUDA_CHECK(cudaGetLastError());
-  const auto [raw_blocks, last_is_raw] = s.raw_count(g.blocks, stream);
-  return g.raw_at + g.raw_elements(raw_blocks, last_is_raw) * dtype_size(in.dtype);
+  return g.bytes;  // known without waiting
 }
 
 void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_bytes,
-                  TensorView out, cudaStream_t stream) {
+                  TensorView out, cudaStream_t stream, uint32_t* failed) {
   const Geometry g(out.count, p.block, p.bits);
-  const auto corrupt = [](const std::string& what) {
-    throw CorruptStream(tagged("codec:quant", "device decode: ", what));
-  };
-  if (payload_bytes < g.raw_at) {
-    corrupt(detail::concat("payload of ", payload_bytes, " bytes is shorter than the ", g.raw_at,
-                           " bytes of block headers and codes"));
+  if (payload_bytes != g.bytes) {
+    throw CorruptStream(tagged("codec:quant", "device decode: payload of ", payload_bytes,
+                               " bytes, expected the ", g.bytes,
+                               " bytes of block headers and codes"));
   }
-  if (g.blocks == 0) {
-    if (payload_bytes != 0)
-      corrupt(detail::concat("payload of ", payload_bytes, " bytes for 0 values"));
-    return;
-  }
-  const float max_code = static_cast<float>((1u << p.bits) - 1);
+  if (g.blocks == 0) return;
   Scratch s(g, /*with_quants=*/false, p.rotate);
-  HYCC_CUDA_CHECK(cudaMemsetAsync(s.result, 0, 8, stream));
-  check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(g, payload, max_code,
-                                                                      s.raw_flags, s.result);
+  if (failed == nullptr) HYCC_CUDA_CHECK(cudaMemsetAsync(s.error, 0, 4, stream));
+  check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(
+      g, payload, (1u << p.bits) - 1, failed != nullptr ? failed : s.error);
   HYCC_CUDA_CHECK(cudaGetLastError());
-  s.scan(g.blocks, stream);
-  const auto [raw_blocks, last_is_raw] = s.raw_count(g.blocks, stream);
-  const uint64_t raw = g.raw_elements(raw_blocks, last_is_raw);
-  uint32_t error = 0;
-  copy_to_host(&error, s.result, 4, stream);
-  if (error != 0) corrupt("a block header has an invalid min or scale");
-  if (payload_bytes != g.raw_at + raw * dtype_size(out.dtype)) {
-    corrupt(detail::concat("payload of ", payload_bytes, " bytes, expected ",
-                           g.raw_at + raw * dtype_size(out.dtype)));
-  }
   pick_decode(p.bits)<<<grid_for(g.blocks, kWarpsPerBlock), kThreads, 0, stream>>>(
-      g, payload, s.ordinals, out.data, out.dtype, s.rotated, s.result);
+      g, payload, out.data, out.dtype, s.rotated);
   HYCC_CUDA_CHECK(cudaGetLastError());
-  copy_to_host(&error, s.result, 4, stream);
-  if (error != 0) corrupt("a raw block has a wrong ordinal");
+  if (failed != nullptr) return;  // the caller reads *failed once the stream has passed here
+  uint32_t error = 0;
+  copy_to_host(&error, s.error, 4, stream);
+  if (error != 0) {
+    throw CorruptStream(
+        tagged("codec:quant", "device decode: a block header has an invalid min or scale"));
+  }
 }
 
 }  // namespace hycc::codec::cuda

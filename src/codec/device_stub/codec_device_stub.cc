@@ -46,4 +46,9 @@ void decode_device(const CodecConfig&, const void*, size_t, TensorView, DeviceSt
   unavailable();
 }
 
+void detail::decode_device_deferred(const CodecConfig&, const void*, size_t, TensorView,
+                                    DeviceStream, uint32_t*) {
+  unavailable();
+}
+
 }  // namespace hycc

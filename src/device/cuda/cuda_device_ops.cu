@@ -259,8 +259,10 @@ class CudaOps final : public DeviceOps {
 
   void decode(const CodecConfig& config, const void* payload, size_t bytes,
               TensorView out) override {
-    decode_device(config, payload, bytes, out, stream_);
+    detail::decode_device_deferred(config, payload, bytes, out, stream_, decode_failed_);
   }
+
+  void defer_decode_checks(uint32_t* failed) override { decode_failed_ = failed; }
 
   void decode_accumulate(const CodecConfig& config, const void* payload, size_t bytes, DType wire,
                          ConstTensorView own, float* partial) override {
@@ -270,10 +272,12 @@ class CudaOps final : public DeviceOps {
     std::exception_ptr corrupt;
     try {
       if (wire == DType::kF32) {
-        decode_device(config, payload, bytes, {DType::kF32, n, partial}, stream_);
+        detail::decode_device_deferred(config, payload, bytes, {DType::kF32, n, partial}, stream_,
+                                       decode_failed_);
       } else {
         if (narrow_.bytes() < n * 2) narrow_ = take(false, n * 2, stream_);
-        decode_device(config, payload, bytes, {wire, n, narrow_.data()}, stream_);
+        detail::decode_device_deferred(config, payload, bytes, {wire, n, narrow_.data()}, stream_,
+                                       decode_failed_);
         decoded = narrow_.data();
       }
     } catch (const CorruptStream&) {
@@ -396,6 +400,7 @@ class CudaOps final : public DeviceOps {
   }
 
   cudaStream_t stream_;
+  uint32_t* decode_failed_ = nullptr;  // defer_decode_checks
   Memory narrow_;    // 16-bit payloads of step 0, decoded before they are widened and added
   Memory checksum_;  // the checksum kernel's sum
   Memory flag_;      // zero_nonfinite's answer

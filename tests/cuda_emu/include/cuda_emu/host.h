@@ -19,7 +19,8 @@ uint64_t host_waits();
 void occupy_stream(CUstream_st* stream, std::chrono::milliseconds duration);
 
 // The next `count` non-empty messages this process receives through the emulated NCCL's
-// point-to-point calls arrive with one bit flipped (a payload altered on its way).
-void corrupt_nccl_receives(int count);
+// point-to-point calls arrive with one bit flipped (a payload altered on its way): bit 4 of the
+// middle byte, or with `offset` >= 0 the 4 bytes from `offset` set to 0xff (within the message).
+void corrupt_nccl_receives(int count, long offset = -1);
 
 }  // namespace cuda_emu
