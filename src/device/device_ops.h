@@ -126,7 +126,8 @@ class DeviceOps {
   // (elements of `wire`, as decode_accumulate), adds `own` in float32 and encodes the sum into
   // `out` (capacity bytes) with `seed`, the bits decode_accumulate then encode would give; sets
   // *size and returns true. False (nothing done) where there is no such kernel or the payload
-  // is not well formed: the caller takes the separate steps, which report it.
+  // is not well formed: the caller takes the separate steps, which report it. Under
+  // defer_decode_checks a malformed payload is recorded there instead, and the hop runs.
   virtual bool hop(const CodecConfig& /*config*/, const void* /*payload*/, size_t /*bytes*/,
                    DType /*wire*/, ConstTensorView /*own*/, void* /*out*/, size_t /*capacity*/,
                    uint64_t /*seed*/, size_t* /*size*/) {

@@ -121,6 +121,56 @@ TEST_P(GpuDeviceOps, CudaEqualsHostEmulation) {
   }
 }
 
+// The fused ring hop of quant (DeviceOps::hop, one kernel) gives the bytes of its separate steps
+// (decode_accumulate, then the encode of the float32 sums): special blocks in the payload and in
+// the sums (values near FLT_MAX add to infinities, NaN and infinities in both), nearest and
+// stochastic, float32 and the caller's dtype on the wire, blocks of 8 to 256 values. Other
+// parameters have no fused kernel: false, nothing done.
+TEST(GpuDeviceOpsHop, QuantFusedHopEqualsItsSteps) {
+  const auto gpu = dev::make_cuda_ops(nullptr);
+  const size_t n = 4097;
+  for (const char* spec :
+       {"quant:bits=8", "quant:bits=4,round=stochastic", "quant:bits=1", "quant:bits=3,block=72",
+        "quant:bits=6,block=256,round=stochastic", "quant:bits=5,block=8"}) {
+    const CodecConfig config = CodecConfig::parse(spec);
+    const size_t cap = config.codec().max_payload_bytes(DType::kF32, n);
+    for (const auto& [wire, own_dtype] :
+         {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kF32, DType::kBF16},
+          std::pair{DType::kBF16, DType::kBF16}}) {
+      const std::string what = std::string(spec) + " wire " + std::string(dtype_name(wire)) +
+                               " own " + std::string(dtype_name(own_dtype));
+      const OnDevice x(Buffer::from_floats(wire, data_with_specials(n, 3)));
+      const OnDevice own(Buffer::from_floats(own_dtype, data_with_specials(n, 4)));
+      DeviceBuffer in(cap), partial(n * 4), steps_out(cap), fused_out(cap);
+      const size_t in_bytes = gpu->encode(config, x.view(), in.data(), cap, 5);
+      gpu->decode_accumulate(config, in.data(), in_bytes, wire, own.view(),
+                             static_cast<float*>(partial.data()));
+      const size_t steps_bytes =
+          gpu->encode(config, {DType::kF32, n, partial.data()}, steps_out.data(), cap, 77);
+      size_t fused_bytes = 0;
+      ASSERT_TRUE(gpu->hop(config, in.data(), in_bytes, wire, own.view(), fused_out.data(), cap, 77,
+                           &fused_bytes))
+          << what;
+      gpu->synchronize();
+      ASSERT_EQ(fused_bytes, steps_bytes) << what;
+      EXPECT_TRUE(host_bytes(fused_out.data(), fused_bytes) ==
+                  host_bytes(steps_out.data(), steps_bytes))
+          << what;
+    }
+  }
+  const OnDevice own(input(DType::kF32, n, 1));
+  for (const char* spec : {"quant:bits=8,rotate=hadamard", "quant:bits=8,block=1024"}) {
+    const CodecConfig config = CodecConfig::parse(spec);
+    const size_t cap = config.codec().max_payload_bytes(DType::kF32, n);
+    DeviceBuffer in(cap), out(cap);
+    const size_t in_bytes = gpu->encode(config, own.view(), in.data(), cap, 5);
+    size_t size = 0;
+    EXPECT_FALSE(
+        gpu->hop(config, in.data(), in_bytes, DType::kF32, own.view(), out.data(), cap, 77, &size))
+        << spec;
+  }
+}
+
 // The top-k payload (selection, values, packed indices, residual) of the CUDA kernels equals the
 // host emulation's (grad::select_topk), on data with NaN, infinities, signed zeros and many ties
 // (bf16-rounded values of a few magnitudes), for k from 1 to n; decoding adds every rank's pairs

@@ -21,11 +21,7 @@ namespace {
 
 using codec::cuda::copy_to_host;
 
-codec::cuda::QuantParams quant_params(const CodecConfig& config) {
-  const CodecParams p = config.codec().params();
-  return {codec::get_u8(p, 0), codec::get_u32(p, 4), codec::get_u8(p, 1) == 1,
-          codec::get_u8(p, 2) == 1};
-}
+using codec::cuda::quant_params;
 
 int mpc_dim(const CodecConfig& config) { return codec::get_u8(config.codec().params(), 0); }
 size_t exphuff_block(const CodecConfig& config) {
@@ -89,6 +85,11 @@ void decode_on_host(const CodecConfig& config, const void* payload, size_t paylo
 }  // namespace
 
 namespace codec::cuda {
+
+QuantParams quant_params(const CodecConfig& config) {
+  const CodecParams p = config.codec().params();
+  return {get_u8(p, 0), get_u32(p, 4), get_u8(p, 1) == 1, get_u8(p, 2) == 1};
+}
 
 void* scratch(size_t bytes) {
   struct Buffer {

@@ -30,6 +30,9 @@ struct QuantParams {
   bool rotate = false;  // rotate=hadamard
 };
 
+// The parameters of a "quant" codec (its stream-header parameter bytes).
+QuantParams quant_params(const CodecConfig& config);
+
 // "quant": returns the payload size.
 size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint64_t seed,
                     cudaStream_t stream);
@@ -38,6 +41,16 @@ size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint
 // instead, and the host does not wait.
 void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_bytes,
                   TensorView out, cudaStream_t stream, uint32_t* failed = nullptr);
+
+// The ring's middle hop for quant (rotate=none, blocks of up to 256 values): the payload's
+// own.count values decoded into `wire` and widened, plus `own` in float32, encoded with `seed`
+// into `out` (same geometry, the payload's size), in one kernel: the bits decode_accumulate
+// then quant_encode give. Malformed headers: with `failed`, *failed becomes 1 (not waited for);
+// without, the host waits for the check and false is returned. False (nothing written) too
+// where there is no fused kernel for the parameters or the size is wrong.
+bool quant_hop(const QuantParams& p, const uint8_t* payload, size_t payload_bytes, DType wire,
+               ConstTensorView own, uint8_t* out, uint64_t seed, cudaStream_t stream,
+               uint32_t* failed);
 
 // "zfp:rate=R", plain layout (every value finite): writes the fixed-rate bitstream and returns
 // the number of non-finite values met (then the payload is not valid: the caller falls back).

@@ -236,6 +236,136 @@ __global__ void decode_kernel(Geometry g, const uint8_t* payload, void* out, DTy
   for (uint64_t i = lane; i < n; i += kWarp) store_float(x[i], out, dtype, begin + i);
 }
 
+// The ring's middle hop in one pass (quant_hop): one warp per block of a payload of the same
+// geometry in and out. Lane l decodes words l, l + 32, ... of the incoming block (regular or
+// special), rounds each value into the wire dtype and widens it, adds its element of `own`, and
+// keeps the sums in registers: the same elements it then codes, since word j holds elements
+// r * len + j in and out. The warp reduces the sums' key range, chooses the block's coding (or
+// a special block's, from the warp's special scan of the sums) and writes header and codes:
+// decode_accumulate then quant_encode of the sums, in one read of the payload and `own` and one
+// write of the payload. Blocks of up to kHopMaxBlock values (kHopValues sums per lane).
+constexpr uint64_t kHopMaxBlock = 256;
+constexpr int kHopValues = 16;  // >= ceil(len / 32) * per for every n8 <= 256
+
+__device__ inline float through_wire(float v, DType wire) {
+  if (wire == DType::kBF16) return bf16_to_f32(f32_to_bf16(v));
+  if (wire == DType::kF16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
+
+template <int kBits, bool kStochastic>
+__global__ void hop_kernel(Geometry g, const uint8_t* payload, DType wire, const void* own,
+                           DType own_dtype, uint64_t noise_key, uint8_t* out) {
+  using P = quant::Packing<kBits>;
+  const uint64_t b = (uint64_t{blockIdx.x} * kThreads + threadIdx.x) / kWarp;
+  const unsigned lane = threadIdx.x % kWarp;
+  if (b >= g.blocks) return;
+  const uint64_t begin = b * g.block, n = g.elements(b), n8 = round_up8(n);
+  const size_t len = n8 / P::kPer;
+  const uint32_t max_code = (1u << kBits) - 1;
+
+  // Decode and add.
+  const uint8_t* in_header = payload + g.header_offset(b);
+  const uint32_t min_bits = load_u32(in_header), scale_bits = load_u32(in_header + 4);
+  const bool in_special = (scale_bits & quant::kSpecialBit) != 0;
+  quant::SpecialHeader in_h;
+  if (in_special) quant::read_special(min_bits, scale_bits, max_code, in_h);  // checked before
+  const float in_lo = bits_to_f32(min_bits), in_scale = bits_to_f32(scale_bits);
+  const uint8_t* in_codes = payload + g.codes_offset(b);
+  float sums[kHopValues];
+  quant::KeyRange keys;
+  for (size_t j = lane, w = 0; j < len; j += kWarp, ++w) {
+    uint64_t word = 0;
+    for (int m = 0; m < P::kBytes; ++m) {
+      word |= static_cast<uint64_t>(in_codes[static_cast<size_t>(m) * len + j]) << (8 * m);
+    }
+    for (int r = 0; r < P::kPer; ++r) {
+      const uint64_t i = static_cast<uint64_t>(r) * len + j;
+      const auto code = static_cast<uint32_t>(word >> (r * kBits)) & P::kMask;
+      const float decoded = in_special ? quant::special_value(code, in_h)
+                                       : in_lo + static_cast<float>(code) * in_scale;
+      float sum = 0;
+      if (i < n) {
+        sum = through_wire(decoded, wire) + load_float(own, own_dtype, begin + i);
+        keys.add(quant::order_key(sum));
+      }
+      sums[w * P::kPer + r] = sum;
+    }
+  }
+  for (int d = kWarp / 2; d > 0; d /= 2) {
+    const int32_t other_lo = __shfl_xor_sync(0xffffffffu, keys.lo, d);
+    const int32_t other_hi = __shfl_xor_sync(0xffffffffu, keys.hi, d);
+    keys.merge(other_lo, other_hi);
+  }
+
+  // Encode the sums (as encode_kernel does the input's values).
+  uint8_t* header = out + g.header_offset(b);
+  uint8_t* codes = out + g.codes_offset(b);
+  const BlockQuant q = quant::quant_from_keys(keys, static_cast<float>(max_code));
+  const auto noise = [noise_key, begin](uint64_t i) {
+    return kStochastic ? quant::stochastic_noise(noise_key, begin + i) : 0.0f;
+  };
+  quant::SpecialQuant sq;
+  if (q.special) {
+    quant::SpecialScan scan;
+    for (size_t j = lane, w = 0; j < len; j += kWarp, ++w) {
+      for (int r = 0; r < P::kPer; ++r) {
+        if (static_cast<uint64_t>(r) * len + j < n) scan.add(sums[w * P::kPer + r]);
+      }
+    }
+    sq = quant::choose_special(warp_merge(scan), max_code);
+  }
+  if (lane == 0) {
+    store_u32(header, f32_to_bits(q.special ? sq.min : q.min));
+    store_u32(header + 4, q.special ? sq.scale_bits : f32_to_bits(q.scale));
+  }
+  for (size_t j = lane, w = 0; j < len; j += kWarp, ++w) {
+    uint64_t word = 0;
+    for (int r = 0; r < P::kPer; ++r) {
+      const uint64_t i = static_cast<uint64_t>(r) * len + j;
+      uint32_t code = 0;
+      if (q.special) {
+        if (i < n) code = quant::special_code<kStochastic>(sums[w * P::kPer + r], sq, noise(i));
+      } else {
+        const float x = i < n ? sums[w * P::kPer + r] : q.min;  // padding codes are 0
+        code = quant::quantize_value<kBits, kStochastic>(x, q, noise(i));
+      }
+      word |= static_cast<uint64_t>(code) << (r * kBits);
+    }
+    for (int m = 0; m < P::kBytes; ++m) {
+      codes[static_cast<size_t>(m) * len + j] = static_cast<uint8_t>(word >> (8 * m));
+    }
+  }
+}
+
+using HopKernel = void (*)(Geometry, const uint8_t*, DType, const void*, DType, uint64_t, uint8_t*);
+
+template <int kBits>
+HopKernel hop_for(bool stochastic) {
+  return stochastic ? hop_kernel<kBits, true> : hop_kernel<kBits, false>;
+}
+
+HopKernel pick_hop(int bits, bool stochastic) {
+  switch (bits) {
+    case 1:
+      return hop_for<1>(stochastic);
+    case 2:
+      return hop_for<2>(stochastic);
+    case 3:
+      return hop_for<3>(stochastic);
+    case 4:
+      return hop_for<4>(stochastic);
+    case 5:
+      return hop_for<5>(stochastic);
+    case 6:
+      return hop_for<6>(stochastic);
+    case 7:
+      return hop_for<7>(stochastic);
+    default:
+      return hop_for<8>(stochastic);
+  }
+}
+
 using EncodeKernel = void (*)(Geometry, Source, const DeviceQuant*, uint64_t, uint8_t*);
 using DecodeKernel = void (*)(Geometry, const uint8_t*, void*, DType, float*);
 
@@ -357,6 +487,33 @@ void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_b
     throw CorruptStream(
         tagged("codec:quant", "device decode: a block header has an invalid min or scale"));
   }
+}
+
+bool quant_hop(const QuantParams& p, const uint8_t* payload, size_t payload_bytes, DType wire,
+               ConstTensorView own, uint8_t* out, uint64_t seed, cudaStream_t stream,
+               uint32_t* failed) {
+  const Geometry g(own.count, p.block, p.bits);
+  if (p.rotate || p.block > kHopMaxBlock || payload_bytes != g.bytes) return false;
+  if (g.blocks == 0) return true;
+  const uint32_t max_code = (1u << p.bits) - 1;
+  if (failed != nullptr) {
+    check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(g, payload, max_code,
+                                                                        failed);
+  } else {
+    Scratch s(g, /*with_quants=*/false, false);
+    HYCC_CUDA_CHECK(cudaMemsetAsync(s.error, 0, 4, stream));
+    check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(g, payload, max_code,
+                                                                        s.error);
+    HYCC_CUDA_CHECK(cudaGetLastError());
+    uint32_t error = 0;
+    copy_to_host(&error, s.error, 4, stream);
+    if (error != 0) return false;  // the separate steps report it
+  }
+  HYCC_CUDA_CHECK(cudaGetLastError());
+  pick_hop(p.bits, p.stochastic)<<<grid_for(g.blocks, kWarpsPerBlock), kThreads, 0, stream>>>(
+      g, payload, wire, own.data, own.dtype, quant::noise_key(seed), out);
+  HYCC_CUDA_CHECK(cudaGetLastError());
+  return true;
 }
 
 }  // namespace hycc::codec::cuda

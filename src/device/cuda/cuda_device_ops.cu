@@ -291,9 +291,20 @@ class CudaOps final : public DeviceOps {
     }
   }
 
-  // The casts' hop (codec::cuda::cast_hop): reads the payload and `own`, writes the payload.
+  // The casts' and quant's hop (codec::cuda::cast_hop, quant_hop): reads the payload and `own`,
+  // writes the payload.
   bool hop(const CodecConfig& config, const void* payload, size_t bytes, DType wire,
-           ConstTensorView own, void* out, size_t capacity, uint64_t, size_t* size) override {
+           ConstTensorView own, void* out, size_t capacity, uint64_t seed, size_t* size) override {
+    if (config.id() == CodecId::kQuant) {
+      if (capacity < bytes ||
+          !codec::cuda::quant_hop(codec::cuda::quant_params(config),
+                                  static_cast<const uint8_t*>(payload), bytes, wire, own,
+                                  static_cast<uint8_t*>(out), seed, stream_, decode_failed_)) {
+        return false;
+      }
+      *size = bytes;  // the same geometry in and out
+      return true;
+    }
     if (config.id() != CodecId::kBF16 && config.id() != CodecId::kFP16) return false;
     const size_t n = own.count;
     if (bytes != 2 * n || capacity < 2 * n) return false;
