@@ -2,8 +2,8 @@
 // buffers (256 MiB by default), with device-to-device cudaMemcpy bandwidth measured in the same
 // run as the yardstick (same convention for both: uncompressed bytes / time). Every timed call
 // ends with a synchronization of the stream (the codecs whose size depends on the data make it
-// themselves). On float32 data,
-// then the ring's middle hop per codec, fused and as separate steps.
+// themselves). On float32 data, then the ring's middle hop per codec, fused and as separate steps,
+// and the one-GPU chain of a hop's work on three streams (device_chain_bench.cc).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "codec/float_io.h"
 #include "codec_bench.h"
 #include "device/device_ops.h"
+#include "device_chain_bench.h"
 #include "hycc/codec.h"
 #include "hycc/codec_device.h"
 #include "hycc/device.h"
@@ -220,6 +221,10 @@ int run_codec_bench_device(const CodecBenchOptions& o) {
   }
   if (dtype == DType::kF32 && !print_hop_rows(configs, d_in, n, memcpy_gbps, o.min_seconds)) {
     std::fprintf(stderr, "hycc-bench: the fused ring hop differs from its separate steps\n");
+    return 1;
+  }
+  if (dtype == DType::kF32 && !print_chain_rows(configs, d_in, n, o.min_seconds)) {
+    std::fprintf(stderr, "hycc-bench: the pipelined chain differs from its stages in order\n");
     return 1;
   }
   return 0;

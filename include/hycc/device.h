@@ -64,4 +64,33 @@ void synchronize_stream(DeviceStream stream);
 // Sets every byte of a device range.
 void fill_device(void* device_dst, int byte, size_t bytes);
 
+// A stream of its own (cudaStreamNonBlocking: it does not wait for the legacy default stream),
+// destroyed with the object. For work on several streams at once, ordered by DeviceEvent.
+class OwnedDeviceStream {
+ public:
+  OwnedDeviceStream();
+  ~OwnedDeviceStream();
+  OwnedDeviceStream(const OwnedDeviceStream&) = delete;
+  OwnedDeviceStream& operator=(const OwnedDeviceStream&) = delete;
+  DeviceStream get() const { return stream_; }
+
+ private:
+  DeviceStream stream_ = nullptr;
+};
+
+// A CUDA event without timing: record() marks the work queued so far on a stream, wait() makes
+// another stream's later work wait for that mark (the host does not wait for either).
+class DeviceEvent {
+ public:
+  DeviceEvent();
+  ~DeviceEvent();
+  DeviceEvent(const DeviceEvent&) = delete;
+  DeviceEvent& operator=(const DeviceEvent&) = delete;
+  void record(DeviceStream stream);
+  void wait(DeviceStream stream) const;
+
+ private:
+  void* event_ = nullptr;  // cudaEvent_t
+};
+
 }  // namespace hycc

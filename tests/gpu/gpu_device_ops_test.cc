@@ -27,6 +27,11 @@
 #include "hycc/codec_device.h"
 #include "hycc/device.h"
 
+namespace hycc::codec::cuda {
+// codec/cuda/device_util.cuh (a CUDA header): the codecs' scratch buffer.
+void* scratch(size_t bytes, DeviceStream stream);
+}  // namespace hycc::codec::cuda
+
 namespace hycc::test {
 namespace {
 
@@ -281,6 +286,34 @@ TEST(GpuDevice, FreedMemoryIsReusedInStreamOrder) {
   cudaStreamSynchronize(b);
   cudaStreamDestroy(a);
   cudaStreamDestroy(b);
+}
+#endif
+
+// The codecs' scratch is one buffer per host thread and stream: a stream-ordered call returns
+// before its kernels are done, so another stream's call must not share it; the same stream may.
+TEST(GpuDevice, CodecScratchIsPerStream) {
+  const OwnedDeviceStream a, b;
+  void* on_a = codec::cuda::scratch(4096, a.get());
+  EXPECT_NE(codec::cuda::scratch(4096, b.get()), on_a);
+  EXPECT_EQ(codec::cuda::scratch(1024, a.get()), on_a);
+}
+
+#if defined(HYCC_CUDA_EMULATION)
+// DeviceEvent orders another stream's later work after the work a stream had queued when the
+// event was recorded: a copy on b waits for a copy on a that a long operation delays.
+TEST(GpuDevice, EventsOrderWorkAcrossStreams) {
+  const OwnedDeviceStream a, b;
+  const Buffer x = input(DType::kF32, 1000, 3);
+  const OnDevice source(x), middle(Buffer(DType::kF32, 1000)), last(Buffer(DType::kF32, 1000));
+  cuda_emu::occupy_stream(a.get(), std::chrono::milliseconds(100));
+  copy_on_device(middle.view().data, source.view().data, 4000, a.get());
+  DeviceEvent copied;
+  copied.record(a.get());
+  copied.wait(b.get());
+  copy_on_device(last.view().data, middle.view().data, 4000, b.get());
+  synchronize_stream(b.get());
+  EXPECT_TRUE(last.to_host().bits_equal(x));
+  synchronize_stream(a.get());
 }
 #endif
 

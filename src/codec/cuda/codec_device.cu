@@ -4,6 +4,7 @@
 // data).
 #include <cuda_runtime.h>
 
+#include <array>
 #include <mutex>
 #include <vector>
 
@@ -91,29 +92,49 @@ QuantParams quant_params(const CodecConfig& config) {
   return {get_u8(p, 0), get_u32(p, 4), get_u8(p, 1) == 1, get_u8(p, 2) == 1};
 }
 
-void* scratch(size_t bytes) {
+void* scratch(size_t bytes, cudaStream_t stream) {
   struct Buffer {
+    cudaStream_t stream = nullptr;
     void* data = nullptr;
     size_t bytes = 0;
-    ~Buffer() {
+    uint64_t used = 0;
+    void release() {
       if (data != nullptr) {
-        count_host_sync();
+        count_host_sync();  // cudaFree waits for the device
         cudaFree(data);
       }
+      data = nullptr;
+      bytes = 0;
     }
   };
-  thread_local Buffer buffer;
-  if (bytes > buffer.bytes) {
-    if (buffer.data != nullptr) {
-      count_host_sync();
-      HYCC_CUDA_CHECK(cudaFree(buffer.data));
+  struct Buffers {
+    std::array<Buffer, 8> by_stream;
+    uint64_t clock = 0;
+    ~Buffers() {
+      for (Buffer& b : by_stream) b.release();
     }
-    buffer.data = nullptr;
-    buffer.bytes = 0;
-    HYCC_CUDA_CHECK(cudaMalloc(&buffer.data, bytes));
-    buffer.bytes = bytes;
+  };
+  thread_local Buffers buffers;
+  Buffer* buffer = nullptr;
+  for (Buffer& b : buffers.by_stream) {
+    if (b.data != nullptr && b.stream == stream) buffer = &b;
   }
-  return buffer.data;
+  if (buffer == nullptr) {  // a free entry, or the least recently used
+    buffer = &buffers.by_stream[0];
+    for (Buffer& b : buffers.by_stream) {
+      if (b.data == nullptr || b.used < buffer->used) buffer = &b;
+      if (b.data == nullptr) break;
+    }
+    buffer->release();
+    buffer->stream = stream;
+  }
+  buffer->used = ++buffers.clock;
+  if (bytes > buffer->bytes) {
+    buffer->release();
+    HYCC_CUDA_CHECK(cudaMalloc(&buffer->data, bytes));
+    buffer->bytes = bytes;
+  }
+  return buffer->data;
 }
 
 void copy_to_host(void* host, const void* device, size_t bytes, cudaStream_t stream) {

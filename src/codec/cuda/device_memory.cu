@@ -118,6 +118,33 @@ void synchronize_device() {
   HYCC_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+OwnedDeviceStream::OwnedDeviceStream() {
+  cudaStream_t s = nullptr;
+  HYCC_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream_ = s;
+}
+
+OwnedDeviceStream::~OwnedDeviceStream() {
+  count_host_sync();  // destroying a stream waits for its work
+  cudaStreamDestroy(stream_);
+}
+
+DeviceEvent::DeviceEvent() {
+  cudaEvent_t e = nullptr;
+  HYCC_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  event_ = e;
+}
+
+DeviceEvent::~DeviceEvent() { cudaEventDestroy(static_cast<cudaEvent_t>(event_)); }
+
+void DeviceEvent::record(DeviceStream stream) {
+  HYCC_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), stream));
+}
+
+void DeviceEvent::wait(DeviceStream stream) const {
+  HYCC_CUDA_CHECK(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(event_), 0));
+}
+
 void synchronize_stream(DeviceStream stream) {
   count_host_sync();
   HYCC_CUDA_CHECK(cudaStreamSynchronize(stream));

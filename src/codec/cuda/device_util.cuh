@@ -44,9 +44,12 @@ __device__ inline void store_float(float v, void* p, DType dtype, uint64_t i) {
   }
 }
 
-// A device buffer owned by the calling host thread, grown on demand (cudaMalloc), reused
-// across calls so that a codec call does not allocate.
-void* scratch(size_t bytes);
+// A device buffer for the codec kernels' scratch, grown on demand (cudaMalloc) and reused across
+// calls so that a codec call does not allocate: one per host thread and stream, since calls
+// return before their kernels are done (a stream-ordered call's) and work on one stream runs in
+// order, while another stream's could overlap it. A thread keeps the buffers of its 8 most
+// recently used streams (freeing one waits for the device).
+void* scratch(size_t bytes, cudaStream_t stream);
 
 // Copies `bytes` from device to host on `stream` and waits.
 void copy_to_host(void* host, const void* device, size_t bytes, cudaStream_t stream);

@@ -68,7 +68,8 @@ struct ThenOp {
 // 256-byte aligned pieces carved from the per-thread scratch buffer.
 class Carver {
  public:
-  explicit Carver(size_t total) : base_(static_cast<uint8_t*>(scratch(total))) {}
+  Carver(size_t total, cudaStream_t stream)
+      : base_(static_cast<uint8_t*>(scratch(total, stream))) {}
   static size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
   template <typename T>
   T* take(size_t count) {
@@ -91,7 +92,7 @@ class Carver {
 EbRange eb_finite_range(ConstTensorView in, cudaStream_t stream) {
   EbRange r;
   if (in.count == 0) return r;
-  Carver c(256 * 2);
+  Carver c(256 * 2, stream);
   auto* keys = c.take<int>(2);
   auto* first = c.take<unsigned long long>(1);
   const int init_keys[2] = {INT32_MAX, INT32_MIN};
@@ -127,7 +128,8 @@ size_t eb_encode(const eb::Quantizer& qz, ConstTensorView in, uint8_t* out, cuda
   HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, cub_bytes, static_cast<uint64_t*>(nullptr),
                                                 static_cast<uint64_t*>(nullptr), n));
   Carver c(Carver::aligned(g.blocks * sizeof(BlockSummary)) + Carver::aligned(g.blocks * 4) +
-           2 * Carver::aligned(g.blocks * 8) + Carver::aligned(cub_bytes));
+               2 * Carver::aligned(g.blocks * 8) + Carver::aligned(cub_bytes),
+           stream);
   auto* summaries = c.take<BlockSummary>(g.blocks);
   auto* carries = c.take<int32_t>(g.blocks);
   auto* sizes = c.take<uint64_t>(g.blocks);
@@ -180,7 +182,8 @@ void eb_decode(const uint8_t* payload, size_t payload_bytes, TensorView out, cud
   const eb::EbChain chain{g};
   const size_t walk_bytes = parallel_walk_scratch_bytes(chain);
   Carver c(Carver::aligned(g.nblocks * 8) + 2 * Carver::aligned(g.nblocks * sizeof(CarryEffect)) +
-           Carver::aligned(sizeof(eb::WalkResult)) + Carver::aligned(cub_bytes) + walk_bytes);
+               Carver::aligned(sizeof(eb::WalkResult)) + Carver::aligned(cub_bytes) + walk_bytes,
+           stream);
   auto* offsets = c.take<uint64_t>(g.nblocks);
   auto* effects = c.take<CarryEffect>(g.nblocks);
   auto* carries = c.take<CarryEffect>(g.nblocks);

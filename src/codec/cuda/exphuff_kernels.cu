@@ -159,8 +159,8 @@ size_t exphuff_encode(size_t block, ConstTensorView in, uint8_t* out, cudaStream
   const size_t exps_bytes = aligned(in.count), hist_bytes = aligned(hist_count * 4);
   const size_t codes_bytes = aligned(layout.blocks * 256 * 4);
   const size_t spans_bytes = aligned(layout.blocks * kStreams * sizeof(StreamSpan));
-  auto* base = static_cast<uint8_t*>(
-      scratch(exps_bytes + hist_bytes + codes_bytes + spans_bytes + layout.blocks * kHeadStride));
+  auto* base = static_cast<uint8_t*>(scratch(
+      exps_bytes + hist_bytes + codes_bytes + spans_bytes + layout.blocks * kHeadStride, stream));
   uint8_t* exponents = base;
   auto* histograms = reinterpret_cast<uint32_t*>(base + exps_bytes);
   auto* codes = reinterpret_cast<uint32_t*>(base + exps_bytes + hist_bytes);
@@ -215,7 +215,7 @@ void exphuff_decode(size_t block, const uint8_t* payload, size_t payload_bytes, 
   const size_t codes_bytes = aligned(layout.blocks * 256 * 4);
   const size_t spans_bytes = aligned(layout.blocks * kStreams * sizeof(StreamSpan));
   auto* base = static_cast<uint8_t*>(
-      scratch(exps_bytes + at_bytes + heads_bytes + codes_bytes + spans_bytes + 256));
+      scratch(exps_bytes + at_bytes + heads_bytes + codes_bytes + spans_bytes + 256, stream));
   uint8_t* exponents = base;
   auto* device_section_at = reinterpret_cast<uint64_t*>(base + exps_bytes);
   uint8_t* heads = base + exps_bytes + at_bytes;

@@ -71,8 +71,8 @@ size_t encode_words(const Word* w, uint64_t count, uint32_t dim, uint8_t* out,
   HYCC_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, cub_bytes, static_cast<uint64_t*>(nullptr),
                                                 static_cast<uint64_t*>(nullptr), n));
   const size_t slot_area = aligned(groups * mpc::slot_bytes<Word>());
-  auto* base =
-      static_cast<uint8_t*>(scratch(slot_area + 2 * aligned(groups * 8) + aligned(cub_bytes)));
+  auto* base = static_cast<uint8_t*>(
+      scratch(slot_area + 2 * aligned(groups * 8) + aligned(cub_bytes), stream));
   uint8_t* slots = base;
   auto* sizes = reinterpret_cast<uint64_t*>(base + slot_area);
   auto* offsets = reinterpret_cast<uint64_t*>(base + slot_area + aligned(groups * 8));
@@ -109,8 +109,8 @@ void decode_words(const uint8_t* payload, size_t bytes, uint64_t count, uint32_t
   const size_t values_area = aligned(count * 4);
   const mpc::MpcChain<Word> chain{payload, bytes, groups};
   const size_t walk_bytes = parallel_walk_scratch_bytes(chain);
-  auto* base = static_cast<uint8_t*>(
-      scratch(aligned(groups * 8) + 3 * values_area + 512 + walk_bytes + aligned(cub_bytes)));
+  auto* base = static_cast<uint8_t*>(scratch(
+      aligned(groups * 8) + 3 * values_area + 512 + walk_bytes + aligned(cub_bytes), stream));
   auto* offsets = reinterpret_cast<uint64_t*>(base);
   base += aligned(groups * 8);
   auto* deltas = reinterpret_cast<uint32_t*>(base);

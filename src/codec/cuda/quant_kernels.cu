@@ -425,13 +425,13 @@ struct Scratch {
   float* rotated = nullptr;  // blocks * block floats
   uint32_t* too_large = nullptr;
 
-  Scratch(const Geometry& g, bool with_quants, bool rotate) {
+  Scratch(const Geometry& g, bool with_quants, bool rotate, cudaStream_t stream) {
     const uint64_t blocks = g.blocks;
     const auto align = [](size_t v) { return (v + 255) / 256 * 256; };
     const size_t quant_bytes = with_quants ? align(blocks * sizeof(DeviceQuant)) : 0;
     const size_t rotated_bytes = rotate ? align(blocks * g.block * 4) + align(blocks * 4) : 0;
     const size_t fixed = quant_bytes + 256;
-    auto* base = static_cast<uint8_t*>(scratch(fixed + rotated_bytes));
+    auto* base = static_cast<uint8_t*>(scratch(fixed + rotated_bytes, stream));
     quants = reinterpret_cast<DeviceQuant*>(base);
     error = reinterpret_cast<uint32_t*>(base + quant_bytes);
     if (rotate) {
@@ -448,7 +448,7 @@ size_t quant_encode(const QuantParams& p, ConstTensorView in, uint8_t* out, uint
   const Geometry g(in.count, p.block, p.bits);
   if (g.blocks == 0) return 0;
   const uint32_t max_code = (1u << p.bits) - 1;
-  Scratch s(g, /*with_quants=*/true, p.rotate);
+  Scratch s(g, /*with_quants=*/true, p.rotate, stream);
   const unsigned grid = grid_for(g.blocks, kWarpsPerBlock);
   if (p.rotate) {
     rotate_kernel<<<grid, kThreads, 0, stream>>>(g, in.data, in.dtype, s.rotated, s.too_large);
@@ -472,7 +472,7 @@ void quant_decode(const QuantParams& p, const uint8_t* payload, size_t payload_b
                                " bytes of block headers and codes"));
   }
   if (g.blocks == 0) return;
-  Scratch s(g, /*with_quants=*/false, p.rotate);
+  Scratch s(g, /*with_quants=*/false, p.rotate, stream);
   if (failed == nullptr) HYCC_CUDA_CHECK(cudaMemsetAsync(s.error, 0, 4, stream));
   check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(
       g, payload, (1u << p.bits) - 1, failed != nullptr ? failed : s.error);
@@ -500,7 +500,7 @@ bool quant_hop(const QuantParams& p, const uint8_t* payload, size_t payload_byte
     check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(g, payload, max_code,
                                                                         failed);
   } else {
-    Scratch s(g, /*with_quants=*/false, false);
+    Scratch s(g, /*with_quants=*/false, false, stream);
     HYCC_CUDA_CHECK(cudaMemsetAsync(s.error, 0, 4, stream));
     check_kernel<<<grid_for(g.blocks, kThreads), kThreads, 0, stream>>>(g, payload, max_code,
                                                                         s.error);

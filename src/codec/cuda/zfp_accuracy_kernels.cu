@@ -67,7 +67,7 @@ ZfpAccuracyEncoded zfp_accuracy_encode(int minexp, ConstTensorView in, uint8_t* 
   const size_t slot_area = aligned(blocks * sizeof(WideBlockBits));
   const size_t word_area = aligned(max_words * 8);
   auto* base = static_cast<uint8_t*>(
-      scratch(slot_area + word_area + 2 * aligned(blocks * 8) + 256 + aligned(cub_bytes)));
+      scratch(slot_area + word_area + 2 * aligned(blocks * 8) + 256 + aligned(cub_bytes), stream));
   auto* slots = reinterpret_cast<WideBlockBits*>(base);
   auto* words = reinterpret_cast<unsigned long long*>(base + slot_area);
   auto* sizes = reinterpret_cast<uint64_t*>(base + slot_area + word_area);
@@ -102,7 +102,7 @@ bool zfp_accuracy_decode(int minexp, const uint8_t* payload, size_t payload_byte
   const AccuracyChain chain{payload, payload_bytes,
                             (out.count + zfp::kBlockValues - 1) / zfp::kBlockValues, minexp};
   const size_t walk_bytes = parallel_walk_scratch_bytes(chain);
-  auto* base = static_cast<uint8_t*>(scratch(aligned(chain.blocks * 8) + 256 + walk_bytes));
+  auto* base = static_cast<uint8_t*>(scratch(aligned(chain.blocks * 8) + 256 + walk_bytes, stream));
   auto* offsets = reinterpret_cast<uint64_t*>(base);
   auto* result = reinterpret_cast<zfp::AccuracyWalk*>(base + aligned(chain.blocks * 8));
   void* walk_temp = base + aligned(chain.blocks * 8) + 256;

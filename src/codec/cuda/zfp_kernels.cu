@@ -114,7 +114,7 @@ __global__ void decode_kernel(const uint8_t* payload, uint64_t payload_bytes, ui
 uint64_t zfp_encode(uint32_t block_bits, ConstTensorView in, uint8_t* out, cudaStream_t stream) {
   if (in.count == 0) return 0;
   const uint64_t blocks = (in.count + kBlockValues - 1) / kBlockValues;
-  auto* non_finite = static_cast<unsigned long long*>(scratch(8));
+  auto* non_finite = static_cast<unsigned long long*>(scratch(8, stream));
   HYCC_CUDA_CHECK(cudaMemsetAsync(non_finite, 0, 8, stream));
   const bool aligned = reinterpret_cast<uintptr_t>(out) % 4 == 0;
   const bool vector_loads = reinterpret_cast<uintptr_t>(in.data) % 16 == 0;

@@ -32,6 +32,12 @@ void copy_to_host(void*, const void*, size_t) { unavailable(); }
 void copy_on_device(void*, const void*, size_t, DeviceStream) { unavailable(); }
 void synchronize_device() { unavailable(); }
 void synchronize_stream(DeviceStream) { unavailable(); }
+OwnedDeviceStream::OwnedDeviceStream() { unavailable(); }
+OwnedDeviceStream::~OwnedDeviceStream() = default;
+DeviceEvent::DeviceEvent() { unavailable(); }
+DeviceEvent::~DeviceEvent() = default;
+void DeviceEvent::record(DeviceStream) { unavailable(); }
+void DeviceEvent::wait(DeviceStream) const { unavailable(); }
 bool device_runs_kernels() { return false; }
 void fill_device(void*, int, size_t) { unavailable(); }
 
