@@ -106,11 +106,14 @@ struct Setup {
   size_t min_bytes = 0, max_bytes = 0;
 };
 
-// Seconds per call of `iters` calls, the slowest rank's.
-double time_block(const Communicator& comm, int iters, const std::function<void()>& fn) {
+// Seconds per call of `iters` calls, the slowest rank's; stream-ordered calls until the device
+// has done them.
+double time_block(const Communicator& comm, int iters, const std::function<void()>& fn,
+                  bool until_device = false) {
   MPI_Barrier(comm.mpi());
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) fn();
+  if (until_device) synchronize_device();
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, comm.mpi());
   return s / iters;
@@ -119,18 +122,17 @@ double time_block(const Communicator& comm, int iters, const std::function<void(
 int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm) {
   const int p = comm.size(), rank = comm.rank();
   const size_t esize = dtype_size(s.dtype);
-  Table table({{"size", 12, "(B)"},
-               {"count", 12, "(elements)"},
-               {"type", 6},
-               {"time", 10, "(us)"},
-               {"algbw", 8, "(GB/s)"},
-               {"busbw", 8, "(GB/s)"},
-               {"none", 10, "(us)"},
-               {"speedup", 8, "(x)"},
-               {"native", 10, "(us)"},
-               {"vs_native", 9, "(x)"},
-               {"ratio", 7, "(x)"},
-               {"#wrong", 8}});
+  const bool ordered = s.options.stream_ordered && s.cuda;
+  std::vector<Table::Column> columns = {
+      {"size", 12, "(B)"},     {"count", 12, "(elements)"}, {"type", 6},
+      {"time", 10, "(us)"},    {"algbw", 8, "(GB/s)"},      {"busbw", 8, "(GB/s)"},
+      {"none", 10, "(us)"},    {"speedup", 8, "(x)"},       {"native", 10, "(us)"},
+      {"vs_native", 9, "(x)"}, {"ratio", 7, "(x)"},         {"#wrong", 8}};
+  if (ordered) {
+    columns.push_back({"return", 9, "(us)"});
+    columns.push_back({"syncs", 6});
+  }
+  const Table table(columns);
   if (rank == 0) {
     std::printf(
         "# hycc-bench devcoll: %s %s, codec %s vs none vs native, %s, %d ranks, %d x %d "
@@ -141,6 +143,12 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
         "# none: the same device algorithm uncompressed; native: the MPI call on staged "
         "host copies (the path below threshold_bytes); speedup, vs_native: their time / "
         "time\n");
+    if (ordered) {
+      std::printf(
+          "# stream-ordered: each block ends when the device is done; return: the host's time "
+          "per codec call to return (mean of a block); syncs: the host's synchronizations in "
+          "the last call\n");
+    }
     std::printf("%s\n", table.header().c_str());
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -167,16 +175,16 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
     std::vector<double> codec_t, none_t, native_t;
     for (int round = 0; round < o.rounds; ++round) {
       const auto codec_block = [&] {
-        codec_t.push_back(
-            time_block(comm, o.iters, [&] { call(s.op, comm, sv, rv, with_codec, nullptr); }));
+        codec_t.push_back(time_block(
+            comm, o.iters, [&] { call(s.op, comm, sv, rv, with_codec, nullptr); }, ordered));
       };
       const auto none_block = [&] {
-        none_t.push_back(
-            time_block(comm, o.iters, [&] { call(s.op, comm, sv, rv, none, nullptr); }));
+        none_t.push_back(time_block(
+            comm, o.iters, [&] { call(s.op, comm, sv, rv, none, nullptr); }, ordered));
       };
       const auto native_block = [&] {
-        native_t.push_back(
-            time_block(comm, o.iters, [&] { call(s.op, comm, sv, rv, native, nullptr); }));
+        native_t.push_back(time_block(
+            comm, o.iters, [&] { call(s.op, comm, sv, rv, native, nullptr); }, ordered));
       };
       if (round % 2 == 0) {
         codec_block();
@@ -187,6 +195,19 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
         none_block();
         codec_block();
       }
+    }
+    // Stream-ordered: the host's time for a call to return, each call alone.
+    double returned = 0;
+    if (ordered) {
+      MPI_Barrier(comm.mpi());
+      for (int i = 0; i < o.iters; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call(s.op, comm, sv, rv, with_codec, nullptr);
+        returned += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      synchronize_device();
+      returned /= o.iters;
+      MPI_Allreduce(MPI_IN_PLACE, &returned, 1, MPI_DOUBLE, MPI_MAX, comm.mpi());
     }
     // The check: a fresh call against the host collective with the device call's algorithm.
     size_t wrong = 0;
@@ -223,16 +244,23 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
                                                     static_cast<double>(stats.wire_bytes)
                                               : 0;
     if (rank == 0) {
-      std::printf(
-          "%s\n",
-          table
-              .row({format("%zu", message), format("%zu", shape.send),
-                    std::string(dtype_name(s.dtype)), format("%.1f", t * 1e6),
-                    format("%.2f", algbw), format("%.2f", algbw * bus_factor(s.op, p)),
-                    format("%.1f", tn * 1e6), format("%.2f", t > 0 ? tn / t : 0),
-                    format("%.1f", tm * 1e6), format("%.2f", t > 0 ? tm / t : 0),
-                    format("%.2f", ratio), o.check ? format("%zu", wrong) : std::string("-")})
-              .c_str());
+      std::vector<std::string> cells = {format("%zu", message),
+                                        format("%zu", shape.send),
+                                        std::string(dtype_name(s.dtype)),
+                                        format("%.1f", t * 1e6),
+                                        format("%.2f", algbw),
+                                        format("%.2f", algbw * bus_factor(s.op, p)),
+                                        format("%.1f", tn * 1e6),
+                                        format("%.2f", t > 0 ? tn / t : 0),
+                                        format("%.1f", tm * 1e6),
+                                        format("%.2f", t > 0 ? tm / t : 0),
+                                        format("%.2f", ratio),
+                                        o.check ? format("%zu", wrong) : std::string("-")};
+      if (ordered) {
+        cells.push_back(format("%.1f", returned * 1e6));
+        cells.push_back(format("%llu", static_cast<unsigned long long>(stats.host_syncs)));
+      }
+      std::printf("%s\n", table.row(cells).c_str());
       rows.push_back({{"op", o.op},
                       {"bytes", message},
                       {"count", shape.send},
@@ -247,6 +275,10 @@ int sweep(const DevCollBenchOptions& o, const Setup& s, const Communicator& comm
                       {"busbw_gbps", algbw * bus_factor(s.op, p)},
                       {"ratio", ratio},
                       {"wrong", wrong}});
+      if (ordered) {
+        rows.back()["return_seconds"] = returned;
+        rows.back()["host_syncs"] = stats.host_syncs;
+      }
     }
     if (bytes > s.max_bytes / std::max<size_t>(o.factor, 2)) break;
     bytes *= std::max<size_t>(o.factor, 2);
@@ -272,6 +304,7 @@ int run_devcoll_bench(const DevCollBenchOptions& o) {
     s.options.codec = CodecConfig::parse(o.codec);
     if (!o.segment.empty()) s.options.segment_bytes = parse_byte_size(o.segment, "--segment");
     s.options.checksum = o.checksum == 1;
+    s.options.stream_ordered = o.stream_ordered == 1;
     s.options.seed = 7;
     if (o.device == "cuda" || (o.device == "auto" && device_count() > 0)) {
       if (device_count() == 0) {

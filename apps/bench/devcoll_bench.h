@@ -28,6 +28,7 @@ struct DevCollBenchOptions {
   std::string segment;             // BYTES; empty: the library default
   int checksum = 1;                // payload checksums on (1) or off (0)
   int check = 1;                   // compare with the host collective after the timing
+  int stream_ordered = 0;          // 1: NCCL's contract (calls return once queued)
   std::string json;                // one JSON object per row (rank 0)
 };
 

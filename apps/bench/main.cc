@@ -123,6 +123,10 @@ CLI::App* add_devcoll_command(CLI::App& app, DevCollBenchOptions& o) {
   cmd->add_option("--transport", o.transport, "auto | staged | nccl");
   cmd->add_option("--segment", o.segment, "pipelining segment, BYTES");
   cmd->add_option("--checksum", o.checksum, "payload checksums (0/1)")->check(CLI::Range(0, 1));
+  cmd->add_option("--stream-ordered", o.stream_ordered,
+                  "calls return once queued, as NCCL's (0/1); adds the host's time per call to "
+                  "return and its synchronizations")
+      ->check(CLI::Range(0, 1));
   cmd->add_option("-c,--check", o.check, "compare with the host collective (0/1)")
       ->check(CLI::Range(0, 1));
   cmd->add_option("--json", o.json, "also write one JSON object per row to FILE (rank 0)");
