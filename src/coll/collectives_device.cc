@@ -6,10 +6,10 @@
 #include <cstring>
 #include <vector>
 
-#include "codec/device_codecs.h"
 #include "coll/device_entry.h"
 #include "coll/entry.h"
 #include "coll/ring_phases_device.h"
+#include "comm/decode_checks.h"
 #include "common/host_syncs.h"
 
 namespace hycc::coll::device {
@@ -33,54 +33,6 @@ void report_device(const DeviceAlgorithmOptions& options, const Counters* counte
 
 namespace {
 
-// What the device's decoders found in a stream-ordered call's payloads (defer_decode_checks):
-// words[0] 1 where a payload was malformed, words[1] 1 once the device has passed the call.
-class DecodeChecks final : public comm::PendingIntegrity {
- public:
-  explicit DecodeChecks(DeviceOps& ops) : memory_(ops.allocate_pinned(2 * sizeof(uint32_t))) {
-    std::memset(memory_.data(), 0, 2 * sizeof(uint32_t));
-  }
-  uint32_t* failed() const { return static_cast<uint32_t*>(memory_.data()); }
-  uint32_t* passed() const { return failed() + 1; }
-
-  bool done() const override { return hycc::device::load_signal(passed()) != 0; }
-  std::string error() const override {
-    if (hycc::device::load_signal(failed()) == 0) return "";
-    return tagged("coll:device", "a received payload is malformed (a block header its codec's ",
-                  "decoder rejects)");
-  }
-
- private:
-  Memory memory_;
-};
-
-// For a stream-ordered call whose codec checks payloads on the device: the checks, deferred
-// while the guard lives.
-class DeferredDecodeChecks {
- public:
-  DeferredDecodeChecks(DeviceOps& ops, const DeviceAlgorithmOptions& options) : ops_(ops) {
-    if (!options.stream_ordered || !codec::checks_payloads_on_device(options.codec)) return;
-    checks_ = std::make_shared<DecodeChecks>(ops);
-    ops_.defer_decode_checks(checks_->failed());
-  }
-  ~DeferredDecodeChecks() {
-    if (checks_) ops_.defer_decode_checks(nullptr);
-  }
-  DeferredDecodeChecks(const DeferredDecodeChecks&) = delete;
-  DeferredDecodeChecks& operator=(const DeferredDecodeChecks&) = delete;
-
-  // Once the call's work is queued: kept with the communicator until the device has passed it.
-  void defer(const Communicator& comm) {
-    if (!checks_) return;
-    ops_.signal(checks_->passed(), 1);
-    comm::defer_integrity(comm, checks_);
-  }
-
- private:
-  DeviceOps& ops_;
-  std::shared_ptr<DecodeChecks> checks_;
-};
-
 // Runs `algorithm` with a context for this call, then rethrows a deferred decoding error and
 // fills the statistics.
 template <typename Run>
@@ -102,7 +54,7 @@ void run_collective(const Communicator& comm, Operation op, DeviceOps& ops, DTyp
                     .transport = *transport,
                     .errors = {},
                     .counters = {}};
-  DeferredDecodeChecks decode_checks(ops, options);
+  comm::DeferredDecodeChecks decode_checks(ops, options.stream_ordered, options.codec);
   algorithm(ctx);
   if (options.stream_ordered) {
     // The checksums and the decoders' checks run on the device after the call returns: a later

@@ -144,6 +144,8 @@ class DeviceOps {
   // overflowed step, grad/method.h's restart_nonfinite); returns whether there were any, which
   // it waits for.
   virtual bool zero_nonfinite(float* data, size_t n) = 0;
+  // zero_nonfinite, queued: the host neither waits nor learns whether there were any.
+  virtual void clear_nonfinite(float* data, size_t n) { zero_nonfinite(data, n); }
   // payload_checksum() (payload_checksum.h) of `bytes` bytes of device memory; waits for it.
   virtual uint64_t checksum(const void* data, size_t bytes) = 0;
   // Queued, the host does not wait: the 8 bytes at `trailer` (device memory, any alignment)

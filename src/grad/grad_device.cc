@@ -125,11 +125,13 @@ device::Memory to_device(device::DeviceOps& ops, const std::vector<float>& value
 
 // grad/method.h's restart_nonfinite on the device state: residuals (worker and server) from
 // zero where they are not finite; PowerSGD's Q, if any of it is not, drawn again on the next step.
+// Only PowerSGD's needs the host to learn whether there were any (it waits); the others queue.
 void restart_nonfinite(device::DeviceOps& ops, grad::Kind kind, grad::GradState& state) {
-  ops.zero_nonfinite(static_cast<float*>(state.residual.data()), state.residual_count);
+  ops.clear_nonfinite(static_cast<float*>(state.residual.data()), state.residual_count);
   if (state.aux_count == 0) return;
-  if (ops.zero_nonfinite(static_cast<float*>(state.aux.data()), state.aux_count) &&
-      kind == grad::Kind::kPowerSgd) {
+  if (kind != grad::Kind::kPowerSgd) {
+    ops.clear_nonfinite(static_cast<float*>(state.aux.data()), state.aux_count);
+  } else if (ops.zero_nonfinite(static_cast<float*>(state.aux.data()), state.aux_count)) {
     state.aux_count = 0;
   }
 }
@@ -257,7 +259,10 @@ GradStepStats DeviceGradCompressor::run(const Communicator& comm, const GradTens
   // buffer's address when the caller gives none (different on every rank).
   check.field("layout hash", grad::layout_hash(tensor));
   check.field("spec hash", static_cast<int64_t>(xxh3(spec_.data(), spec_.size())));
-  comm::settle(check, comm, unavailable, options.check_arguments != ArgumentCheck::kNever);
+  // Stream-ordered: agreed once per signature, as the device collectives (device_call_check.h).
+  const bool agree = comm::needs_agreement(check, comm, options);
+  comm::settle(check, comm, unavailable, agree);
+  if (agree) comm::agreed(check, comm, options);
 
   // The table is locked to find or make the state, not for the step: steps of other keys on
   // other communicators run meanwhile (a lock over the step would deadlock two threads whose

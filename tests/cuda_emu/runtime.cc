@@ -1,5 +1,6 @@
 // The CUDA runtime of the CPU emulator (cuda_runtime.h): memory, streams, events and errors.
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -163,7 +164,21 @@ unsigned delay_us() {
 
 // Host synchronizations (cuda_emu/host.h).
 std::atomic<uint64_t> host_wait_count{0};
-void count_host_wait() { host_wait_count.fetch_add(1, std::memory_order_relaxed); }
+// HYCC_CUDA_EMU_TRACE_WAITS=1: every host wait prints its call stack to stderr (where a wait
+// comes from, when a count rises).
+void count_host_wait() {
+  host_wait_count.fetch_add(1, std::memory_order_relaxed);
+  static const bool trace = [] {
+    const char* v = std::getenv("HYCC_CUDA_EMU_TRACE_WAITS");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (trace) {
+    void* frames[24];
+    const int depth = backtrace(frames, 24);
+    std::fprintf(stderr, "cuda_emu: host wait\n");
+    backtrace_symbols_fd(frames, depth, 2);
+  }
+}
 
 void wait_for(cudaStream_t s, uint64_t position) {
   std::unique_lock<std::mutex> lock(s->mutex);

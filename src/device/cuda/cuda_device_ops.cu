@@ -352,6 +352,14 @@ class CudaOps final : public DeviceOps {
     HYCC_CUDA_CHECK(cudaGetLastError());
   }
 
+  void clear_nonfinite(float* data, size_t n) override {
+    if (n == 0) return;
+    grow(flag_, 4);  // written, never read
+    zero_nonfinite_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+        data, n, static_cast<uint32_t*>(flag_.data()));
+    HYCC_CUDA_CHECK(cudaGetLastError());
+  }
+
   bool zero_nonfinite(float* data, size_t n) override {
     if (n == 0) return false;
     grow(flag_, 4);
