@@ -260,11 +260,12 @@ TEST(GpuHostWaits, AlteredPayloadOfAStreamOrderedCallIsRaisedByTheNextCall) {
   PMPI_Barrier(MPI_COMM_WORLD);
 }
 
-// hybrid's gradient rule on device buffers (ef2+quant:bits=6, DeviceGradCompressor): quant's
-// fixed payload size makes its blocks' sizes known to every rank, so a stream-ordered step after
-// the first of its signature neither waits nor sends a host message; its results and residuals
-// are those of the same steps made blocking, bit for bit.
-TEST(GpuHostWaits, StreamOrderedEf2GradientStepsNeverWaitOnTheHost) {
+// Gradient compressors with error feedback on device buffers (DeviceGradCompressor): hybrid's
+// ef2+quant:bits=6 and ef+quant:bits=4. quant's fixed payload size makes every payload's size
+// known to every rank, so a stream-ordered step after the first of its signature neither waits
+// nor sends a host message; results and residuals are those of the same steps made blocking,
+// bit for bit.
+TEST(GpuHostWaits, StreamOrderedErrorFeedbackStepsNeverWaitOnTheHost) {
   const Communicator world = Communicator::world();
   if (world.size() < 2 || !comm::nccl_usable(world)) {
     GTEST_SKIP() << "needs 2 ranks and NCCL";
@@ -273,34 +274,36 @@ TEST(GpuHostWaits, StreamOrderedEf2GradientStepsNeverWaitOnTheHost) {
   DeviceCollectiveOptions o;
   o.transport = DeviceTransport::kNccl;
   o.segment_bytes = 64 << 10;
-  DeviceGradCompressor ordered("ef2+quant:bits=6"), blocking("ef2+quant:bits=6");
-  const GradTensor tensor(9);
-  const Buffer x = input(DType::kF32, n, 60 + static_cast<uint64_t>(world.rank()));
-  OnDevice a(x), b(x), out_a(Buffer(DType::kF32, n)), out_b(Buffer(DType::kF32, n));
-  const int steps = 3;
-  uint64_t syncs = 0, messages = 0;
-  for (int step = 0; step < steps; ++step) {
-    blocking.allreduce(world, tensor, b.view(), out_b.view(), ReduceOp::kAverage, o);
-    DeviceCollectiveOptions q = o;
-    q.stream_ordered = true;
-    cudaDeviceSynchronize();
-    PMPI_Barrier(MPI_COMM_WORLD);
-    const uint64_t s0 = cuda_emu::host_waits(), m0 = host_message_count.load();
-    ordered.allreduce(world, tensor, a.view(), out_a.view(), ReduceOp::kAverage, q);
-    if (step > 0) {  // the first step agrees on its signature
-      syncs += cuda_emu::host_waits() - s0;
-      messages += host_message_count.load() - m0;
+  for (const char* spec : {"ef2+quant:bits=6", "ef+quant:bits=4"}) {
+    DeviceGradCompressor ordered(spec), blocking(spec);
+    const GradTensor tensor(9);
+    const Buffer x = input(DType::kF32, n, 60 + static_cast<uint64_t>(world.rank()));
+    OnDevice a(x), b(x), out_a(Buffer(DType::kF32, n)), out_b(Buffer(DType::kF32, n));
+    const int steps = 3;
+    uint64_t syncs = 0, messages = 0;
+    for (int step = 0; step < steps; ++step) {
+      blocking.allreduce(world, tensor, b.view(), out_b.view(), ReduceOp::kAverage, o);
+      DeviceCollectiveOptions q = o;
+      q.stream_ordered = true;
+      cudaDeviceSynchronize();
+      PMPI_Barrier(MPI_COMM_WORLD);
+      const uint64_t s0 = cuda_emu::host_waits(), m0 = host_message_count.load();
+      ordered.allreduce(world, tensor, a.view(), out_a.view(), ReduceOp::kAverage, q);
+      if (step > 0) {  // the first step agrees on its signature
+        syncs += cuda_emu::host_waits() - s0;
+        messages += host_message_count.load() - m0;
+      }
+      cudaDeviceSynchronize();
+      EXPECT_TRUE(out_a.to_host().bits_equal(out_b.to_host())) << spec << " step " << step;
     }
-    cudaDeviceSynchronize();
-    EXPECT_TRUE(out_a.to_host().bits_equal(out_b.to_host())) << "step " << step;
+    std::printf("host waits  %-18s gradient allreduce  syncs %4.1f  messages %4.1f\n", spec,
+                static_cast<double>(syncs) / (steps - 1),
+                static_cast<double>(messages) / (steps - 1));
+    EXPECT_EQ(syncs, 0u) << spec;
+    EXPECT_EQ(messages, 0u) << spec;
+    EXPECT_EQ(ordered.residual(9), blocking.residual(9)) << spec;
+    PMPI_Barrier(MPI_COMM_WORLD);
   }
-  std::printf("host waits  ef2+quant:bits=6 gradient allreduce  syncs %4.1f  messages %4.1f\n",
-              static_cast<double>(syncs) / (steps - 1),
-              static_cast<double>(messages) / (steps - 1));
-  EXPECT_EQ(syncs, 0u);
-  EXPECT_EQ(messages, 0u);
-  EXPECT_EQ(ordered.residual(9), blocking.residual(9));
-  PMPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Without checksums, a quant payload whose block header arrives malformed is found by the
