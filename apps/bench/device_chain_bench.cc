@@ -91,8 +91,8 @@ class Chain {
   // The stages one after the other, each over every segment on one stream (own payloads).
   void encode_all() {
     for (size_t k = 0; k < seg_.count; ++k) {
-      sizes_[k + 1 == seg_.count ? 1 : 0] = ops_[0]->encode(
-          config_, {DType::kF32, seg_.of(k, n_), in_ + k * seg_.length}, payload(k), bound_, k);
+      ops_[0]->encode(config_, {DType::kF32, seg_.of(k, n_), in_ + k * seg_.length}, payload(k),
+                      bound_, k);
     }
     ops_[0]->synchronize();
   }
@@ -117,8 +117,10 @@ class Chain {
  private:
   DeviceStream stream(size_t i) const { return streams_[i].get(); }
   void* payload(size_t k) const { return static_cast<std::byte*>(all_.data()) + k * bound_; }
-  // Every segment but the last has the first segment's size, the last its own.
-  size_t size_of(size_t k) const { return k + 1 == seg_.count ? sizes_[1] : sizes_[0]; }
+  // Segment k's payload size (the codecs here have sizes that depend on the count alone).
+  size_t size_of(size_t k) const {
+    return config_.codec().max_payload_bytes(DType::kF32, seg_.of(k, n_));
+  }
   void reduce(size_t k, const void* payload, size_t bytes) {
     const size_t len = seg_.of(k, n_);
     ops_[2]->decode_accumulate(config_, payload, bytes, DType::kF32,
@@ -137,7 +139,6 @@ class Chain {
   std::array<DeviceBuffer, kDepth> send_, recv_;
   DeviceBuffer all_, partial_;
   device::Memory failed_;
-  std::array<size_t, 2> sizes_{};  // encode_all: [0] a full segment's size, [1] the last's
 };
 
 }  // namespace

@@ -349,19 +349,13 @@ void QuantCodec::check_header(size_t b, uint32_t min_bits, uint32_t scale_bits) 
                            "stored special blocks after the codes; this build stores them in ",
                            "the block (re-encode the data)"));
   }
+  if (quant::header_valid(min_bits, scale_bits, (1u << bits_) - 1)) return;
   if ((scale_bits & quant::kSpecialBit) != 0) {
-    quant::SpecialHeader h;
-    if (!quant::read_special(min_bits, scale_bits, (1u << bits_) - 1, h)) {
-      corrupt(detail::concat("special block ", b, " has an invalid header (min bits 0x",
-                             hex32(min_bits), ", scale field 0x", hex32(scale_bits), ")"));
-    }
-    return;
+    corrupt(detail::concat("special block ", b, " has an invalid header (min bits 0x",
+                           hex32(min_bits), ", scale field 0x", hex32(scale_bits), ")"));
   }
-  const float lo = std::bit_cast<float>(min_bits), scale = std::bit_cast<float>(scale_bits);
-  const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
-  if (!(std::fabs(lo) <= FLT_MAX) || !scale_ok || !quant::decodes_finite(lo, scale, max_code())) {
-    corrupt(detail::concat("block ", b, " has an invalid min ", lo, " or scale ", scale));
-  }
+  corrupt(detail::concat("block ", b, " has an invalid min ", std::bit_cast<float>(min_bits),
+                         " or scale ", std::bit_cast<float>(scale_bits)));
 }
 
 void QuantCodec::decode(std::span<const std::byte> payload_span, TensorView out) const {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -213,33 +214,28 @@ TEST(GpuHostWaits, StreamOrderedCallReturnsBeforeItsWorkIsDone) {
   cudaStreamDestroy(stream);
 }
 
-// A payload altered on its way in a stream-ordered call: the call returns; the rank that
-// received it raises CorruptStream from its next call on the communicator, after queueing that
-// call's part, so no peer waits for it; the error is raised once. A blocking call raises it
-// itself.
-TEST(GpuHostWaits, AlteredPayloadOfAStreamOrderedCallIsRaisedByTheNextCall) {
-  const Communicator world = Communicator::world();
-  if (world.size() < 2 || !comm::nccl_usable(world)) {
-    GTEST_SKIP() << "needs 2 ranks and NCCL";
-  }
-  const bool receiver = world.rank() == 0;
-  OnDevice x(input(DType::kF32, size_t{1} << 13, 90 + static_cast<uint64_t>(world.rank())));
-  DeviceCollectiveOptions o;
-  o.codec = CodecConfig::parse("bf16");
-  o.transport = DeviceTransport::kNccl;
-  o.stream_ordered = true;
-  const auto call = [&] { allreduce_device(world, x.view(), x.view(), ReduceOp::kAverage, o); };
+// A stream-ordered `call` (a collective over NCCL) whose message rank 0 receives altered
+// (corrupt_nccl_receives(1, offset)) returns; rank 0 raises CorruptStream naming `what` from its
+// next call on the communicator, after queueing that call's part, so no peer waits for it; the
+// error is raised once. `no_wait`: the altered call makes no host wait either.
+void expect_raised_by_next_call(const std::function<void()>& call, long offset,
+                                const std::string& what, bool no_wait) {
+  const bool receiver = Communicator::world().rank() == 0;
   call();
   cudaDeviceSynchronize();
-  if (receiver) cuda_emu::corrupt_nccl_receives(1);
+  if (receiver) cuda_emu::corrupt_nccl_receives(1, offset);
+  const uint64_t waits = cuda_emu::host_waits();
   EXPECT_NO_THROW(call()) << "the altered payload is checked on the device, later";
+  if (no_wait) {
+    EXPECT_EQ(cuda_emu::host_waits(), waits);
+  }
   cudaDeviceSynchronize();
   if (receiver) {
     try {
       call();
       ADD_FAILURE() << "the next call raised nothing";
     } catch (const CorruptStream& e) {
-      EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   } else {
     EXPECT_NO_THROW(call());
@@ -248,16 +244,36 @@ TEST(GpuHostWaits, AlteredPayloadOfAStreamOrderedCallIsRaisedByTheNextCall) {
   PMPI_Barrier(MPI_COMM_WORLD);
   EXPECT_NO_THROW(call()) << "raised once";
   cudaDeviceSynchronize();
+}
 
-  o.stream_ordered = false;
+// The same alteration of a blocking `call`: raised by the call itself, on rank 0.
+void expect_raised_by_blocking_call(const std::function<void()>& call, long offset) {
+  const bool receiver = Communicator::world().rank() == 0;
   call();
-  if (receiver) cuda_emu::corrupt_nccl_receives(1);
+  if (receiver) cuda_emu::corrupt_nccl_receives(1, offset);
   if (receiver) {
     EXPECT_THROW(call(), CorruptStream);
   } else {
     EXPECT_NO_THROW(call());
   }
   PMPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A payload altered on its way (a flipped bit, found by its checksum).
+TEST(GpuHostWaits, AlteredPayloadOfAStreamOrderedCallIsRaisedByTheNextCall) {
+  const Communicator world = Communicator::world();
+  if (world.size() < 2 || !comm::nccl_usable(world)) {
+    GTEST_SKIP() << "needs 2 ranks and NCCL";
+  }
+  OnDevice x(input(DType::kF32, size_t{1} << 13, 90 + static_cast<uint64_t>(world.rank())));
+  DeviceCollectiveOptions o;
+  o.codec = CodecConfig::parse("bf16");
+  o.transport = DeviceTransport::kNccl;
+  o.stream_ordered = true;
+  const auto call = [&] { allreduce_device(world, x.view(), x.view(), ReduceOp::kAverage, o); };
+  expect_raised_by_next_call(call, -1, "fails its checksum", false);
+  o.stream_ordered = false;
+  expect_raised_by_blocking_call(call, -1);
 }
 
 // Gradient compressors with error feedback on device buffers (DeviceGradCompressor): hybrid's
@@ -313,7 +329,6 @@ TEST(GpuHostWaits, MalformedQuantHeaderOfAStreamOrderedCallIsRaisedByTheNextCall
   if (world.size() < 2 || !comm::nccl_usable(world)) {
     GTEST_SKIP() << "needs 2 ranks and NCCL";
   }
-  const bool receiver = world.rank() == 0;
   OnDevice x(input(DType::kF32, size_t{1} << 13, 70 + static_cast<uint64_t>(world.rank())));
   DeviceCollectiveOptions o;
   o.codec = CodecConfig::parse("quant:bits=8");
@@ -321,38 +336,10 @@ TEST(GpuHostWaits, MalformedQuantHeaderOfAStreamOrderedCallIsRaisedByTheNextCall
   o.checksum = false;
   o.stream_ordered = true;
   const auto call = [&] { allreduce_device(world, x.view(), x.view(), ReduceOp::kSum, o); };
-  call();
-  cudaDeviceSynchronize();
   // Bytes 4..7 of a payload: the scale field of its first block, 0xffffffff (malformed).
-  if (receiver) cuda_emu::corrupt_nccl_receives(1, 4);
-  const uint64_t waits = cuda_emu::host_waits();
-  EXPECT_NO_THROW(call()) << "the malformed header is found on the device, later";
-  EXPECT_EQ(cuda_emu::host_waits(), waits);
-  cudaDeviceSynchronize();
-  if (receiver) {
-    try {
-      call();
-      ADD_FAILURE() << "the next call raised nothing";
-    } catch (const CorruptStream& e) {
-      EXPECT_NE(std::string(e.what()).find("malformed"), std::string::npos) << e.what();
-    }
-  } else {
-    EXPECT_NO_THROW(call());
-  }
-  cudaDeviceSynchronize();
-  PMPI_Barrier(MPI_COMM_WORLD);
-  EXPECT_NO_THROW(call()) << "raised once";
-  cudaDeviceSynchronize();
-
+  expect_raised_by_next_call(call, 4, "malformed", true);
   o.stream_ordered = false;
-  call();
-  if (receiver) cuda_emu::corrupt_nccl_receives(1, 4);
-  if (receiver) {
-    EXPECT_THROW(call(), CorruptStream);
-  } else {
-    EXPECT_NO_THROW(call());
-  }
-  PMPI_Barrier(MPI_COMM_WORLD);
+  expect_raised_by_blocking_call(call, 4);
 }
 
 }  // namespace

@@ -352,6 +352,19 @@ HYCC_HD inline bool read_special(uint32_t min_bits, uint32_t scale_bits, uint32_
   return is_finite(h.min) && step_ok && decodes_finite(h.min, h.step, static_cast<float>(h.top));
 }
 
+// Whether a block's header is well formed: a regular one's finite min, zero or normal scale and
+// finite top decoded value, or a special one's (read_special). The decoders on both sides check
+// every header with it.
+HYCC_HD inline bool header_valid(uint32_t min_bits, uint32_t scale_bits, uint32_t max_code) {
+  if ((scale_bits & kSpecialBit) != 0) {
+    SpecialHeader h;
+    return read_special(min_bits, scale_bits, max_code, h);
+  }
+  const float lo = bits_to_f32(min_bits), scale = bits_to_f32(scale_bits);
+  const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
+  return is_finite(lo) && scale_ok && decodes_finite(lo, scale, static_cast<float>(max_code));
+}
+
 // The value of a code of a special block: finite codes clamped to the finite range (the input
 // was finite), the top code of a block holding non-finite values its non-finite value.
 HYCC_HD inline float special_value(uint32_t code, const SpecialHeader& h) {

@@ -14,6 +14,8 @@
 // blocks, the input's of special ones. Decoding dequantizes a rotated block into the scratch and
 // rotates it back there.
 
+#include <type_traits>
+
 #include "codec/block/hadamard.h"
 #include "codec/block/quant_block.h"
 #include "codec/cuda/device_util.cuh"
@@ -182,18 +184,9 @@ __global__ void check_kernel(Geometry g, const uint8_t* payload, uint32_t max_co
   const uint64_t b = uint64_t{blockIdx.x} * kThreads + threadIdx.x;
   if (b >= g.blocks) return;
   const uint8_t* header = payload + g.header_offset(b);
-  const uint32_t min_bits = load_u32(header), scale_bits = load_u32(header + 4);
-  bool ok;
-  if ((scale_bits & quant::kSpecialBit) != 0) {
-    quant::SpecialHeader h;
-    ok = quant::read_special(min_bits, scale_bits, max_code, h);
-  } else {
-    const float lo = bits_to_f32(min_bits), scale = bits_to_f32(scale_bits);
-    const bool scale_ok = scale == 0 ? scale_bits == 0 : (scale >= FLT_MIN && scale <= FLT_MAX);
-    ok = fabsf(lo) <= FLT_MAX && scale_ok &&
-         quant::decodes_finite(lo, scale, static_cast<float>(max_code));
+  if (!quant::header_valid(load_u32(header), load_u32(header + 4), max_code)) {
+    *static_cast<volatile uint32_t*>(error) = 1u;  // every writer writes 1
   }
-  if (!ok) *static_cast<volatile uint32_t*>(error) = 1u;  // every writer writes 1
 }
 
 template <int kBits>
@@ -338,82 +331,50 @@ __global__ void hop_kernel(Geometry g, const uint8_t* payload, DType wire, const
   }
 }
 
-using HopKernel = void (*)(Geometry, const uint8_t*, DType, const void*, DType, uint64_t, uint8_t*);
-
-template <int kBits>
-HopKernel hop_for(bool stochastic) {
-  return stochastic ? hop_kernel<kBits, true> : hop_kernel<kBits, false>;
-}
-
-HopKernel pick_hop(int bits, bool stochastic) {
+// make(std::integral_constant<int, B>{}) for the code width B = bits (1..8).
+template <typename Make>
+auto for_bits(int bits, Make make) {
   switch (bits) {
     case 1:
-      return hop_for<1>(stochastic);
+      return make(std::integral_constant<int, 1>{});
     case 2:
-      return hop_for<2>(stochastic);
+      return make(std::integral_constant<int, 2>{});
     case 3:
-      return hop_for<3>(stochastic);
+      return make(std::integral_constant<int, 3>{});
     case 4:
-      return hop_for<4>(stochastic);
+      return make(std::integral_constant<int, 4>{});
     case 5:
-      return hop_for<5>(stochastic);
+      return make(std::integral_constant<int, 5>{});
     case 6:
-      return hop_for<6>(stochastic);
+      return make(std::integral_constant<int, 6>{});
     case 7:
-      return hop_for<7>(stochastic);
+      return make(std::integral_constant<int, 7>{});
     default:
-      return hop_for<8>(stochastic);
+      return make(std::integral_constant<int, 8>{});
   }
 }
 
+using HopKernel = void (*)(Geometry, const uint8_t*, DType, const void*, DType, uint64_t, uint8_t*);
 using EncodeKernel = void (*)(Geometry, Source, const DeviceQuant*, uint64_t, uint8_t*);
 using DecodeKernel = void (*)(Geometry, const uint8_t*, void*, DType, float*);
 
-template <int kBits>
-EncodeKernel encode_for(bool stochastic) {
-  return stochastic ? encode_kernel<kBits, true> : encode_kernel<kBits, false>;
+HopKernel pick_hop(int bits, bool stochastic) {
+  return for_bits(bits, [stochastic](auto width) -> HopKernel {
+    constexpr int kBits = decltype(width)::value;
+    return stochastic ? hop_kernel<kBits, true> : hop_kernel<kBits, false>;
+  });
 }
 
 EncodeKernel pick_encode(int bits, bool stochastic) {
-  switch (bits) {
-    case 1:
-      return encode_for<1>(stochastic);
-    case 2:
-      return encode_for<2>(stochastic);
-    case 3:
-      return encode_for<3>(stochastic);
-    case 4:
-      return encode_for<4>(stochastic);
-    case 5:
-      return encode_for<5>(stochastic);
-    case 6:
-      return encode_for<6>(stochastic);
-    case 7:
-      return encode_for<7>(stochastic);
-    default:
-      return encode_for<8>(stochastic);
-  }
+  return for_bits(bits, [stochastic](auto width) -> EncodeKernel {
+    constexpr int kBits = decltype(width)::value;
+    return stochastic ? encode_kernel<kBits, true> : encode_kernel<kBits, false>;
+  });
 }
 
 DecodeKernel pick_decode(int bits) {
-  switch (bits) {
-    case 1:
-      return decode_kernel<1>;
-    case 2:
-      return decode_kernel<2>;
-    case 3:
-      return decode_kernel<3>;
-    case 4:
-      return decode_kernel<4>;
-    case 5:
-      return decode_kernel<5>;
-    case 6:
-      return decode_kernel<6>;
-    case 7:
-      return decode_kernel<7>;
-    default:
-      return decode_kernel<8>;
-  }
+  return for_bits(bits,
+                  [](auto width) -> DecodeKernel { return decode_kernel<decltype(width)::value>; });
 }
 
 // Scratch: per-block quantization (encoding only), the check's error word, and for
