@@ -5,15 +5,30 @@ launch of a training script on local ranks whose rank 0 prints one "RESULT {json
 The launch gives each rank the environment torchrun gives its workers (RANK, LOCAL_RANK,
 WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT; rank 0 hosts the store) but
 starts no launcher process of its own: torchrun's imports torch once more per run, 2 s of CPU on
-these machines, a fifth of these tests' time. The single-run tests (hycc_torch_test.py and
+these machines, a fifth of these tests' time. Nor does each rank import torch: the driver
+imports it once (with OMP_NUM_THREADS=1, which OpenMP reads when torch loads it, as every rank
+here runs) and forks the ranks from itself; a rank then takes its own environment, streams,
+arguments and `__main__`, runs the script, its exit handlers and exits with the script's status.
+HYCC_TEST_SPAWN=1 starts each rank as a new Python process instead (the reference: a result that
+differs between the two is the fork's fault). The single-run tests (hycc_torch_test.py and
 hycc_torch_timeout_test.py) run under torchrun itself."""
+import atexit
 import json
 import os
+import runpy
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
+
+os.environ["OMP_NUM_THREADS"] = "1"  # before torch loads OpenMP, in the driver and every rank
+SPAWN = os.environ.get("HYCC_TEST_SPAWN") == "1"
+if not SPAWN:
+    import torch  # noqa: F401  (inherited by every forked rank)
+    import torch.distributed  # noqa: F401
 
 TIMEOUT_S = 300
 
@@ -36,9 +51,12 @@ def launch(script, ranks, args, env):
                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
             out, err = (os.path.join(tmp, f"{rank}.{kind}") for kind in ("out", "err"))
             logs.append((out, err))
-            with open(out, "w") as o, open(err, "w") as e:
-                procs.append(subprocess.Popen([sys.executable, script, *args], env=rank_env,
-                                              stdout=o, stderr=e))
+            if SPAWN:
+                with open(out, "w") as o, open(err, "w") as e:
+                    procs.append(subprocess.Popen([sys.executable, script, *args],
+                                                  env=rank_env, stdout=o, stderr=e))
+            else:
+                procs.append(ForkedRank(script, args, rank_env, out, err))
         deadline = time.monotonic() + TIMEOUT_S
         failed, timed_out = [], False
         # Every rank polled each time (a returncode is set only by poll()).
@@ -60,6 +78,69 @@ def launch(script, ranks, args, env):
     if timed_out:
         stderr += f"stopped after {TIMEOUT_S} s\n"
     return status, stdout, stderr
+
+
+class ForkedRank:
+    """A rank forked from the driver, which has imported torch: poll(), wait() and kill() as
+    subprocess.Popen's, returncode -N when signal N stopped it."""
+
+    def __init__(self, script, args, env, out, err):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.returncode = None
+        self.pid = os.fork()
+        if self.pid == 0:
+            os._exit(run_rank(script, args, env, out, err))
+
+    def _reap(self, flags):
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, flags)
+            if pid != 0:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def poll(self):
+        return self._reap(os.WNOHANG)
+
+    def wait(self):
+        return self._reap(0)
+
+    def kill(self):
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def run_rank(script, args, env, out, err):
+    """In a forked rank: `script ARGS` as its own program would run; returns its exit status."""
+    try:
+        atexit._clear()  # the driver's exit handlers are not the rank's
+        for fd, path in ((1, out), (2, err)):
+            opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(opened, fd)
+            os.close(opened)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [script, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        status = 0
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as e:
+            if e.code is None or isinstance(e.code, int):
+                status = e.code or 0
+            else:
+                print(e.code, file=sys.stderr)
+                status = 1
+        except BaseException:  # noqa: B036 (the rank's program stopped: as Python reports it)
+            traceback.print_exc()
+            status = 1
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return status
+    except BaseException:  # noqa: B036 (nothing may return into the driver's code)
+        traceback.print_exc()
+        return 1
 
 
 class Checks:
@@ -87,3 +168,18 @@ class Checks:
     def finish(self):
         print(f"{self.name}: OK" if self.failures == 0 else f"{self.name}: {self.failures} FAILED")
         sys.exit(0 if self.failures == 0 else 1)
+
+
+def main():
+    """`torchrun_driver.py --nproc-per-node N SCRIPT [ARGS...]`: SCRIPT on N forked ranks as
+    torchrun --standalone would run it; prints their output and exits with their status."""
+    if len(sys.argv) < 4 or sys.argv[1] != "--nproc-per-node" or not sys.argv[2].isdigit():
+        sys.exit("usage: torchrun_driver.py --nproc-per-node N SCRIPT [ARGS...]")
+    status, stdout, stderr = launch(sys.argv[3], int(sys.argv[2]), sys.argv[4:], dict(os.environ))
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
