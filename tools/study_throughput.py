@@ -52,7 +52,10 @@ def expected_seconds(args):
     """A first estimate: process starts (3 rounds of the policies and 2 calibration runs) and
     about a second a step at 150 Mbit/s."""
     policies = len(args.policies) + 1
-    return 3 * (policies + 2) * 8 + policies * args.throughput_steps * 1.1 + 2 * 30 * 0.7
+    rounds = min(3, args.throughput_steps)
+    calibration = args.calibration_steps or (10 * rounds if rounds > 2 else 20)
+    return rounds * (policies + 2) * 8 + policies * args.throughput_steps * 1.1 + \
+        2 * calibration * 0.7
 
 
 def run(args, model_flags, fmt_minutes):
@@ -73,8 +76,11 @@ def run(args, model_flags, fmt_minutes):
         out = seed_dir(args, seed)
         os.makedirs(out, exist_ok=True)
         cmd = [os.path.join(ROOT, "tools", "experiment"), "--out", out, "--steps",
-               str(args.throughput_steps), "--rounds", str(min(3, args.throughput_steps)), "--policies", ",".join(["baseline"] + args.policies),
-               "--build", args.build, "--"] + model_flags + ["--seed", str(seed)] + args.extra
+               str(args.throughput_steps), "--rounds", str(min(3, args.throughput_steps)),
+               "--policies", ",".join(["baseline"] + args.policies), "--build", args.build]
+        if args.calibration_steps is not None:
+            cmd += ["--calibration-steps", str(args.calibration_steps)]
+        cmd += ["--"] + model_flags + ["--seed", str(seed)] + args.extra
         with open(os.path.join(args.out, "commands.txt"), "a") as commands:
             commands.write(" ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c
                                     for c in cmd) + "\n")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/torch_bench.py end to end, small: FSDP2 x TP, the pipeline of FSDP2 stages (pp_fsdp) and
-# DDP, on 2 emulated hosts x 2 ranks, gloo and the hycc backend under baseline and hybrid, 2
-# timed steps after 1 each, and (fsdp_tp) gloo on faster links, (ddp) gloo with PyTorch's fp16
-# and PowerSGD hooks (PowerSGD compresses from the third step); each table must hold the runs,
+# DDP, on 2 emulated hosts x 2 ranks (DDP x 1 rank: a run's time is mostly its processes'
+# start), gloo and the hycc backend under baseline and hybrid, 2 timed steps after 1 each, and
+# (fsdp_tp) gloo on faster links, (ddp) gloo with PyTorch's fp16 and PowerSGD hooks (PowerSGD
+# compresses from the third step); each table must hold the runs,
 # baseline gloo's losses, fsdp_tp's the links' share of gloo's step, and the pipeline's hybrid
 # row a compressed pp column.
 #
@@ -19,11 +20,12 @@ PYTHON=${1:?usage: $0 PYTHON}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for parallel in fsdp_tp pp_fsdp ddp; do
-  configs=gloo,baseline,hybrid
+  configs=gloo,baseline,hybrid per_host=2
   [[ $parallel == fsdp_tp ]] && configs+=,gloo@1gbit
-  [[ $parallel == ddp ]] && configs+=,fp16,powersgd
+  [[ $parallel == ddp ]] && configs+=,fp16,powersgd per_host=1
   "$PYTHON" "$ROOT/tools/torch_bench.py" --parallel $parallel --configs $configs \
-    --hosts 2 --ranks-per-host 2 --steps 2 --warmup 1 --python "$PYTHON" --out "$out/$parallel"
+    --hosts 2 --ranks-per-host $per_host --steps 2 --warmup 1 --python "$PYTHON" \
+    --out "$out/$parallel"
   table="$out/$parallel/README.md"
   rows=$(grep -cE '^\| (gloo|hycc baseline|hycc hybrid) \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \|' \
     "$table" || true)

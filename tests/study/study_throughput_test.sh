@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tools/study's throughput phase on the emulated cluster, small: 2 steps of the baseline and one
-# preset for two seeds (tools/experiment on tools/netemu), then its table and summary; a second
-# invocation keeps both seeds. Needs root and network namespaces: skipped (77) otherwise.
+# tools/study's throughput phase on the emulated cluster, small: for two seeds, 1 step (one
+# round) of the baseline and one preset and 2 of each calibration run (tools/experiment on
+# tools/netemu), then its table and summary; a second invocation keeps both seeds. Needs root and
+# network namespaces: skipped (77) otherwise.
 #   study_throughput_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -12,7 +13,8 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 study() {
   "$root/tools/study" --build "$build" --out "$dir/study" --steps 2 --seeds 1,2 --dims tp \
-    --codecs "quant:bits=4" --policies hybrid --throughput-steps 2 -- --eval-sequences 8 \
+    --codecs "quant:bits=4" --policies hybrid --throughput-steps 1 \
+    --calibration-steps 2 -- --eval-sequences 8 \
     >"$dir/log" 2>&1 || { tail -20 "$dir/log"; fail "tools/study failed"; }
 }
 study
@@ -26,7 +28,7 @@ import sys
 out = sys.argv[1]
 t = json.load(open(f"{out}/summary.json"))["throughput"]
 assert t["network"].startswith("tools/netemu: 4 nodes x 2 ranks"), t
-assert t["steps"] == 2 and set(t["policies"]) == {"baseline", "hybrid"}, t
+assert t["steps"] == 1 and set(t["policies"]) == {"baseline", "hybrid"}, t
 for policy, c in t["policies"].items():
     assert c["seeds"] == [1, 2] and all(x > 0 for x in c["tokens_per_s"]), c
     assert c["ci95"] is not None and c["ci95"] >= 0, c
