@@ -50,6 +50,8 @@ install: build
 # The sanitizer build compiles the CUDA sources for the CPU emulator (tests/cuda_emu), so the GPU
 # tests run there too, kernels included. It compiles at -O1 with line tables only (-g1: file and
 # line in the reports): half the compile time of -O2 -g, for tests about a fifth slower.
+# While the Release suite runs, the sanitizer and MPICH builds compile behind it on the cores its
+# tests leave idle (BEHIND below); their phases then wait for them and build what is left.
 # Each phase's time goes to $(PHASES) (scripts/timed); each suite ends with its slowest tests and
 # its total, and `make test` with the time of every phase (scripts/test-report; the budget:
 # CONTRIBUTING.md, "Test time budget").
@@ -74,17 +76,31 @@ test-release:
 	@$(TIMED) "Debian packages" scripts/setup-deps
 	@$(TIMED) "Release build (and Python environment)" scripts/build-with-python $(BUILD) $(JOBS) $(CMAKE_ARGS)
 	@$(TIMED) "training text" scripts/fetch-data
-	@$(TIMED) "Release suite" sh -c '$(call run_suite,$(BUILD),Release suite,)'
+	@$(if $(BEHIND),$(BEHIND_START))
+	@$(TIMED) "Release suite" sh -c '$(call run_suite,$(BUILD),Release suite,)' || { \
+	  scripts/build-behind stop $(ASAN_BUILD) $(MPICH_BUILD); exit 1; }
+
+# Within `make test` the sanitizer and MPICH builds run behind the Release suite at nice 19, on
+# the cores its tests leave idle (scripts/build-behind; BEHIND= turns it off); their phases wait
+# for them, then build what is left. The MPICH build waits for the sanitizer build.
+BEHIND ?= $(filter test,$(MAKECMDGOALS))
+define BEHIND_START
+scripts/build-behind start $(ASAN_BUILD) sh -c '$(SANITIZE_CONFIGURE) && $(SANITIZE_BUILD)'; \
+scripts/build-behind start $(MPICH_BUILD) sh -c 'flock $(ASAN_BUILD)/.build-behind.lock true && \
+  tests/mpich/mpich_test.sh $(MPICH_BUILD) $(JOBS) --build-only'
+endef
 
 SANITIZE_TARGETS = hycc_unit_tests hycc_mpi_tests hycc_device_coll_tests hycc-train hycc-sim \
   hycc-policy hycc_cuda_emu_tests hycc_gpu_tests hycc_gpu_coll_tests \
   dropin_device_emu_program capi_program fuzz_stream_replay fuzz_codec_replay fuzz_state_replay \
   fuzz_text_replay fuzz_peer_replay
+SANITIZE_CONFIGURE = cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DHYCC_SANITIZE=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DHYCC_WERROR=ON \
+  -DHYCC_WITH_CUDA=OFF -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
+SANITIZE_BUILD = cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(SANITIZE_TARGETS)
 test-sanitize: deps data
-	@$(TIMED) "sanitizer configure" cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DHYCC_SANITIZE=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DHYCC_WERROR=ON \
-	  -DHYCC_WITH_CUDA=OFF -DHYCC_CUDA_EMULATION=ON $(CMAKE_ARGS)
-	@$(TIMED) "sanitizer build" cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(SANITIZE_TARGETS)
+	@$(TIMED) "sanitizer configure" scripts/build-behind run $(ASAN_BUILD) $(SANITIZE_CONFIGURE)
+	@$(TIMED) "sanitizer build" scripts/build-behind run $(ASAN_BUILD) $(SANITIZE_BUILD)
 	@$(TIMED) "sanitizer suite" sh -c '$(call run_suite,$(ASAN_BUILD),Sanitizer suite,-E "Exhaustive|netemu|bench_|experiment|study")'
 
 # The library and the drop-in library built against MPICH instead of Open MPI, and the drop-in
@@ -93,7 +109,8 @@ test-sanitize: deps data
 # (tests/mpich/mpich_test.sh; docs/dropin.md, "MPI implementations"). MPICH_FULL=1 adds hycc's
 # MPI test suite at 1 to 4 ranks (about 6 more minutes).
 test-mpich: deps
-	@$(TIMED) "MPICH stage" tests/mpich/mpich_test.sh $(MPICH_BUILD) $(JOBS) $(if $(MPICH_FULL),--full)
+	@$(TIMED) "MPICH stage" scripts/build-behind run $(MPICH_BUILD) \
+	  tests/mpich/mpich_test.sh $(MPICH_BUILD) $(JOBS) $(if $(MPICH_FULL),--full)
 
 # The drop-in library's threads (the program's, the progress thread, the communicators'
 # workers) under ThreadSanitizer, 4 ranks on Open MPI (tests/tsan/tsan_test.sh; docs/dropin.md,

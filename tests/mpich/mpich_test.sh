@@ -14,10 +14,15 @@
 #    (checks of their own).
 # The programs' results are checked against the values they know, not against a run without
 # the library: MPICH 4.0.2's own runs of them stop in MPI_Reduce_scatter with MPI_IN_PLACE.
-# With --full, also hycc's MPI test suite (hycc_mpi_tests) at 1 to 4 ranks.
-# Usage: mpich_test.sh BUILD_DIR [JOBS] [--full]
+# With --full, also hycc's MPI test suite (hycc_mpi_tests) at 1 to 4 ranks; with --build-only, the
+# build and nothing else (make test builds it behind the Release suite: scripts/build-behind).
+# Usage: mpich_test.sh BUILD_DIR [JOBS] [--full | --build-only]
 set -euo pipefail
-build=$1 jobs=${2:-2} full=${3:-}
+build=$1 jobs=${2:-2} mode=${3:-}
+case $mode in
+  "" | --full | --build-only) ;;
+  *) echo "usage: mpich_test.sh BUILD_DIR [JOBS] [--full | --build-only]" >&2; exit 2 ;;
+esac
 src=$(cd "$(dirname "$0")/../.." && pwd)
 for tool in mpicc.mpich mpicxx.mpich mpif90.mpich mpiexec.mpich; do
   command -v "$tool" >/dev/null || {
@@ -27,7 +32,7 @@ done
 targets=(hycc_mpi dropin_program dropin_nonblocking_program dropin_device_program
   dropin_mpi4_program dropin_threads_program dropin_progress_program dropin_random_program
   dropin_random_device_program transparency_program)
-[ "$full" = --full ] && targets+=(hycc_mpi_tests)
+[ "$mode" = --full ] && targets+=(hycc_mpi_tests)
 echo "== build against $(mpichversion | head -1 | tr -s ' \t' ' ') in $build"
 mkdir -p "$build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHYCC_WERROR=ON -DHYCC_WITH_CUDA=OFF \
@@ -41,6 +46,7 @@ lib=$build/lib/libhycc_mpi.so
 # (ldd's output read whole: `ldd | grep -q` under pipefail fails when grep stops reading early.)
 ldd "$lib" >"$build/ldd.txt"
 grep -q libmpich "$build/ldd.txt" || { echo "FAIL: $lib is not linked to MPICH"; exit 1; }
+[ "$mode" = --build-only ] && exit 0
 
 work=$(mktemp -d /tmp/hycc-mpich.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -120,7 +126,7 @@ for case in "2 mpc zstd none baseline" "3 mpc"; do
   passed=$((passed + 1))
 done
 
-if [ "$full" = --full ]; then
+if [ "$mode" = --full ]; then
   for n in 1 2 3 4; do
     echo "== hycc_mpi_tests, $n ranks"
     timeout 1200 mpiexec.mpich -n "$n" "$build/bin/hycc_mpi_tests" >"$work/mpi-$n.out" 2>&1 || {
