@@ -80,9 +80,10 @@ test-release:
 	@$(TIMED) "Release suite" sh -c '$(call run_suite,$(BUILD),Release suite,)' || { \
 	  scripts/build-behind stop $(ASAN_BUILD) $(MPICH_BUILD); exit 1; }
 
-# Within `make test` the sanitizer and MPICH builds run behind the Release suite at nice 19, on
-# the cores its tests leave idle (scripts/build-behind; BEHIND= turns it off); their phases wait
-# for them, then build what is left. The MPICH build waits for the sanitizer build.
+# Within `make test` the sanitizer and MPICH builds run behind the Release suite at the lowest
+# CPU priority, on the cores its tests leave idle (scripts/build-behind; BEHIND= turns it off);
+# their phases wait for them, then build what is left. The MPICH build waits for the sanitizer
+# build.
 BEHIND ?= $(filter test,$(MAKECMDGOALS))
 define BEHIND_START
 scripts/build-behind start $(ASAN_BUILD) sh -c '$(SANITIZE_CONFIGURE) && $(SANITIZE_BUILD)'; \
