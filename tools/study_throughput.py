@@ -48,14 +48,18 @@ def seeds_to_run(args):
     return [s for s in args.seeds if summary_of(args, s) is None]
 
 
+def rounds(args):
+    """tools/experiment's rounds of each seed's throughput runs: 3, or one a step below that."""
+    return min(3, args.throughput_steps)
+
+
 def expected_seconds(args):
     """A first estimate: process starts (3 rounds of the policies and 2 calibration runs) and
     about a second a step at 150 Mbit/s."""
     policies = len(args.policies) + 1
-    rounds = min(3, args.throughput_steps)
-    calibration = args.calibration_steps or (10 * rounds if rounds > 2 else 20)
-    return rounds * (policies + 2) * 8 + policies * args.throughput_steps * 1.1 + \
-        2 * calibration * 0.7
+    r = rounds(args)
+    calibration = args.calibration_steps or (10 * r if r > 2 else 20)  # tools/experiment's default
+    return r * (policies + 2) * 8 + policies * args.throughput_steps * 1.1 + 2 * calibration * 0.7
 
 
 def run(args, model_flags, fmt_minutes):
@@ -76,7 +80,7 @@ def run(args, model_flags, fmt_minutes):
         out = seed_dir(args, seed)
         os.makedirs(out, exist_ok=True)
         cmd = [os.path.join(ROOT, "tools", "experiment"), "--out", out, "--steps",
-               str(args.throughput_steps), "--rounds", str(min(3, args.throughput_steps)),
+               str(args.throughput_steps), "--rounds", str(rounds(args)),
                "--policies", ",".join(["baseline"] + args.policies), "--build", args.build]
         if args.calibration_steps is not None:
             cmd += ["--calibration-steps", str(args.calibration_steps)]

@@ -10,8 +10,9 @@ imports it once (with OMP_NUM_THREADS=1, which OpenMP reads when torch loads it,
 here runs) and forks the ranks from itself; a rank then takes its own environment, streams,
 arguments and `__main__`, runs the script, its exit handlers and exits with the script's status.
 HYCC_TEST_SPAWN=1 starts each rank as a new Python process instead (the reference: a result that
-differs between the two is the fork's fault). The single-run tests (hycc_torch_test.py and
-hycc_torch_timeout_test.py) run under torchrun itself."""
+differs between the two is the fork's fault). As a program (`--nproc-per-node N SCRIPT`) it
+launches one script: ctest runs hycc_torch_test.py so, except one run kept under torchrun itself
+(as is hycc_torch_timeout_test.py)."""
 import atexit
 import json
 import os
