@@ -6,7 +6,8 @@
 # every routed call is hycc's: mpc, zstd, none; and the baseline preset), at each rank count;
 # each run's observations must equal those without the library byte for byte.
 # Usage: transparency_test.sh LIBHYCC_MPI PROGRAM RANKS... (MPIEXEC: the launcher, default
-# Open MPI's mpirun; POLICIES: the policies, default "mpc zstd none baseline")
+# Open MPI's mpirun; POLICIES: the policies, default "mpc zstd none baseline"; MPI_PRELOAD:
+# libraries preloaded into every run, the one without the library too)
 set -euo pipefail
 lib=$1 program=$2
 shift 2
@@ -23,12 +24,17 @@ fi
 
 run() {  # ranks output-prefix [policy]: the program, under the library when a policy is given
   local ranks=$1 out=$2 policy=${3:-}
-  if [ -z "$policy" ]; then
+  local preload=${MPI_PRELOAD:-}
+  if [ -n "$policy" ]; then
+    preload="$lib${preload:+ $preload}"
+  fi
+  if [ $mpich = 1 ]; then  # Hydra passes its environment on
+    LD_PRELOAD=$preload HYCC_POLICY=$policy HYCC_LOG=summary \
+      "${mpi[@]}" -n "$ranks" "$program" "$out"
+  elif [ -z "$preload" ]; then
     "${mpi[@]}" -n "$ranks" "$program" "$out"
-  elif [ $mpich = 1 ]; then  # Hydra passes its environment on
-    LD_PRELOAD=$lib HYCC_POLICY=$policy HYCC_LOG=summary "${mpi[@]}" -n "$ranks" "$program" "$out"
   else
-    "${mpi[@]}" -n "$ranks" -x LD_PRELOAD="$lib" -x HYCC_POLICY="$policy" -x HYCC_LOG=summary \
+    "${mpi[@]}" -n "$ranks" -x LD_PRELOAD="$preload" -x HYCC_POLICY="$policy" -x HYCC_LOG=summary \
       "$program" "$out"
   fi
 }
