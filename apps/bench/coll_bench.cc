@@ -20,6 +20,7 @@
 #include "codec/spec_args.h"
 #include "coll/coll_internal.h"
 #include "coll_bounds.h"
+#include "comm/topology.h"
 #include "common/byte_size.h"
 #include "common/synthetic_data.h"
 #include "hycc/codec.h"
@@ -82,6 +83,7 @@ constexpr AlgoInfo kAlgos[] = {
     {"compress_once", Algorithm::kCompressOnce, " allreduce "},
     {"chain", Algorithm::kChain, " broadcast "},
     {"pairwise", Algorithm::kPairwise, " alltoall "},
+    {"two_level", Algorithm::kTwoLevel, " allreduce "},
 };
 
 Algorithm parse_algo(const std::string& name, const OpInfo& op) {
@@ -93,8 +95,8 @@ Algorithm parse_algo(const std::string& name, const OpInfo& op) {
     return a.algo;
   }
   throw InvalidArgument(tagged("bench", "unknown --algo '", name,
-                               "'; expected auto, native, ring, rd, compress_once, chain or "
-                               "pairwise"));
+                               "'; expected auto, native, ring, rd, compress_once, chain, "
+                               "pairwise or two_level"));
 }
 
 size_t parse_bytes(const std::string& text) { return parse_byte_size(text, "a byte option"); }
@@ -233,7 +235,9 @@ struct Setup {
   int rank = 0;
   int p = 1;
   Inputs inputs;
-  Bound bound;  // when hycc compresses; 0 when it runs the native MPI call
+  Bound bound;           // when hycc compresses; 0 when it runs the native MPI call
+  std::string topology;  // comm/topology.h's description of the world's nodes
+  int per_node = 1;      // ranks per node where the two-level algorithms run, else 1
 };
 
 struct Row {
@@ -441,6 +445,10 @@ void print_header(const Setup& s, const CollBenchOptions& o) {
   std::printf("# codec %s, algo %s, threshold %zu B, segment %zu B, argument check %s\n",
               s.options.codec.spec().c_str(), o.algo.c_str(), s.options.threshold_bytes,
               s.options.segment_bytes, o.check_args.c_str());
+  std::printf("# topology: %s%s\n", s.topology.c_str(),
+              s.options.algorithm == Algorithm::kTwoLevel && s.per_node == 1
+                  ? "; two_level falls back to ring on it"
+                  : "");
   std::printf(
       "# time: average per call over %d iters after %d warmup, slowest rank (us); hycc and native\n"
       "#   timed in alternating blocks (hycc, native, native, hycc) of iters/2%s\n",
@@ -609,8 +617,11 @@ int run_coll_bench(const CollBenchOptions& o) {
     }
     s.inputs = make_inputs(s.dtype, s.p);
     s.model = error_model(s.options.codec, s.dtype);
-    s.bound =
-        error_bound(s.info->op, s.options.algorithm, s.model, s.redop, s.p, s.inputs.amplitude());
+    const comm::Topology& topology = comm::topology(comm);
+    s.topology = topology.describe();
+    s.per_node = topology.two_level() ? s.p / topology.nodes() : 1;
+    s.bound = error_bound(s.info->op, s.options.algorithm, s.model, s.redop, s.p, s.per_node,
+                          s.inputs.amplitude());
   } catch (const Error& e) {
     if (comm.rank() == 0) std::fprintf(stderr, "hycc-bench coll: %s\n", e.what());
     rc = 2;

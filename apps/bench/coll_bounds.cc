@@ -25,6 +25,18 @@ double ring_allreduce_error(const ErrorModel& m, ReduceOp redop, int p, double a
   return total + m.per_compression(mag + total);
 }
 
+// Two-level: the ring over p / per_node nodes whose inputs are exact node sums within per_node a;
+// the average divides by p at the end, as the flat ring's.
+double two_level_allreduce_error(const ErrorModel& m, ReduceOp redop, int p, int per_node,
+                                 double a) {
+  const int nodes = p / per_node;
+  const double node_a = double(per_node) * a;
+  double total = ring_reduce_scatter_error(m, nodes, node_a);
+  if (redop == ReduceOp::kAverage) total /= p;
+  const double mag = redop == ReduceOp::kAverage ? a : double(p) * a;
+  return total + m.per_compression(mag + total);
+}
+
 // Recursive doubling: with p2 the largest power of two <= p, folded pairs first add one
 // compressed input; each level doubles the error and adds two compressions of partial sums
 // (E_L = 2 E_{L-1} + 2 e(M_L), at most (3 p2 - 2) eb for an absolute bound eb). Averaged at the
@@ -108,7 +120,8 @@ ErrorModel error_model(const CodecConfig& codec, DType dtype) {
   return m;
 }
 
-Bound error_bound(CollOp op, Algorithm algo, const ErrorModel& m, ReduceOp redop, int p, double a) {
+Bound error_bound(CollOp op, Algorithm algo, const ErrorModel& m, ReduceOp redop, int p,
+                  int per_node, double a) {
   if (p == 1) return {0, "one rank: nothing is compressed"};
   if (!m.lossy) return {0, "lossless codec"};
   const std::string avg = redop == ReduceOp::kAverage ? ", then /p" : "";
@@ -121,11 +134,22 @@ Bound error_bound(CollOp op, Algorithm algo, const ErrorModel& m, ReduceOp redop
                                         ? "ring: (e(A)+e(2A)+...+e((p-1)A))/p + e(A)"
                                         : "ring: e(A)+e(2A)+...+e((p-1)A) + e(pA)";
       const std::string rd_text = "rd: E_L = 2 E_(L-1) + 2 e(2^(L-1) A) per level" + avg;
-      if (algo == Algorithm::kRing) return {ring, ring_text};
+      if (algo == Algorithm::kTwoLevel && per_node > 1) {
+        const std::string text =
+            redop == ReduceOp::kAverage
+                ? format("two_level, N = p/%d nodes: (e(%dA)+...+e((N-1)%dA))/p + e(A)", per_node,
+                         per_node, per_node)
+                : format("two_level, N = p/%d nodes: e(%dA)+...+e((N-1)%dA) + e(pA)", per_node,
+                         per_node, per_node);
+        return {two_level_allreduce_error(m, redop, p, per_node, a), text};
+      }
+      if (algo == Algorithm::kRing || algo == Algorithm::kTwoLevel) return {ring, ring_text};
       if (algo == Algorithm::kRecursiveDoubling) return {rd, rd_text};
       if (algo == Algorithm::kCompressOnce) {
         return {redop == ReduceOp::kAverage ? one : p * one, "compress_once: p e(A)" + avg};
       }
+      // auto runs the two-level algorithm instead of the ring where it can; its bound is below
+      // the ring's (fewer, larger partial sums), so the larger of ring and rd covers it.
       return {std::max(ring, rd), format("auto, the larger of\n#     %s = %.4g\n#     %s = %.4g",
                                          ring_text.c_str(), ring, rd_text.c_str(), rd)};
     }

@@ -34,7 +34,9 @@ double unit_roundoff(DType dtype);
 
 ErrorModel error_model(const CodecConfig& codec, DType dtype);
 
-// Bound on |hycc - exact| of `op` with `algo` over p ranks for inputs within [-a, a].
-Bound error_bound(CollOp op, Algorithm algo, const ErrorModel& m, ReduceOp redop, int p, double a);
+// Bound on |hycc - exact| of `op` with `algo` over p ranks for inputs within [-a, a];
+// per_node: the ranks of each node where the two-level algorithms run (1: they fall back).
+Bound error_bound(CollOp op, Algorithm algo, const ErrorModel& m, ReduceOp redop, int p,
+                  int per_node, double a);
 
 }  // namespace hycc::bench

@@ -79,6 +79,9 @@ enum class Algorithm : uint8_t {
   kCompressOnce = 4,       // allreduce: compress once, allgather the streams, reduce locally
   kChain = 5,              // broadcast: segments pipelined along root, root+1, ...
   kPairwise = 6,           // alltoall: p-1 steps, step s sends to rank+s, receives from rank-s
+  kTwoLevel = 7,           // allreduce: native inside each node, the compressed ring between
+                           // nodes (one ring per local rank); the ring where the topology has
+                           // 1 node, 1 rank per node or nodes of unequal size
 };
 
 // When the ranks check that their arguments match (the cross-rank agreement above).
@@ -112,6 +115,12 @@ struct CollectiveStats {
   // "Stream-ordered calls"). 0 for host calls.
   bool on_device = false;
   uint64_t host_syncs = 0;
+  // Algorithm::kTwoLevel was asked for and the communicator's topology did not allow it (1 node,
+  // 1 rank per node, nodes of unequal size): `algorithm` says what ran instead.
+  bool topology_fallback = false;
+  // A two-level call: bytes this rank handed to the native calls inside its node (counted
+  // neither in raw_bytes nor in wire_bytes, which are the compressed steps between nodes).
+  size_t intra_bytes = 0;
 };
 
 // The settings the collective algorithms take, on host and device buffers alike.

@@ -72,7 +72,8 @@ typedef enum hycc_algorithm {
   HYCC_ALGO_RECURSIVE_DOUBLING = 3, /* allreduce */
   HYCC_ALGO_COMPRESS_ONCE = 4,      /* allreduce */
   HYCC_ALGO_CHAIN = 5,              /* broadcast */
-  HYCC_ALGO_PAIRWISE = 6            /* alltoall */
+  HYCC_ALGO_PAIRWISE = 6,           /* alltoall */
+  HYCC_ALGO_TWO_LEVEL = 7           /* allreduce: native inside nodes, compressed between */
 } hycc_algorithm;
 
 /* Whether a call first checks, with a small MPI_Allreduce, that the ranks agree on its arguments

@@ -6,7 +6,7 @@ from ._lib import ABI_VERSION, InvalidArgument, Options, check, lib
 from ._options import check_keywords, fill_common, op_code
 
 _ALGORITHMS = {"auto": 0, "native": 1, "ring": 2, "rd": 3, "recursive_doubling": 3,
-               "compress_once": 4, "chain": 5, "pairwise": 6}
+               "compress_once": 4, "chain": 5, "pairwise": 6, "two_level": 7}
 
 
 def _common(kw):

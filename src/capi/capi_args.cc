@@ -128,7 +128,7 @@ void check_abi_version(int abi_version, const char* function) {
 }
 
 void copy_specific(const hycc_options& in, CollectiveOptions& out, const char* function) {
-  require(in.algorithm >= HYCC_ALGO_AUTO && in.algorithm <= HYCC_ALGO_PAIRWISE, function,
+  require(in.algorithm >= HYCC_ALGO_AUTO && in.algorithm <= HYCC_ALGO_TWO_LEVEL, function,
           "options->algorithm is not a hycc_algorithm");
   out.algorithm = static_cast<Algorithm>(in.algorithm);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "coll/coll_internal.h"
+#include "comm/topology.h"
 
 namespace hycc::coll {
 
@@ -17,10 +18,21 @@ void alltoall_native(Context& ctx, ConstTensorView send, TensorView recv);
 // The ring algorithms (their shared halves are in ring_phases.h).
 void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op);
 void allgather_ring(Context& ctx, ConstTensorView send, TensorView recv);
+// The same for blocks of any sizes: blocks[j] receives rank j's block, `own` is this rank's
+// (RingAllgather).
+void allgather_blocks_ring(Context& ctx, ConstTensorView own, std::span<const TensorView> blocks);
 
-void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op);
+// average_over: the divisor of an average (0: ctx.size); send may be float32 while recv is 16-bit.
+void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op,
+                    int average_over = 0);
 void allreduce_recursive_doubling(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op);
 void allreduce_compress_once(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op);
+
+// allreduce_two_level.cc: the node's sum scattered natively inside the node (float32), each
+// chunk allreduced by the compressed ring between the nodes, gathered natively inside the node.
+// `levels` are comm/topology.h's communicators of ctx's communicator.
+void allreduce_two_level(Context& ctx, const comm::LevelComms& levels, ConstTensorView send,
+                         TensorView recv, ReduceOp op);
 
 void broadcast_chain(Context& ctx, TensorView buffer, int root);
 

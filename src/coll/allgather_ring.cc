@@ -59,7 +59,11 @@ void RingAllgather::arrived(int s, size_t k, StreamBuffer& in, StreamBuffer& out
 
 void allgather_ring(Context& ctx, ConstTensorView send, TensorView recv) {
   const std::vector<TensorView> blocks = block_views(recv, ctx.size, send.count);
-  RingAllgather ag(ctx, send, blocks);
+  allgather_blocks_ring(ctx, send, blocks);
+}
+
+void allgather_blocks_ring(Context& ctx, ConstTensorView own, std::span<const TensorView> blocks) {
+  RingAllgather ag(ctx, own, blocks);
   run_ring(ctx, RingSchedule{
                     .steps = ag.steps(),
                     .first_segments = ag.first_segments(),

@@ -8,7 +8,8 @@
 // Per rank: 2 (p - 1) streams of about n/p elements sent (float32 partial sums in the first
 // half), p compressions, 2 (p - 1) decompressions (+1 with a lossy codec). Error with an
 // absolute bound eb: (p - 1) eb from the reduce-scatter plus eb from the allgather, plus the
-// rounding of the float32 sum into the dtype.
+// rounding of the float32 sum into the dtype. send may be float32 partial sums of recv's dtype
+// (the two-level allreduce's node sums): the sum is rounded once, into recv's dtype.
 #include <vector>
 
 #include "coll/algorithms.h"
@@ -16,7 +17,8 @@
 
 namespace hycc::coll {
 
-void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
+void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op,
+                    int average_over) {
   const size_t n = send.count;
   const ChunkRange mine = chunk_range(n, ctx.size, ctx.rank);
   const TensorView own = slice(recv, mine.offset, mine.count);
@@ -51,7 +53,8 @@ void allreduce_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceO
                             return;
                           }
                           const ChunkRange g = rs.segment(t, k);
-                          store_result(rs.partial(), g.count, op, ctx.size, own, g.offset);
+                          store_result(rs.partial(), g.count, op,
+                                       average_over > 0 ? average_over : ctx.size, own, g.offset);
                           ag.first(k, out);
                         },
                 });

@@ -123,6 +123,7 @@ void report(const AlgorithmOptions& options, const Counters* counters, Algorithm
     s.wire_bytes = counters->wire_bytes;
     s.streams = counters->streams;
     s.codec_seconds = counters->codec_seconds;
+    s.intra_bytes = counters->intra_bytes;
     s.compressed =
         counters->streams > 0 && (codec != nullptr ? *codec : options.codec).id() != CodecId::kNone;
   }

@@ -139,6 +139,7 @@ struct Counters {
   size_t wire_bytes = 0;  // bytes sent
   size_t streams = 0;
   double codec_seconds = 0;
+  size_t intra_bytes = 0;  // two-level calls: handed to the native calls inside the node
 };
 
 struct Context {

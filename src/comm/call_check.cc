@@ -46,6 +46,8 @@ bool algorithm_applies(Operation op, Algorithm a) {
       return op == Operation::kBroadcast;
     case Algorithm::kPairwise:
       return op == Operation::kAlltoall;
+    case Algorithm::kTwoLevel:
+      return op == Operation::kAllreduce;
   }
   return false;
 }
@@ -68,6 +70,8 @@ const char* algorithm_name(Algorithm a) {
       return "chain";
     case Algorithm::kPairwise:
       return "pairwise";
+    case Algorithm::kTwoLevel:
+      return "two_level";
   }
   return "?";
 }

@@ -1,0 +1,202 @@
+// Topology (comm/topology.h) and the two-level allreduce: HYCC_TOPOLOGY's forms and errors,
+// detection by shared memory, and the two-level allreduce on every node layout the rank count
+// allows (contiguous and interleaved nodes, nodes of unequal size, one node, one rank per node:
+// the last three fall back to the ring and say so), against the reference, within the documented
+// bound, bit-identical on every rank.
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "coll_test_util.h"
+#include "comm/topology.h"
+
+namespace hycc::test {
+namespace {
+
+using comm::make_topology;
+using comm::parse_topology;
+using comm::Topology;
+
+TEST(Topology, ParsesEveryForm) {
+  EXPECT_TRUE(parse_topology("", 4).empty());
+  EXPECT_TRUE(parse_topology("shared", 4).empty());
+  EXPECT_EQ(parse_topology("flat", 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(parse_topology("ranks-per-node=2", 5), (std::vector<int>{0, 0, 1, 1, 2}));
+  EXPECT_EQ(parse_topology("nodes=3,0,3,0", 4), (std::vector<int>{3, 0, 3, 0}));
+}
+
+TEST(Topology, RejectsMalformedText) {
+  for (const char* bad : {"nodes=0,1", "nodes=0,,1,1", "nodes=0,x,1,1", "nodes=-1,0,0,0",
+                          "ranks-per-node=0", "ranks-per-node=two", "sharde", "racks=1"}) {
+    expect_outcome(Outcome::kInvalid, bad, "HYCC_TOPOLOGY", [&] { parse_topology(bad, 4); });
+  }
+  expect_outcome(Outcome::kInvalid, "count", "names the nodes of 2 ranks, the world has 4",
+                 [] { parse_topology("nodes=0,1", 4); });
+}
+
+TEST(Topology, NormalizesNodesInRankOrder) {
+  const Topology t = make_topology({7, 7, 2, 9, 2}, "test");
+  EXPECT_EQ(t.node_of, (std::vector<int>{0, 0, 1, 2, 1}));
+  EXPECT_EQ(t.nodes(), 3);
+  EXPECT_EQ(t.ranks_of(1), (std::vector<int>{2, 4}));
+  EXPECT_EQ(t.local_rank(4), 1);
+  EXPECT_FALSE(t.uniform());
+  EXPECT_FALSE(t.two_level());
+  EXPECT_EQ(t.describe(), "3 nodes of 2, 2, 1 ranks (test)");
+  const Topology u = make_topology({1, 0, 1, 0}, "test");
+  EXPECT_TRUE(u.two_level());
+  EXPECT_EQ(u.describe(), "2 nodes x 2 ranks (test)");
+  EXPECT_FALSE(make_topology({0, 0, 0}, "t").two_level());  // one node
+  EXPECT_FALSE(make_topology({0, 1, 2}, "t").two_level());  // one rank per node
+}
+
+// Shared-memory detection groups the ranks by the machine they run on.
+TEST(Topology, SharedMemoryNodesAreTheMachines) {
+  const Communicator c = world().dup("topology");
+  const Topology& t = comm::topology(c);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<size_t>(MPI_MAX_PROCESSOR_NAME * c.size()));
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, c.mpi());
+  std::map<std::string, int> machines;
+  for (int r = 0; r < c.size(); ++r) {
+    const std::string host(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    const auto [it, added] = machines.try_emplace(host, t.node_of[static_cast<size_t>(r)]);
+    EXPECT_EQ(it->second, t.node_of[static_cast<size_t>(r)]) << "rank " << r << " on " << host;
+  }
+  EXPECT_EQ(t.nodes(), static_cast<int>(machines.size()));
+  EXPECT_EQ(t.source, "MPI_COMM_TYPE_SHARED");
+}
+
+// HYCC_TOPOLOGY applies to the world ranks of a communicator; ranks that disagree fail.
+TEST(Topology, EnvironmentNamesWorldRanks) {
+  const int p = world().size();
+  ::setenv("HYCC_TOPOLOGY", "ranks-per-node=4", 1);
+  // The ranks of this rank's parity, in reverse order: comm rank i is world rank
+  // parity + 2 (m - 1 - i), on node (that) / 4.
+  const int parity = world().rank() % 2;
+  const Communicator same = world().split(parity, -world().rank(), "parity");
+  const int m = same.size();
+  std::vector<int> want;
+  for (int i = 0; i < m; ++i) want.push_back((parity + 2 * (m - 1 - i)) / 4);
+  EXPECT_EQ(comm::topology(same).node_of, make_topology(want, "").node_of);
+  EXPECT_EQ(comm::topology(same).source, "HYCC_TOPOLOGY=ranks-per-node=4");
+  ::setenv("HYCC_TOPOLOGY", world().rank() == 0 && p > 1 ? "flat" : "ranks-per-node=2", 1);
+  const Communicator c = world().dup();
+  expect_outcome(p > 1 ? Outcome::kComm : Outcome::kOk, "mismatch", p > 1 ? "differs" : "",
+                 [&] { comm::topology(c); });
+  ::unsetenv("HYCC_TOPOLOGY");
+}
+
+// ---- the two-level allreduce -------------------------------------------------------------------
+
+// A node layout for p ranks: the node of each rank.
+struct Layout {
+  const char* name;
+  std::function<int(int rank, int p)> node;
+};
+
+const std::vector<Layout>& layouts() {
+  static const std::vector<Layout> all = {
+      {"pairs", [](int r, int) { return r / 2; }},
+      {"interleaved", [](int r, int) { return r % 2; }},
+      {"one_node", [](int, int) { return 0; }},
+      {"rank_per_node", [](int r, int) { return r; }},
+      {"unequal", [](int r, int p) { return r < p - 1 ? 0 : 1; }},
+  };
+  return all;
+}
+
+// The bound of docs/algorithms.md: the ring over N nodes whose inputs are sums of L inputs.
+double two_level_error(const std::string& spec, int nodes, int per_node) {
+  double e = compression_error(spec, nodes * per_node);
+  for (int k = 1; k < nodes; ++k) e += compression_error(spec, k * per_node);
+  return e;
+}
+
+TEST(TwoLevelAllreduce, MatchesReferenceOnEveryLayout) {
+  const int p = world().size(), r = world().rank();
+  for (const Layout& layout : layouts()) {
+    std::vector<int> nodes;
+    for (int j = 0; j < p; ++j) nodes.push_back(layout.node(j, p));
+    const Communicator c = world().dup(layout.name);
+    comm::set_topology(c, nodes, "test");
+    const Topology& t = comm::topology(c);
+    const bool two = t.two_level();
+    const int n_nodes = two ? t.nodes() : p, per = two ? p / t.nodes() : 1;
+    for (const std::string spec : {"none", "mpc", "quant:bits=8", "eb:abs=1e-3"}) {
+      for (const DType d : {DType::kF32, DType::kBF16}) {
+        for (const size_t n : {size_t{1}, size_t{7}, size_t{4099}}) {
+          const bool lossless = spec == "none" || spec == "mpc";
+          const bool in_place = n == 7;
+          const ReduceOp op = n == 4099 ? ReduceOp::kAverage : ReduceOp::kSum;
+          const std::string what = std::string(layout.name) + " " + spec + " " +
+                                   std::string(dtype_name(d)) + " n=" + std::to_string(n);
+          CollectiveStats stats;
+          CollectiveOptions o;
+          o.codec = CodecConfig::parse(spec);
+          o.algorithm = Algorithm::kTwoLevel;
+          o.threshold_bytes = 0;
+          o.segment_bytes = 1024;
+          o.seed = 7;
+          o.stats = &stats;
+          const Buffer input = make_input(d, n, r, lossless);
+          Buffer in = clone(input), out(d, n);
+          allreduce(c, in.view(), in_place ? in.view() : out.view(), op, o);
+          const Buffer& got = in_place ? in : out;
+          if (p > 1) {
+            EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kRing) << what;
+            EXPECT_EQ(stats.topology_fallback, !two) << what;
+            EXPECT_EQ(stats.intra_bytes > 0, two) << what;
+          }
+          const auto inputs = gather_all(input);
+          if (lossless) {
+            expect_bits_equal(got, reference_reduce(inputs, d, op), what);
+          } else {
+            const double bound =
+                two ? two_level_error(spec, n_nodes, per)
+                    : ring_reduce_scatter_error(spec, p) + compression_error(spec, p);
+            // The sum's bound covers the average too (allreduce_test.cc does the same).
+            expect_within(got, exact_reduce(inputs, op), bound, 2 * n_nodes, what);
+          }
+          expect_identical_across_ranks(got, what);
+        }
+      }
+    }
+  }
+}
+
+// kAuto takes the two-level algorithm above recursive doubling's range where the ring would cross
+// between nodes more than once per node (interleaved nodes), the ring where nodes are contiguous.
+TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
+  const int p = world().size();
+  EXPECT_EQ(make_topology({0, 0, 1, 1}, "t").ring_crossings(), 2);
+  EXPECT_EQ(make_topology({0, 1, 0, 1}, "t").ring_crossings(), 4);
+  EXPECT_EQ(make_topology({0, 0}, "t").ring_crossings(), 0);
+  for (const Layout& layout : layouts()) {
+    std::vector<int> nodes;
+    for (int j = 0; j < p; ++j) nodes.push_back(layout.node(j, p));
+    const Communicator c = world().dup(layout.name);
+    comm::set_topology(c, nodes, "test");
+    const Topology& t = comm::topology(c);
+    const bool two = t.two_level() && t.ring_crossings() > t.nodes();
+    const size_t n = 100000;  // 400 KB: above recursive doubling's 256 KiB
+    CollectiveStats stats;
+    CollectiveOptions o;
+    o.codec = CodecConfig::parse("quant:bits=8");
+    o.stats = &stats;
+    const Buffer in = make_input(DType::kF32, n, world().rank(), false);
+    Buffer out(DType::kF32, n);
+    allreduce(c, in.view(), out.view(), ReduceOp::kSum, o);
+    if (p > 1) {
+      EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kRing) << layout.name;
+    }
+    EXPECT_FALSE(stats.topology_fallback) << layout.name;
+    expect_identical_across_ranks(out, layout.name);
+  }
+}
+
+}  // namespace
+}  // namespace hycc::test
