@@ -75,10 +75,10 @@ bool two_level_suits(const Communicator& comm, size_t count) {
 // Whether kAuto takes the two-level allreduce over the ring: where the ring's hops cross between
 // nodes more often than once per node (ranks of a node not contiguous, as `mpirun --map-by node`
 // places them). Where each node's ranks are contiguous the ring crosses each node's link once
-// and moves 2 (p - 1)/p of the tensor over it against the two-level's 2 (N - 1)/N, with no
-// separate steps inside the node: on the emulated cluster (4 hosts x 2 ranks, 1 Gbit/s, 64 MiB,
-// quant:bits=8) the ring took 0.28 s and the two-level 0.35 s, while with the ranks placed
-// round robin the ring took 0.56 s and the two-level 0.37 s (docs/results.md).
+// and moves 2 (p - 1)/p of the tensor over it against the two-level's 2 (N - 1)/N: on the
+// emulated cluster (1 Gbit/s, 64 MiB, quant:bits=8) at 4 hosts x 2 ranks both took 0.28-0.30 s,
+// at 4 x 4 the ring 0.38 s and the two-level 0.49 s; with 4 x 2 placed round robin the ring took
+// 0.56 s and the two-level 0.28 s (docs/results.md).
 bool two_level_pays(const Communicator& comm, size_t count) {
   if (!two_level_suits(comm, count)) return false;
   const comm::Topology& t = comm::topology(comm);
