@@ -22,9 +22,11 @@ struct StatsEntry {
   double codec_seconds = 0;
   double seconds = 0;  // whole calls
   uint64_t error_samples = 0;
-  double max_error = 0;       // largest sampled max-abs error
-  uint64_t device_calls = 0;  // calls on device buffers
-  uint64_t host_syncs = 0;    // the host's synchronizations with the device in them
+  double max_error = 0;             // largest sampled max-abs error
+  uint64_t device_calls = 0;        // calls on device buffers
+  uint64_t host_syncs = 0;          // the host's synchronizations with the device in them
+  uint64_t two_level_calls = 0;     // calls that ran Algorithm::kTwoLevel
+  uint64_t topology_fallbacks = 0;  // calls that asked for it and ran the ring (topology)
 
   double ratio() const { return wire_bytes == 0 ? 1.0 : double(raw_bytes) / double(wire_bytes); }
   // Time in calls outside the codecs: moving bytes and waiting for peers.

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "comm/comm_attribute.h"
+#include "comm/topology.h"
 #include "common/buffer_pool.h"
 #include "common/text_list.h"
 #include "grad/engine.h"
@@ -132,8 +133,8 @@ CommStats PolicyEngine::stats() const {
 }
 
 CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
-  // Every (dimension, operation) cell as 8 sums, then the largest errors.
-  constexpr size_t kSums = 10;
+  // Every (dimension, operation) cell as 12 sums, then the largest errors.
+  constexpr size_t kSums = 12;
   std::vector<double> sums(kDimensions * kOperations * kSums, 0.0);
   std::vector<double> maxima(kDimensions * kOperations, 0.0);
   const CommStats mine = stats();
@@ -152,6 +153,8 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
       s[7] = double(e->error_samples);
       s[8] = double(e->device_calls);
       s[9] = double(e->host_syncs);
+      s[10] = double(e->two_level_calls);
+      s[11] = double(e->topology_fallbacks);
       maxima[d * kOperations + o] = e->max_error;
     }
   }
@@ -173,6 +176,8 @@ CommStats PolicyEngine::reduce_stats(const Communicator& comm) const {
       e.error_samples = uint64_t(s[7]);
       e.device_calls = uint64_t(s[8]);
       e.host_syncs = uint64_t(s[9]);
+      e.two_level_calls = uint64_t(s[10]);
+      e.topology_fallbacks = uint64_t(s[11]);
       e.max_error = maxima[d * kOperations + o];
       out.add(static_cast<Dimension>(d), static_cast<Operation>(o), e);
     }
@@ -204,10 +209,12 @@ void PolicyEngine::finish(const Communicator& comm) const {
   std::array<int64_t, 4> most{int64_t(mine.tensors), int64_t(mine.host_bytes),
                               int64_t(mine.device_bytes), int64_t(mine.dropped)};
   comm::combine(comm, most, comm::Combine::kMax);
+  // Collective on a communicator that has not needed its topology yet.
+  const std::string topology = comm::topology(comm).describe();
   if (comm.rank() != 0) return;
   if (log.summary) {
-    std::fprintf(options_.log_file, "hycc: policy '%s', statistics of %d ranks\n%s",
-                 policy_.name().c_str(), comm.size(), all.table().c_str());
+    std::fprintf(options_.log_file, "hycc: policy '%s', statistics of %d ranks on %s\n%s",
+                 policy_.name().c_str(), comm.size(), topology.c_str(), all.table().c_str());
     if (most[0] + most[3] > 0) {
       std::fprintf(options_.log_file,
                    "hycc: gradient compressor states: %llu tensors, %.1f MiB of host memory, "

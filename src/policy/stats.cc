@@ -25,6 +25,8 @@ void accumulate(StatsEntry& to, const StatsEntry& e) {
   to.max_error = std::max(to.max_error, e.max_error);
   to.device_calls += e.device_calls;
   to.host_syncs += e.host_syncs;
+  to.two_level_calls += e.two_level_calls;
+  to.topology_fallbacks += e.topology_fallbacks;
 }
 
 std::string row(const std::string& dim, const std::string& op, const StatsEntry& e) {
@@ -50,7 +52,9 @@ std::string json_entry(const StatsEntry& e) {
          ", \"error_samples\": " + std::to_string(e.error_samples) +
          ", \"max_error\": " + fmt("%.6g", e.max_error) +
          ", \"device_calls\": " + std::to_string(e.device_calls) +
-         ", \"host_syncs\": " + std::to_string(e.host_syncs);
+         ", \"host_syncs\": " + std::to_string(e.host_syncs) +
+         ", \"two_level_calls\": " + std::to_string(e.two_level_calls) +
+         ", \"topology_fallbacks\": " + std::to_string(e.topology_fallbacks);
 }
 
 }  // namespace
@@ -64,6 +68,8 @@ void CommStats::record(Dimension d, Operation op, const CollectiveStats& call) {
   e.wire_bytes += call.wire_bytes;
   e.codec_seconds += call.codec_seconds;
   e.seconds += call.seconds;
+  if (call.algorithm == Algorithm::kTwoLevel) ++e.two_level_calls;
+  if (call.topology_fallback) ++e.topology_fallbacks;
   if (call.on_device) {
     ++e.device_calls;
     e.host_syncs += call.host_syncs;
@@ -111,6 +117,19 @@ std::string CommStats::table() const {
              std::to_string(e.device_calls) + " calls)";
   }
   if (!waits.empty()) out += "#host syncs per device call: " + waits + "\n";
+  // Two-level calls (docs/algorithms.md, "two-level"), and calls the topology kept on the ring.
+  std::string levels;
+  for (const auto& [key, e] : entries_) {
+    if (e.two_level_calls + e.topology_fallbacks == 0) continue;
+    levels +=
+        std::string(levels.empty() ? "" : ", ") + dimension_name(key.first) + "/" +
+        operation_name(key.second) + " " + std::to_string(e.two_level_calls) + " of " +
+        std::to_string(e.calls) +
+        (e.topology_fallbacks == 0 ? ""
+                                   : " (" + std::to_string(e.topology_fallbacks) +
+                                         " asked for and not possible on the topology: ring)");
+  }
+  if (!levels.empty()) out += "#two-level calls: " + levels + "\n";
   return out;
 }
 

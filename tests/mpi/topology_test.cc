@@ -9,6 +9,7 @@
 
 #include "coll_test_util.h"
 #include "comm/topology.h"
+#include "hycc/stats.h"
 
 namespace hycc::test {
 namespace {
@@ -198,6 +199,29 @@ TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
     EXPECT_FALSE(stats.topology_fallback) << layout.name;
     expect_identical_across_ranks(out, layout.name);
   }
+}
+
+// The statistics count two-level calls and the calls the topology kept on the ring.
+TEST(TwoLevelAllreduce, StatisticsSayWhatRan) {
+  CommStats stats;
+  CollectiveStats two, fell_back, ring;
+  two.algorithm = Algorithm::kTwoLevel;
+  fell_back.algorithm = ring.algorithm = Algorithm::kRing;
+  fell_back.topology_fallback = true;
+  for (const CollectiveStats* call : {&two, &two, &fell_back, &ring}) {
+    stats.record(Dimension::kDp, Operation::kAllreduce, *call);
+  }
+  const StatsEntry* e = stats.find(Dimension::kDp, Operation::kAllreduce);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->two_level_calls, 2u);
+  EXPECT_EQ(e->topology_fallbacks, 1u);
+  EXPECT_NE(stats.table().find("#two-level calls: dp/allreduce 2 of 4 (1 asked for and not "
+                               "possible on the topology: ring)"),
+            std::string::npos)
+      << stats.table();
+  EXPECT_NE(stats.json().find("\"two_level_calls\": 2, \"topology_fallbacks\": 1"),
+            std::string::npos)
+      << stats.json();
 }
 
 }  // namespace
