@@ -83,7 +83,7 @@ constexpr AlgoInfo kAlgos[] = {
     {"compress_once", Algorithm::kCompressOnce, " allreduce "},
     {"chain", Algorithm::kChain, " broadcast "},
     {"pairwise", Algorithm::kPairwise, " alltoall "},
-    {"two_level", Algorithm::kTwoLevel, " allreduce "},
+    {"two_level", Algorithm::kTwoLevel, " allreduce reduce_scatter allgather "},
 };
 
 Algorithm parse_algo(const std::string& name, const OpInfo& op) {

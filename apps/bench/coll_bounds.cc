@@ -154,6 +154,13 @@ Bound error_bound(CollOp op, Algorithm algo, const ErrorModel& m, ReduceOp redop
                                          ring_text.c_str(), ring, rd_text.c_str(), rd)};
     }
     case CollOp::kReduceScatter: {
+      if (algo == Algorithm::kTwoLevel && per_node > 1) {
+        const double rs = ring_reduce_scatter_error(m, p / per_node, double(per_node) * a);
+        return {redop == ReduceOp::kAverage ? rs / p : rs,
+                format("two_level, N = p/%d nodes: e(%dA)+...+e((N-1)%dA)", per_node, per_node,
+                       per_node) +
+                    avg};
+      }
       const double rs = ring_reduce_scatter_error(m, p, a);
       return {redop == ReduceOp::kAverage ? rs / p : rs, "ring: e(A)+e(2A)+...+e((p-1)A)" + avg};
     }

@@ -16,7 +16,10 @@ void broadcast_native(Context& ctx, TensorView buffer, int root);
 void alltoall_native(Context& ctx, ConstTensorView send, TensorView recv);
 
 // The ring algorithms (their shared halves are in ring_phases.h).
-void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op);
+// chunks: RingReduceScatter's (empty: chunk_range's); average_over: the divisor of an average
+// (0: ctx.size). recv may be float32 where send is 16-bit (a sum that is not rounded).
+void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op,
+                         std::span<const ChunkRange> chunks = {}, int average_over = 0);
 void allgather_ring(Context& ctx, ConstTensorView send, TensorView recv);
 // The same for blocks of any sizes: blocks[j] receives rank j's block, `own` is this rank's
 // (RingAllgather).
@@ -33,6 +36,15 @@ void allreduce_compress_once(Context& ctx, ConstTensorView send, TensorView recv
 // `levels` are comm/topology.h's communicators of ctx's communicator.
 void allreduce_two_level(Context& ctx, const comm::LevelComms& levels, ConstTensorView send,
                          TensorView recv, ReduceOp op);
+// reduce_scatter_two_level.cc, allgather_two_level.cc: the same shape for reduce_scatter (this
+// rank's chunk: the node's reduce-scatter, uncompressed, then the compressed ring
+// reduce-scatter between nodes) and allgather (the compressed ring allgather between nodes,
+// then the node's allgather, uncompressed); `topology` is ctx's communicator's.
+void reduce_scatter_two_level(Context& ctx, const comm::LevelComms& levels,
+                              const comm::Topology& topology, ConstTensorView send, TensorView recv,
+                              ReduceOp op);
+void allgather_two_level(Context& ctx, const comm::LevelComms& levels,
+                         const comm::Topology& topology, ConstTensorView send, TensorView recv);
 
 void broadcast_chain(Context& ctx, TensorView buffer, int root);
 

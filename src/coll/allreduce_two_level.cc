@@ -20,13 +20,11 @@
 
 #include "codec/float_io.h"
 #include "coll/algorithms.h"
+#include "coll/two_level.h"
 #include "common/buffer_pool.h"
 
 namespace hycc::coll {
 namespace {
-
-// The phase of the inter-node rings' stream seeds (stream_seed), apart from the flat ring's.
-constexpr uint64_t kTwoLevelPhase = 0x7477'6f6c'6576'656cull;
 
 // Elements of a piece: 8 MiB of float32 node sums, so that a 64 MiB tensor makes 8 pieces to
 // overlap (on the emulated cluster, 4 hosts x 2 ranks at 1 Gbit/s, 64 MiB: pieces of 8 MiB took
@@ -72,16 +70,7 @@ void allreduce_two_level(Context& ctx, const comm::LevelComms& levels, ConstTens
   const size_t n = send.count;
   const int local = levels.intra.rank(), local_size = levels.intra.size();
   const MPI_Comm intra = levels.intra.mpi();
-  Context inter{.comm = levels.inter.mpi(),
-                .group = nullptr,
-                .rank = levels.inter.rank(),
-                .size = levels.inter.size(),
-                .tag = ctx.tag,
-                .codec = ctx.codec,
-                .seg_elems = ctx.seg_elems,
-                .seed = 0,
-                .errors = {},
-                .counters = {}};
+  Context inter = level_context(ctx, levels.inter, ctx.codec, 0);
   const MPI_Datatype type = mpi_type(recv.dtype);
   const size_t per = piece_elems(n, ctx, local_size);
   const size_t pieces = (n + per - 1) / per;
@@ -129,10 +118,7 @@ void allreduce_two_level(Context& ctx, const comm::LevelComms& levels, ConstTens
     HYCC_CHECK_MPI(MPI_Wait(&all[gathered].gather, MPI_STATUS_IGNORE));
   }
 
-  ctx.counters.codec_seconds += inter.counters.codec_seconds;
-  ctx.counters.raw_bytes += inter.counters.raw_bytes;
-  ctx.counters.wire_bytes += inter.counters.wire_bytes;
-  ctx.counters.streams += inter.counters.streams;
+  add_level_counters(ctx, inter, true);
   ctx.counters.intra_bytes += n * sizeof(float) + n * dtype_size(recv.dtype);
   inter.errors.rethrow();
 }

@@ -85,6 +85,24 @@ bool two_level_pays(const Communicator& comm, size_t count) {
   return t.ring_crossings() > t.nodes();
 }
 
+// The ring or the two-level form of reduce_scatter and allgather (not run when `native`).
+struct Level {
+  Algorithm ran = Algorithm::kRing;
+  bool fallback = false;  // kTwoLevel asked for, the topology did not allow it
+};
+Level choose_level(const Communicator& comm, const AlgorithmOptions& options, bool native,
+                   size_t count) {
+  if (native) return {};
+  if (options.algorithm == Algorithm::kTwoLevel) {
+    return two_level_suits(comm, count) ? Level{Algorithm::kTwoLevel, false}
+                                        : Level{Algorithm::kRing, true};
+  }
+  if (options.algorithm == Algorithm::kAuto && two_level_pays(comm, count)) {
+    return {Algorithm::kTwoLevel, false};
+  }
+  return {};
+}
+
 void check_pair(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv) {
   coll::check_view(check, op, "send", send);
   coll::check_view(check, op, "recv", recv);
@@ -196,13 +214,18 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
     return;
   }
   Context ctx = make_context(comm, Operation::kReduceScatter, send.dtype, options, native);
+  const Level level = choose_level(comm, options, native, send.count);
   if (native) {
     coll::reduce_scatter_native(ctx, send, recv, op);
+  } else if (level.ran == Algorithm::kTwoLevel) {
+    coll::reduce_scatter_two_level(ctx, comm::level_comms(comm), comm::topology(comm), send, recv,
+                                   op);
   } else {
     coll::reduce_scatter_ring(ctx, send, recv, op);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kRing, send.bytes(), start);
+  coll::report(ctx, options, native ? Algorithm::kNative : level.ran, send.bytes(), start);
+  if (options.stats != nullptr) options.stats->topology_fallback = level.fallback;
 }
 
 void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
@@ -229,13 +252,17 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
     return;
   }
   Context ctx = make_context(comm, Operation::kAllgather, send.dtype, options, native);
+  const Level level = choose_level(comm, options, native, recv.count);
   if (native) {
     coll::allgather_native(ctx, send, recv);
+  } else if (level.ran == Algorithm::kTwoLevel) {
+    coll::allgather_two_level(ctx, comm::level_comms(comm), comm::topology(comm), send, recv);
   } else {
     coll::allgather_ring(ctx, send, recv);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kRing, recv.bytes(), start);
+  coll::report(ctx, options, native ? Algorithm::kNative : level.ran, recv.bytes(), start);
+  if (options.stats != nullptr) options.stats->topology_fallback = level.fallback;
 }
 
 void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,

@@ -20,11 +20,19 @@ float* partial_scratch(size_t n) {
 
 }  // namespace
 
-RingReduceScatter::RingReduceScatter(Context& ctx, ConstTensorView send)
-    : ctx_(ctx), send_(send), partial_(partial_scratch(std::min(ctx.seg_elems, send.count))) {}
+RingReduceScatter::RingReduceScatter(Context& ctx, ConstTensorView send,
+                                     std::span<const ChunkRange> chunks)
+    : ctx_(ctx),
+      send_(send),
+      chunks_(chunks),
+      partial_(partial_scratch(std::min(ctx.seg_elems, send.count))) {}
+
+ChunkRange RingReduceScatter::chunk_at(int j) const {
+  return chunks_.empty() ? chunk_range(send_.count, ctx_.size, j) : chunks_[static_cast<size_t>(j)];
+}
 
 ChunkRange RingReduceScatter::chunk(int t) const {
-  return chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - t - 2, ctx_.size));
+  return chunk_at(ring_mod(ctx_.rank - t - 2, ctx_.size));
 }
 
 ChunkRange RingReduceScatter::segment(int t, size_t k) const {
@@ -32,7 +40,7 @@ ChunkRange RingReduceScatter::segment(int t, size_t k) const {
 }
 
 size_t RingReduceScatter::first_segments() const {
-  const ChunkRange c = chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - 1, ctx_.size));
+  const ChunkRange c = chunk_at(ring_mod(ctx_.rank - 1, ctx_.size));
   return Segments{c.count, ctx_.seg_elems}.count();
 }
 
@@ -45,7 +53,7 @@ size_t RingReduceScatter::recv_capacity(int t, size_t k) const {
 }
 
 void RingReduceScatter::first(size_t k, StreamBuffer& out) const {
-  const ChunkRange c = chunk_range(send_.count, ctx_.size, ring_mod(ctx_.rank - 1, ctx_.size));
+  const ChunkRange c = chunk_at(ring_mod(ctx_.rank - 1, ctx_.size));
   const ChunkRange g = Segments{c.count, ctx_.seg_elems}[k];
   compress_into(ctx_, slice(send_, c.offset + g.offset, g.count), out,
                 stream_seed(ctx_.seed, ctx_.rank, 0, k));
@@ -68,8 +76,9 @@ void RingReduceScatter::send_on(int t, size_t k, StreamBuffer& out) const {
                 stream_seed(ctx_.seed, ctx_.rank, static_cast<uint64_t>(t) + 1, k));
 }
 
-void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op) {
-  RingReduceScatter rs(ctx, send);
+void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, ReduceOp op,
+                         std::span<const ChunkRange> chunks, int average_over) {
+  RingReduceScatter rs(ctx, send, chunks);
   const int last = rs.steps() - 1;
   RingSchedule schedule{
       .steps = rs.steps(),
@@ -85,7 +94,8 @@ void reduce_scatter_ring(Context& ctx, ConstTensorView send, TensorView recv, Re
             } else {
               // In place, recv is this rank's chunk of send: segment k was last read above.
               const ChunkRange g = rs.segment(t, k);
-              store_result(rs.partial(), g.count, op, ctx.size, recv, g.offset);
+              store_result(rs.partial(), g.count, op, average_over > 0 ? average_over : ctx.size,
+                           recv, g.offset);
             }
           },
   };

@@ -25,7 +25,9 @@ inline int ring_mod(int a, int p) { return ((a % p) + p) % p; }
 // summed over all p ranks.
 class RingReduceScatter {
  public:
-  RingReduceScatter(Context& ctx, ConstTensorView send);
+  // `chunks`, when not empty, replaces chunk_range(n, p, j) as chunk j (ctx.size ranges of send,
+  // any sizes: the two-level reduce-scatter's); the caller's memory, read during the ring.
+  RingReduceScatter(Context& ctx, ConstTensorView send, std::span<const ChunkRange> chunks = {});
 
   int steps() const { return ctx_.size - 1; }
   size_t first_segments() const;
@@ -43,11 +45,13 @@ class RingReduceScatter {
   void send_on(int t, size_t k, StreamBuffer& out) const;
 
  private:
-  ChunkRange chunk(int t) const;  // the chunk received at step t
+  ChunkRange chunk(int t) const;     // the chunk received at step t
+  ChunkRange chunk_at(int j) const;  // chunk j of send
   DType wire(int t) const { return t == 0 ? send_.dtype : DType::kF32; }
 
   Context& ctx_;
   ConstTensorView send_;
+  std::span<const ChunkRange> chunks_;
   float* partial_;  // one segment, in scratch reused by the thread's later calls
 };
 

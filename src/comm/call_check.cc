@@ -47,7 +47,8 @@ bool algorithm_applies(Operation op, Algorithm a) {
     case Algorithm::kPairwise:
       return op == Operation::kAlltoall;
     case Algorithm::kTwoLevel:
-      return op == Operation::kAllreduce;
+      return op == Operation::kAllreduce || op == Operation::kReduceScatter ||
+             op == Operation::kAllgather;
   }
   return false;
 }

@@ -171,6 +171,125 @@ TEST(TwoLevelAllreduce, MatchesReferenceOnEveryLayout) {
   }
 }
 
+// The options of a two-level call in these tests.
+CollectiveOptions two_level_options(const std::string& spec, CollectiveStats* stats) {
+  CollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.algorithm = Algorithm::kTwoLevel;
+  o.threshold_bytes = 0;
+  o.segment_bytes = 1024;
+  o.seed = 7;
+  o.stats = stats;
+  return o;
+}
+
+// The layout's communicator with its topology set; two_level: whether the algorithm runs.
+Communicator layout_comm(const Layout& layout, bool& two, int& nodes) {
+  const int p = world().size();
+  std::vector<int> ids;
+  for (int j = 0; j < p; ++j) ids.push_back(layout.node(j, p));
+  const Communicator c = world().dup(layout.name);
+  comm::set_topology(c, ids, "test");
+  two = comm::topology(c).two_level();
+  nodes = two ? comm::topology(c).nodes() : p;
+  return c;
+}
+
+void expect_ran(const CollectiveStats& stats, bool two, const std::string& what) {
+  if (world().size() == 1) return;
+  EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kRing) << what;
+  EXPECT_EQ(stats.topology_fallback, !two) << what;
+}
+
+TEST(TwoLevelReduceScatter, MatchesReferenceOnEveryLayout) {
+  const int p = world().size(), r = world().rank();
+  for (const Layout& layout : layouts()) {
+    bool two = false;
+    int n_nodes = p;
+    const Communicator c = layout_comm(layout, two, n_nodes);
+    const int per = p / n_nodes;
+    for (const std::string spec : {"none", "mpc", "quant:bits=8"}) {
+      for (const DType d : {DType::kF32, DType::kBF16}) {
+        for (const size_t n : {size_t{7}, size_t{4099}}) {
+          const bool lossless = spec != "quant:bits=8", in_place = n == 7;
+          const ReduceOp op = n == 7 ? ReduceOp::kSum : ReduceOp::kAverage;
+          const std::string what = std::string(layout.name) + " reduce_scatter " + spec + " " +
+                                   std::string(dtype_name(d)) + " n=" + std::to_string(n);
+          CollectiveStats stats;
+          const ChunkRange mine = chunk_range(n, p, r);
+          const Buffer input = make_input(d, n, r, lossless);
+          Buffer in = clone(input), out(d, mine.count);
+          reduce_scatter(c, in.view(), in_place ? view_of(in, mine.offset, mine.count) : out.view(),
+                         op, two_level_options(spec, &stats));
+          const Buffer got = in_place ? part_of(in, mine.offset, mine.count) : clone(out);
+          expect_ran(stats, two, what);
+          const auto inputs = gather_all(input);
+          if (lossless) {
+            expect_bits_equal(
+                got, part_of(reference_reduce(inputs, d, op), mine.offset, mine.count), what);
+          } else {
+            double bound = 0;  // hops of the ring between nodes: partial sums of L, 2L, ...
+            for (int k = 1; k < n_nodes; ++k) bound += compression_error(spec, k * per);
+            const std::vector<double> exact = exact_reduce(inputs, op);
+            expect_within(got,
+                          {exact.begin() + static_cast<std::ptrdiff_t>(mine.offset),
+                           exact.begin() + static_cast<std::ptrdiff_t>(mine.offset + mine.count)},
+                          bound, n_nodes, what);
+          }
+          if (in_place) {  // the rest of the buffer keeps the input's bits
+            const size_t end = mine.offset + mine.count;
+            EXPECT_TRUE(part_of(in, 0, mine.offset).bits_equal(part_of(input, 0, mine.offset)) &&
+                        part_of(in, end, n - end).bits_equal(part_of(input, end, n - end)))
+                << what << ": wrote outside its chunk";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(TwoLevelAllgather, MatchesInputsOnEveryLayout) {
+  const int p = world().size(), r = world().rank();
+  for (const Layout& layout : layouts()) {
+    bool two = false;
+    int n_nodes = p;
+    const Communicator c = layout_comm(layout, two, n_nodes);
+    for (const std::string spec : {"none", "mpc", "quant:bits=8"}) {
+      for (const DType d : {DType::kF32, DType::kBF16}) {
+        for (const size_t n : {size_t{1}, size_t{1000}}) {
+          const bool lossless = spec != "quant:bits=8", in_place = n == 1;
+          const std::string what = std::string(layout.name) + " allgather " + spec + " " +
+                                   std::string(dtype_name(d)) + " n=" + std::to_string(n);
+          CollectiveStats stats;
+          const Buffer input = make_input(d, n, r, lossless);
+          Buffer out(d, n * static_cast<size_t>(p));
+          const CollectiveOptions o = two_level_options(spec, &stats);
+          if (in_place) {
+            const TensorView own = view_of(out, static_cast<size_t>(r) * n, n);
+            std::memcpy(own.data, input.view().data, input.view().bytes());
+            allgather(c, own, out.view(), o);
+          } else {
+            allgather(c, input.view(), out.view(), o);
+          }
+          expect_ran(stats, two, what);
+          for (int j = 0; j < p; ++j) {
+            const Buffer got = part_of(out, static_cast<size_t>(j) * n, n);
+            const Buffer want = make_input(d, n, j, lossless);
+            const std::string block = what + " block " + std::to_string(j);
+            if (lossless) {
+              expect_bits_equal(got, want, block);
+            } else {
+              expect_within(got, as_doubles(want.to_floats(), 0, n), compression_error(spec, 1), 1,
+                            block);
+            }
+          }
+          expect_identical_across_ranks(out, what);
+        }
+      }
+    }
+  }
+}
+
 // kAuto takes the two-level algorithm above recursive doubling's range where the ring would cross
 // between nodes more than once per node (interleaved nodes), the ring where nodes are contiguous.
 TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
