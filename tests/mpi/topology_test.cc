@@ -317,6 +317,17 @@ TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
     }
     EXPECT_FALSE(stats.topology_fallback) << layout.name;
     expect_identical_across_ranks(out, layout.name);
+    // reduce_scatter follows the same rule; allgather stays on the ring (not overlapped yet).
+    const ChunkRange mine = chunk_range(n, p, world().rank());
+    Buffer chunk(DType::kF32, mine.count), all(DType::kF32, n * static_cast<size_t>(p));
+    reduce_scatter(c, in.view(), chunk.view(), ReduceOp::kSum, o);
+    if (p > 1) {
+      EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kRing) << layout.name;
+    }
+    allgather(c, in.view(), all.view(), o);
+    if (p > 1) {
+      EXPECT_EQ(stats.algorithm, Algorithm::kRing) << layout.name;
+    }
   }
 }
 
