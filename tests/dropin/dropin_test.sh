@@ -162,6 +162,7 @@ refused HYCC_CHECK_ARGUMENTS=sometimes \
   "HYCC_CHECK_ARGUMENTS 'sometimes' is not one of auto, always, never"
 refused HYCC_PROGRESS=always "HYCC_PROGRESS=always: expected auto, thread or off"
 refused HYCC_DEVICE_CODECS=on "HYCC_DEVICE_CODECS=on: expected auto"
+refused HYCC_TOPOLOGY=ranks-per-node=0 "HYCC_TOPOLOGY 'ranks-per-node=0': ranks per node must be"
 # HYCC_COMM_NAMES: the program's communicator names read as dimensions. MPI_COMM_WORLD=dp puts
 # the program's allreduce on MPI_COMM_WORLD (dimension other, bf16, without it) under dp's
 # gradient rule, as a data-parallel program that never names a communicator would want;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <utility>
 
+#include "comm/topology.h"
 #include "policy/comm_names.h"
 
 namespace hycc::interpose {
@@ -100,6 +101,13 @@ void start_engine() {
   g_argument_check = check == nullptr || *check == '\0'
                          ? ArgumentCheck::kAuto
                          : parse_argument_check(check, "HYCC_CHECK_ARGUMENTS");
+  // Read again where a communicator first needs its nodes; checked here so that a bad value
+  // stops the job at MPI_Init, as the other variables do.
+  if (const char* topology = std::getenv("HYCC_TOPOLOGY")) {
+    int world_size = 1;
+    HYCC_CHECK_MPI(PMPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    comm::parse_topology(topology, world_size);
+  }
   const char* names = std::getenv("HYCC_COMM_NAMES");
   g_comm_names = names == nullptr ? CommNames{} : CommNames::parse(names, "HYCC_COMM_NAMES");
   const char* log = std::getenv("HYCC_LOG");
