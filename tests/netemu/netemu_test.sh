@@ -161,6 +161,23 @@ check "two ranks of one host exchange 16 MiB over shared memory (link carried ${
   test "${sent:-999999999}" -lt $((1024 * 1024))
 check "run $name left nothing behind" nothing_left "$name"
 
+echo "== 1d. sites (--sites 2): the link between sites limits traffic between them"
+rc=0
+timeout 60 "$NETEMU" run --stats --hosts 2 --sites 2 --rate 1gbit --site-rate 50mbit -- \
+  "$PROBE" 0 2 >"$TMP/out1d" 2>"$TMP/err1d" || rc=$?
+name=$(run_name_of "$TMP/err1d")
+p2p=$(awk '/^p2p_bytes/ { print $8 }' "$TMP/out1d")
+check "netemu exits 0 (got $rc)" test "$rc" -eq 0
+check "point-to-point across sites ${p2p:-?} Mbit/s is at most 1.3 x 50 (hosts' links: 1 Gbit/s)" \
+  awk -v v="${p2p:-0}" 'BEGIN { exit !(v > 0 && v <= 65) }'
+check "the site links' bytes are counted" \
+  grep -q '^netemu: stats site 1 sent_bytes [0-9]' "$TMP/err1d"
+check "run $name left nothing behind" nothing_left "$name"
+rc=0
+"$NETEMU" run --hosts 2 --sites 2 --rate 1gbit -- true >/dev/null 2>"$TMP/err1e" || rc=$?
+check "--sites without --site-rate is refused (exit $rc)" \
+  eval '[[ $rc -eq 125 ]] && grep -q "site-rate is required" "$TMP/err1e"'
+
 echo "== 2. a failing program: exit code propagated, nothing left"
 rc=0
 # shellcheck disable=SC2016 # expanded by the rank's shell
