@@ -83,7 +83,7 @@ constexpr AlgoInfo kAlgos[] = {
     {"compress_once", Algorithm::kCompressOnce, " allreduce "},
     {"chain", Algorithm::kChain, " broadcast "},
     {"pairwise", Algorithm::kPairwise, " alltoall "},
-    {"two_level", Algorithm::kTwoLevel, " allreduce reduce_scatter allgather "},
+    {"two_level", Algorithm::kTwoLevel, " allreduce reduce_scatter allgather broadcast "},
 };
 
 Algorithm parse_algo(const std::string& name, const OpInfo& op) {

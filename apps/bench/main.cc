@@ -86,10 +86,11 @@ CLI::App* add_coll_command(CLI::App& app, CollBenchOptions& o) {
   cmd->add_option("-o,--op_type", o.redop, "sum | avg (reductions)");
   cmd->add_option("-r,--root", o.root, "root of broadcast");
   cmd->add_option("--codec", o.codec, "codec spec ('none', 'quant:bits=8', ...)");
-  cmd->add_option("--algo", o.algo,
-                  "auto | native | ring | rd | compress_once (allreduce) | chain (broadcast) | "
-                  "pairwise (alltoall) | two_level (allreduce, reduce_scatter, allgather: "
-                  "uncompressed inside nodes, compressed between them)");
+  cmd->add_option(
+      "--algo", o.algo,
+      "auto | native | ring | rd | compress_once (allreduce) | chain (broadcast) | "
+      "pairwise (alltoall) | two_level (allreduce, reduce_scatter, allgather, broadcast: "
+      "uncompressed inside nodes, compressed between them)");
   cmd->add_option("--threshold", o.threshold,
                   format("below this many uncompressed bytes hycc runs the native MPI call "
                          "(library default %zu)",

@@ -79,10 +79,10 @@ enum class Algorithm : uint8_t {
   kCompressOnce = 4,       // allreduce: compress once, allgather the streams, reduce locally
   kChain = 5,              // broadcast: segments pipelined along root, root+1, ...
   kPairwise = 6,           // alltoall: p-1 steps, step s sends to rank+s, receives from rank-s
-  kTwoLevel = 7,           // allreduce, reduce_scatter, allgather: uncompressed inside each
-                           // node, the compressed ring between nodes (one per local rank); the
-                           // ring where the topology has 1 node, 1 rank per node or nodes of
-                           // unequal size (docs/algorithms.md, "two-level")
+  // allreduce, reduce_scatter, allgather, broadcast: uncompressed inside each node, compressed
+  // between nodes (one ring or chain per local rank); the flat form where the topology has 1
+  // node, 1 rank per node or nodes of unequal size (docs/algorithms.md, "two-level")
+  kTwoLevel = 7,
 };
 
 // When the ranks check that their arguments match (the cross-rank agreement above).

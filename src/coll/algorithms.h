@@ -45,6 +45,10 @@ void reduce_scatter_two_level(Context& ctx, const comm::LevelComms& levels,
                               ReduceOp op);
 void allgather_two_level(Context& ctx, const comm::LevelComms& levels,
                          const comm::Topology& topology, ConstTensorView send, TensorView recv);
+// broadcast_two_level.cc: the compressed chain among the root's local rank on every node, then
+// the node's chain, uncompressed.
+void broadcast_two_level(Context& ctx, const comm::LevelComms& levels,
+                         const comm::Topology& topology, TensorView buffer, int root);
 
 void broadcast_chain(Context& ctx, TensorView buffer, int root);
 

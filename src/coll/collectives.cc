@@ -85,9 +85,10 @@ bool two_level_pays(const Communicator& comm, size_t count) {
   return t.ring_crossings() > t.nodes();
 }
 
-// The ring or the two-level form of reduce_scatter and allgather (not run when `native`). kAuto
-// takes the two-level reduce-scatter where two_level_pays (round robin, 4 emulated hosts x 2
-// ranks, 64 MiB: 0.23 s against the ring's 0.29 s), never the two-level allgather: its steps
+// The ring or the two-level form of reduce_scatter, allgather and broadcast (not run when
+// `native`; broadcast's flat form is the chain). kAuto takes the two-level reduce-scatter and
+// broadcast where two_level_pays (round robin, 4 emulated hosts x 2 ranks, 64 MiB:
+// reduce-scatter 0.23 s against the ring's 0.29 s), never the two-level allgather: its steps
 // inside the node are not overlapped yet and it lost to the ring even there (0.32 s against
 // 0.28 s; docs/results.md).
 struct Level {
@@ -101,7 +102,8 @@ Level choose_level(const Communicator& comm, Operation op, const AlgorithmOption
     return two_level_suits(comm, count) ? Level{Algorithm::kTwoLevel, false}
                                         : Level{Algorithm::kRing, true};
   }
-  if (options.algorithm == Algorithm::kAuto && op == Operation::kReduceScatter &&
+  if (options.algorithm == Algorithm::kAuto &&
+      (op == Operation::kReduceScatter || op == Operation::kBroadcast) &&
       two_level_pays(comm, count)) {
     return {Algorithm::kTwoLevel, false};
   }
@@ -287,14 +289,18 @@ void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
     return;
   }
   Context ctx = make_context(comm, Operation::kBroadcast, buffer.dtype, options, native);
+  Level level = choose_level(comm, Operation::kBroadcast, options, native, buffer.count);
+  if (!native && level.ran != Algorithm::kTwoLevel) level.ran = Algorithm::kChain;
   if (native) {
     coll::broadcast_native(ctx, buffer, root);
+  } else if (level.ran == Algorithm::kTwoLevel) {
+    coll::broadcast_two_level(ctx, comm::level_comms(comm), comm::topology(comm), buffer, root);
   } else {
     coll::broadcast_chain(ctx, buffer, root);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, native ? Algorithm::kNative : Algorithm::kChain, buffer.bytes(),
-               start);
+  coll::report(ctx, options, native ? Algorithm::kNative : level.ran, buffer.bytes(), start);
+  if (options.stats != nullptr) options.stats->topology_fallback = level.fallback;
 }
 
 void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,

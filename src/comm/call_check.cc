@@ -48,7 +48,7 @@ bool algorithm_applies(Operation op, Algorithm a) {
       return op == Operation::kAlltoall;
     case Algorithm::kTwoLevel:
       return op == Operation::kAllreduce || op == Operation::kReduceScatter ||
-             op == Operation::kAllgather;
+             op == Operation::kAllgather || op == Operation::kBroadcast;
   }
   return false;
 }

@@ -290,6 +290,38 @@ TEST(TwoLevelAllgather, MatchesInputsOnEveryLayout) {
   }
 }
 
+TEST(TwoLevelBroadcast, MatchesTheRootOnEveryLayout) {
+  const int p = world().size(), r = world().rank();
+  for (const Layout& layout : layouts()) {
+    bool two = false;
+    int n_nodes = p;
+    const Communicator c = layout_comm(layout, two, n_nodes);
+    for (const std::string spec : {"none", "quant:bits=8"}) {
+      for (const int root : {0, p - 1}) {
+        const bool lossless = spec == "none";
+        const size_t n = 3000;
+        const std::string what =
+            std::string(layout.name) + " broadcast " + spec + " root " + std::to_string(root);
+        CollectiveStats stats;
+        Buffer buffer = make_input(DType::kBF16, n, r == root ? root : root + 1, lossless);
+        broadcast(c, buffer.view(), root, two_level_options(spec, &stats));
+        if (p > 1) {
+          EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kChain) << what;
+          EXPECT_EQ(stats.topology_fallback, !two) << what;
+        }
+        const Buffer want = make_input(DType::kBF16, n, root, lossless);
+        if (lossless) {
+          expect_bits_equal(buffer, want, what);
+        } else {
+          expect_within(buffer, as_doubles(want.to_floats(), 0, n), compression_error(spec, 1), 1,
+                        what);
+        }
+        expect_identical_across_ranks(buffer, what);
+      }
+    }
+  }
+}
+
 // kAuto takes the two-level algorithm above recursive doubling's range where the ring would cross
 // between nodes more than once per node (interleaved nodes), the ring where nodes are contiguous.
 TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
@@ -327,6 +359,11 @@ TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
     allgather(c, in.view(), all.view(), o);
     if (p > 1) {
       EXPECT_EQ(stats.algorithm, Algorithm::kRing) << layout.name;
+    }
+    Buffer copy = clone(in);
+    broadcast(c, copy.view(), 0, o);
+    if (p > 1) {
+      EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kChain) << layout.name;
     }
   }
 }
