@@ -11,6 +11,7 @@
 
 #include "coll/algorithms.h"
 #include "coll/two_level.h"
+#include "common/buffer_pool.h"
 
 namespace hycc::coll {
 
@@ -19,18 +20,19 @@ void allgather_two_level(Context& ctx, const comm::LevelComms& levels,
   const size_t m = send.count, bytes = m * dtype_size(send.dtype);
   const int nodes = topology.nodes();
   const int local = levels.intra.rank(), local_size = levels.intra.size();
+  const std::vector<std::vector<int>> ranks = node_ranks(topology);
   const auto block_of = [&](int rank) { return slice(recv, static_cast<size_t>(rank) * m, m); };
 
   // 1. The blocks of this rank's local rank on every node.
   Context inter =
       level_context(ctx, levels.inter, ctx.codec, stream_seed(ctx.seed, local, kTwoLevelPhase, 0));
   std::vector<TensorView> across;
-  for (int j = 0; j < nodes; ++j) across.push_back(block_of(rank_at(topology, j, local)));
+  for (int j = 0; j < nodes; ++j) across.push_back(block_of(ranks[size_t(j)][size_t(local)]));
   allgather_blocks_ring(inter, send, across);
 
   // 2. The other local ranks' blocks, inside the node.
   const size_t group = static_cast<size_t>(nodes) * bytes;
-  std::vector<std::byte> packed(group * static_cast<size_t>(local_size));
+  std::vector<std::byte> packed = pooled_bytes(group * static_cast<size_t>(local_size));
   for (int j = 0; j < nodes; ++j) {
     std::memcpy(packed.data() + static_cast<size_t>(local) * group + static_cast<size_t>(j) * bytes,
                 across[static_cast<size_t>(j)].data, bytes);
@@ -45,12 +47,13 @@ void allgather_two_level(Context& ctx, const comm::LevelComms& levels,
   for (int g = 0; g < local_size; ++g) {
     if (g == local) continue;
     for (int j = 0; j < nodes; ++j) {
-      std::memcpy(block_of(rank_at(topology, j, g)).data,
+      std::memcpy(block_of(ranks[size_t(j)][size_t(g)]).data,
                   packed.data() + static_cast<size_t>(g) * group + static_cast<size_t>(j) * bytes,
                   bytes);
     }
   }
 
+  recycle(packed);
   add_level_counters(ctx, inter, true);
   add_level_counters(ctx, intra, false);
   inter.errors.rethrow();

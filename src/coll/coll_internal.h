@@ -185,9 +185,12 @@ inline std::chrono::steady_clock::time_point stats_clock(const CommonOptions& op
 void report(const AlgorithmOptions& options, const Counters* counters, Algorithm ran,
             size_t message_bytes, std::chrono::steady_clock::time_point start,
             const CodecConfig* codec = nullptr);
+// topology_fallback: Algorithm::kTwoLevel was asked for and `ran` is the flat form instead.
 inline void report(const Context& ctx, const AlgorithmOptions& options, Algorithm ran,
-                   size_t message_bytes, std::chrono::steady_clock::time_point start) {
+                   size_t message_bytes, std::chrono::steady_clock::time_point start,
+                   bool topology_fallback = false) {
   report(options, &ctx.counters, ran, message_bytes, start, &ctx.codec);
+  if (options.stats != nullptr) options.stats->topology_fallback = topology_fallback;
 }
 
 // Counts a stream this rank is about to send.

@@ -85,29 +85,26 @@ bool two_level_pays(const Communicator& comm, size_t count) {
   return t.ring_crossings() > t.nodes();
 }
 
-// The ring or the two-level form of reduce_scatter, allgather and broadcast (not run when
-// `native`; broadcast's flat form is the chain). kAuto takes the two-level reduce-scatter and
-// broadcast where two_level_pays (round robin, 4 emulated hosts x 2 ranks, 64 MiB:
-// reduce-scatter 0.23 s against the ring's 0.29 s), never the two-level allgather: its steps
-// inside the node are not overlapped yet and it lost to the ring even there (0.32 s against
-// 0.28 s; docs/results.md).
+// The two-level form or the flat one (`flat`: the ring, broadcast's chain) of a call that is not
+// native. kTwoLevel runs it where the topology allows, else the flat form (`fallback`). kAuto
+// takes the two-level allreduce, reduce-scatter and broadcast where two_level_pays (round robin,
+// 4 emulated hosts x 2 ranks, 64 MiB: reduce-scatter 0.23 s against the ring's 0.29 s), never
+// the two-level allgather: its steps inside the node are not overlapped yet and it lost to the
+// ring even there (0.32 s against 0.28 s; docs/results.md).
 struct Level {
-  Algorithm ran = Algorithm::kRing;
+  Algorithm ran;
   bool fallback = false;  // kTwoLevel asked for, the topology did not allow it
 };
 Level choose_level(const Communicator& comm, Operation op, const AlgorithmOptions& options,
-                   bool native, size_t count) {
-  if (native) return {};
+                   size_t count, Algorithm flat) {
   if (options.algorithm == Algorithm::kTwoLevel) {
-    return two_level_suits(comm, count) ? Level{Algorithm::kTwoLevel, false}
-                                        : Level{Algorithm::kRing, true};
+    return two_level_suits(comm, count) ? Level{Algorithm::kTwoLevel} : Level{flat, true};
   }
-  if (options.algorithm == Algorithm::kAuto &&
-      (op == Operation::kReduceScatter || op == Operation::kBroadcast) &&
+  if (options.algorithm == Algorithm::kAuto && op != Operation::kAllgather &&
       two_level_pays(comm, count)) {
-    return {Algorithm::kTwoLevel, false};
+    return {Algorithm::kTwoLevel};
   }
-  return {};
+  return {flat};
 }
 
 void check_pair(ArgCheck& check, const char* op, ConstTensorView send, ConstTensorView recv) {
@@ -168,18 +165,15 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
     return;
   }
   Context ctx = make_context(comm, Operation::kAllreduce, send.dtype, options, native);
-  Algorithm ran = options.algorithm;
-  bool fallback = false;
+  Level level{options.algorithm};
   if (native) {
-    ran = Algorithm::kNative;
-  } else if (ran == Algorithm::kAuto) {
-    ran = send.bytes() <= kRecursiveDoublingMaxBytes ? Algorithm::kRecursiveDoubling
-          : two_level_pays(comm, send.count)         ? Algorithm::kTwoLevel
-                                                     : Algorithm::kRing;
-  } else if (ran == Algorithm::kTwoLevel && !two_level_suits(comm, send.count)) {
-    ran = Algorithm::kRing;
-    fallback = true;
+    level.ran = Algorithm::kNative;
+  } else if (level.ran == Algorithm::kAuto && send.bytes() <= kRecursiveDoublingMaxBytes) {
+    level.ran = Algorithm::kRecursiveDoubling;
+  } else if (level.ran == Algorithm::kAuto || level.ran == Algorithm::kTwoLevel) {
+    level = choose_level(comm, Operation::kAllreduce, options, send.count, Algorithm::kRing);
   }
+  const Algorithm ran = level.ran;
   if (ran == Algorithm::kNative) {
     coll::allreduce_native(ctx, send, recv, op);
   } else if (ran == Algorithm::kRing) {
@@ -192,8 +186,7 @@ void coll::run_allreduce(const Communicator& comm, ConstTensorView send, TensorV
     coll::allreduce_compress_once(ctx, send, recv, op);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, ran, send.bytes(), start);
-  if (options.stats != nullptr) options.stats->topology_fallback = fallback;
+  coll::report(ctx, options, ran, send.bytes(), start, level.fallback);
 }
 
 void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, TensorView recv,
@@ -221,7 +214,9 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
     return;
   }
   Context ctx = make_context(comm, Operation::kReduceScatter, send.dtype, options, native);
-  const Level level = choose_level(comm, Operation::kReduceScatter, options, native, send.count);
+  const Level level =
+      native ? Level{Algorithm::kNative}
+             : choose_level(comm, Operation::kReduceScatter, options, send.count, Algorithm::kRing);
   if (native) {
     coll::reduce_scatter_native(ctx, send, recv, op);
   } else if (level.ran == Algorithm::kTwoLevel) {
@@ -231,8 +226,7 @@ void coll::run_reduce_scatter(const Communicator& comm, ConstTensorView send, Te
     coll::reduce_scatter_ring(ctx, send, recv, op);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, native ? Algorithm::kNative : level.ran, send.bytes(), start);
-  if (options.stats != nullptr) options.stats->topology_fallback = level.fallback;
+  coll::report(ctx, options, level.ran, send.bytes(), start, level.fallback);
 }
 
 void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorView recv,
@@ -259,7 +253,9 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
     return;
   }
   Context ctx = make_context(comm, Operation::kAllgather, send.dtype, options, native);
-  const Level level = choose_level(comm, Operation::kAllgather, options, native, recv.count);
+  const Level level =
+      native ? Level{Algorithm::kNative}
+             : choose_level(comm, Operation::kAllgather, options, recv.count, Algorithm::kRing);
   if (native) {
     coll::allgather_native(ctx, send, recv);
   } else if (level.ran == Algorithm::kTwoLevel) {
@@ -268,8 +264,7 @@ void coll::run_allgather(const Communicator& comm, ConstTensorView send, TensorV
     coll::allgather_ring(ctx, send, recv);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, native ? Algorithm::kNative : level.ran, recv.bytes(), start);
-  if (options.stats != nullptr) options.stats->topology_fallback = level.fallback;
+  coll::report(ctx, options, level.ran, recv.bytes(), start, level.fallback);
 }
 
 void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
@@ -289,8 +284,9 @@ void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
     return;
   }
   Context ctx = make_context(comm, Operation::kBroadcast, buffer.dtype, options, native);
-  Level level = choose_level(comm, Operation::kBroadcast, options, native, buffer.count);
-  if (!native && level.ran != Algorithm::kTwoLevel) level.ran = Algorithm::kChain;
+  const Level level =
+      native ? Level{Algorithm::kNative}
+             : choose_level(comm, Operation::kBroadcast, options, buffer.count, Algorithm::kChain);
   if (native) {
     coll::broadcast_native(ctx, buffer, root);
   } else if (level.ran == Algorithm::kTwoLevel) {
@@ -299,8 +295,7 @@ void coll::run_broadcast(const Communicator& comm, TensorView buffer, int root,
     coll::broadcast_chain(ctx, buffer, root);
   }
   ctx.errors.rethrow();
-  coll::report(ctx, options, native ? Algorithm::kNative : level.ran, buffer.bytes(), start);
-  if (options.stats != nullptr) options.stats->topology_fallback = level.fallback;
+  coll::report(ctx, options, level.ran, buffer.bytes(), start, level.fallback);
 }
 
 void coll::run_alltoall(const Communicator& comm, ConstTensorView send, TensorView recv,

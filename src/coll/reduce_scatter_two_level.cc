@@ -28,12 +28,13 @@ void reduce_scatter_two_level(Context& ctx, const comm::LevelComms& levels,
   // The packed layout: group g (local rank g) = the chunks of ranks (0, g), (1, g), ...
   std::vector<ChunkRange> groups(static_cast<size_t>(local_size));  // in `packed`
   std::vector<ChunkRange> mine(static_cast<size_t>(nodes));         // in this rank's group
+  const std::vector<std::vector<int>> ranks = node_ranks(topology);
   PooledFloats packed(n);
   size_t at = 0;
   for (int g = 0; g < local_size; ++g) {
     groups[static_cast<size_t>(g)].offset = at;
     for (int j = 0; j < nodes; ++j) {
-      const ChunkRange c = chunk_range(n, p, rank_at(topology, j, g));
+      const ChunkRange c = chunk_range(n, p, ranks[size_t(j)][size_t(g)]);
       codec::load_as_float(send, c.offset, c.count, packed.data() + at);
       if (g == local)
         mine[static_cast<size_t>(j)] = {at - groups[static_cast<size_t>(g)].offset, c.count};

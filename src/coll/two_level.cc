@@ -18,8 +18,12 @@ void add_level_counters(Context& ctx, const Context& level, bool inter) {
   ctx.counters.streams += level.counters.streams;
 }
 
-int rank_at(const comm::Topology& topology, int node, int local) {
-  return topology.ranks_of(node).at(static_cast<size_t>(local));
+std::vector<std::vector<int>> node_ranks(const comm::Topology& topology) {
+  std::vector<std::vector<int>> ranks(static_cast<size_t>(topology.nodes()));
+  for (int r = 0; r < topology.size(); ++r) {
+    ranks[static_cast<size_t>(topology.node_of[static_cast<size_t>(r)])].push_back(r);
+  }
+  return ranks;
 }
 
 }  // namespace hycc::coll

@@ -3,6 +3,8 @@
 // codec of the steps inside a node, and the seeds of the compressed steps between nodes.
 #pragma once
 
+#include <vector>
+
 #include "coll/coll_internal.h"
 #include "comm/topology.h"
 
@@ -33,7 +35,8 @@ const CodecConfig& uncompressed();
 // as the compressed steps between nodes (`inter`) or as intra_bytes.
 void add_level_counters(Context& ctx, const Context& level, bool inter);
 
-// The rank of the communicator at (node, local rank) of a two-level topology.
-int rank_at(const comm::Topology& topology, int node, int local);
+// The ranks of each node, ascending: [node][local rank] is the communicator's rank there. Built
+// once per call (one pass over the ranks), not looked up per chunk.
+std::vector<std::vector<int>> node_ranks(const comm::Topology& topology);
 
 }  // namespace hycc::coll

@@ -117,16 +117,59 @@ double two_level_error(const std::string& spec, int nodes, int per_node) {
   return e;
 }
 
+// The options of a two-level call in these tests.
+CollectiveOptions two_level_options(const std::string& spec, CollectiveStats* stats) {
+  CollectiveOptions o;
+  o.codec = CodecConfig::parse(spec);
+  o.algorithm = Algorithm::kTwoLevel;
+  o.threshold_bytes = 0;
+  o.segment_bytes = 1024;
+  o.seed = 7;
+  o.stats = stats;
+  return o;
+}
+
+// A layout's communicator with its topology set, and what that topology allows.
+struct LayoutComm {
+  Communicator comm;
+  bool two = false;  // the two-level algorithms run (else they fall back)
+  int nodes = 1;     // nodes of the two-level algorithms (p where they fall back)
+  int per_node = 1;
+};
+
+LayoutComm layout_comm(const Layout& layout) {
+  const int p = world().size();
+  std::vector<int> ids;
+  for (int j = 0; j < p; ++j) ids.push_back(layout.node(j, p));
+  const Communicator c = world().dup(layout.name);
+  comm::set_topology(c, ids, "test");
+  const Topology& t = comm::topology(c);
+  const int nodes = t.two_level() ? t.nodes() : p;
+  return {c, t.two_level(), nodes, p / nodes};
+}
+
+// A two-level call ran (or fell back to `flat`) as the topology allows.
+void expect_ran(const CollectiveStats& stats, bool two, Algorithm flat, const std::string& what) {
+  if (world().size() == 1) return;
+  EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : flat) << what;
+  EXPECT_EQ(stats.topology_fallback, !two) << what;
+}
+
+// `got` is `want` as one compression with `spec` leaves it (bit for bit when lossless).
+void expect_copy_of(const Buffer& got, const Buffer& want, const std::string& spec,
+                    const std::string& what) {
+  if (spec == "none" || spec == "mpc") {
+    expect_bits_equal(got, want, what);
+  } else {
+    expect_within(got, as_doubles(want.to_floats(), 0, want.count()), compression_error(spec, 1), 1,
+                  what);
+  }
+}
+
 TEST(TwoLevelAllreduce, MatchesReferenceOnEveryLayout) {
   const int p = world().size(), r = world().rank();
   for (const Layout& layout : layouts()) {
-    std::vector<int> nodes;
-    for (int j = 0; j < p; ++j) nodes.push_back(layout.node(j, p));
-    const Communicator c = world().dup(layout.name);
-    comm::set_topology(c, nodes, "test");
-    const Topology& t = comm::topology(c);
-    const bool two = t.two_level();
-    const int n_nodes = two ? t.nodes() : p, per = two ? p / t.nodes() : 1;
+    const auto [c, two, n_nodes, per] = layout_comm(layout);
     for (const std::string spec : {"none", "mpc", "quant:bits=8", "eb:abs=1e-3"}) {
       for (const DType d : {DType::kF32, DType::kBF16}) {
         // 40000 elements: several pieces (docs/algorithms.md) with these 1 KiB segments.
@@ -138,20 +181,13 @@ TEST(TwoLevelAllreduce, MatchesReferenceOnEveryLayout) {
           const std::string what = std::string(layout.name) + " " + spec + " " +
                                    std::string(dtype_name(d)) + " n=" + std::to_string(n);
           CollectiveStats stats;
-          CollectiveOptions o;
-          o.codec = CodecConfig::parse(spec);
-          o.algorithm = Algorithm::kTwoLevel;
-          o.threshold_bytes = 0;
-          o.segment_bytes = 1024;
-          o.seed = 7;
-          o.stats = &stats;
           const Buffer input = make_input(d, n, r, lossless);
           Buffer in = clone(input), out(d, n);
-          allreduce(c, in.view(), in_place ? in.view() : out.view(), op, o);
+          allreduce(c, in.view(), in_place ? in.view() : out.view(), op,
+                    two_level_options(spec, &stats));
           const Buffer& got = in_place ? in : out;
+          expect_ran(stats, two, Algorithm::kRing, what);
           if (p > 1) {
-            EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kRing) << what;
-            EXPECT_EQ(stats.topology_fallback, !two) << what;
             EXPECT_EQ(stats.intra_bytes > 0, two) << what;
           }
           const auto inputs = gather_all(input);
@@ -171,43 +207,10 @@ TEST(TwoLevelAllreduce, MatchesReferenceOnEveryLayout) {
   }
 }
 
-// The options of a two-level call in these tests.
-CollectiveOptions two_level_options(const std::string& spec, CollectiveStats* stats) {
-  CollectiveOptions o;
-  o.codec = CodecConfig::parse(spec);
-  o.algorithm = Algorithm::kTwoLevel;
-  o.threshold_bytes = 0;
-  o.segment_bytes = 1024;
-  o.seed = 7;
-  o.stats = stats;
-  return o;
-}
-
-// The layout's communicator with its topology set; two_level: whether the algorithm runs.
-Communicator layout_comm(const Layout& layout, bool& two, int& nodes) {
-  const int p = world().size();
-  std::vector<int> ids;
-  for (int j = 0; j < p; ++j) ids.push_back(layout.node(j, p));
-  const Communicator c = world().dup(layout.name);
-  comm::set_topology(c, ids, "test");
-  two = comm::topology(c).two_level();
-  nodes = two ? comm::topology(c).nodes() : p;
-  return c;
-}
-
-void expect_ran(const CollectiveStats& stats, bool two, const std::string& what) {
-  if (world().size() == 1) return;
-  EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kRing) << what;
-  EXPECT_EQ(stats.topology_fallback, !two) << what;
-}
-
 TEST(TwoLevelReduceScatter, MatchesReferenceOnEveryLayout) {
   const int p = world().size(), r = world().rank();
   for (const Layout& layout : layouts()) {
-    bool two = false;
-    int n_nodes = p;
-    const Communicator c = layout_comm(layout, two, n_nodes);
-    const int per = p / n_nodes;
+    const auto [c, two, n_nodes, per] = layout_comm(layout);
     for (const std::string spec : {"none", "mpc", "quant:bits=8"}) {
       for (const DType d : {DType::kF32, DType::kBF16}) {
         for (const size_t n : {size_t{7}, size_t{4099}}) {
@@ -222,7 +225,7 @@ TEST(TwoLevelReduceScatter, MatchesReferenceOnEveryLayout) {
           reduce_scatter(c, in.view(), in_place ? view_of(in, mine.offset, mine.count) : out.view(),
                          op, two_level_options(spec, &stats));
           const Buffer got = in_place ? part_of(in, mine.offset, mine.count) : clone(out);
-          expect_ran(stats, two, what);
+          expect_ran(stats, two, Algorithm::kRing, what);
           const auto inputs = gather_all(input);
           if (lossless) {
             expect_bits_equal(
@@ -251,9 +254,8 @@ TEST(TwoLevelReduceScatter, MatchesReferenceOnEveryLayout) {
 TEST(TwoLevelAllgather, MatchesInputsOnEveryLayout) {
   const int p = world().size(), r = world().rank();
   for (const Layout& layout : layouts()) {
-    bool two = false;
-    int n_nodes = p;
-    const Communicator c = layout_comm(layout, two, n_nodes);
+    const LayoutComm lc = layout_comm(layout);
+    const Communicator& c = lc.comm;
     for (const std::string spec : {"none", "mpc", "quant:bits=8"}) {
       for (const DType d : {DType::kF32, DType::kBF16}) {
         for (const size_t n : {size_t{1}, size_t{1000}}) {
@@ -271,17 +273,11 @@ TEST(TwoLevelAllgather, MatchesInputsOnEveryLayout) {
           } else {
             allgather(c, input.view(), out.view(), o);
           }
-          expect_ran(stats, two, what);
+          expect_ran(stats, lc.two, Algorithm::kRing, what);
           for (int j = 0; j < p; ++j) {
-            const Buffer got = part_of(out, static_cast<size_t>(j) * n, n);
-            const Buffer want = make_input(d, n, j, lossless);
-            const std::string block = what + " block " + std::to_string(j);
-            if (lossless) {
-              expect_bits_equal(got, want, block);
-            } else {
-              expect_within(got, as_doubles(want.to_floats(), 0, n), compression_error(spec, 1), 1,
-                            block);
-            }
+            expect_copy_of(part_of(out, static_cast<size_t>(j) * n, n),
+                           make_input(d, n, j, lossless), spec,
+                           what + " block " + std::to_string(j));
           }
           expect_identical_across_ranks(out, what);
         }
@@ -293,9 +289,7 @@ TEST(TwoLevelAllgather, MatchesInputsOnEveryLayout) {
 TEST(TwoLevelBroadcast, MatchesTheRootOnEveryLayout) {
   const int p = world().size(), r = world().rank();
   for (const Layout& layout : layouts()) {
-    bool two = false;
-    int n_nodes = p;
-    const Communicator c = layout_comm(layout, two, n_nodes);
+    const LayoutComm lc = layout_comm(layout);
     for (const std::string spec : {"none", "quant:bits=8"}) {
       for (const int root : {0, p - 1}) {
         const bool lossless = spec == "none";
@@ -304,18 +298,9 @@ TEST(TwoLevelBroadcast, MatchesTheRootOnEveryLayout) {
             std::string(layout.name) + " broadcast " + spec + " root " + std::to_string(root);
         CollectiveStats stats;
         Buffer buffer = make_input(DType::kBF16, n, r == root ? root : root + 1, lossless);
-        broadcast(c, buffer.view(), root, two_level_options(spec, &stats));
-        if (p > 1) {
-          EXPECT_EQ(stats.algorithm, two ? Algorithm::kTwoLevel : Algorithm::kChain) << what;
-          EXPECT_EQ(stats.topology_fallback, !two) << what;
-        }
-        const Buffer want = make_input(DType::kBF16, n, root, lossless);
-        if (lossless) {
-          expect_bits_equal(buffer, want, what);
-        } else {
-          expect_within(buffer, as_doubles(want.to_floats(), 0, n), compression_error(spec, 1), 1,
-                        what);
-        }
+        broadcast(lc.comm, buffer.view(), root, two_level_options(spec, &stats));
+        expect_ran(stats, lc.two, Algorithm::kChain, what);
+        expect_copy_of(buffer, make_input(DType::kBF16, n, root, lossless), spec, what);
         expect_identical_across_ranks(buffer, what);
       }
     }
@@ -330,10 +315,7 @@ TEST(TwoLevelAllreduce, AutoChoosesItWhereTheRingCrossesNodesOften) {
   EXPECT_EQ(make_topology({0, 1, 0, 1}, "t").ring_crossings(), 4);
   EXPECT_EQ(make_topology({0, 0}, "t").ring_crossings(), 0);
   for (const Layout& layout : layouts()) {
-    std::vector<int> nodes;
-    for (int j = 0; j < p; ++j) nodes.push_back(layout.node(j, p));
-    const Communicator c = world().dup(layout.name);
-    comm::set_topology(c, nodes, "test");
+    const Communicator c = layout_comm(layout).comm;
     const Topology& t = comm::topology(c);
     const bool two = t.two_level() && t.ring_crossings() > t.nodes();
     const size_t n = 100000;  // 400 KB: above recursive doubling's 256 KiB
